@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ufault - the kernel's unified page-fault handler, ->fault(), in user space.
+ *
+ * A program maps memory with uf_mmap() (pages of a backing object, through
+ * a page cache) or uf_mmap_ops() (driver style, every first touch calls the
+ * VMA's fault()).  When a thread touches a page that is not there, a real
+ * CPU page fault is delivered through userfaultfd to a handler thread, which
+ * calls fault(vma, fdata) with the file offset fdata->pgoff.
+ *
+ * Conventions: every function that can fail returns 0 (or a count) on
+ * success and a negative errno on failure.  Nothing aborts, nothing prints.
+ * Bad input returns an error and changes nothing.
+ *
+ * Lock order inside the library (see src/fault.c):
+ *   mm->vma_lock -> obj->invalidate_lock -> page lock
+ * fault() is called with none of them held.
+ */
+#ifndef UFAULT_H
+#define UFAULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UF_PAGE_SIZE 4096UL
+
+struct uf_mm;
+struct uf_vma;
+struct uf_object;
+struct uf_page;
+
+/* ------------------------------------------------------------------ */
+/* Address space                                                       */
+/* ------------------------------------------------------------------ */
+
+/* uf_mm_config.flags */
+#define UF_MM_USER_MODE_ONLY	0x01	/* use UFFD_USER_MODE_ONLY even where
+					   /dev/userfaultfd could be opened */
+#define UF_MM_NO_WP_ASYNC	0x02	/* do not use asynchronous write-protect
+					   for dirty tracking (testing) */
+
+/* uf_mm_config.reclaim_policy */
+#define UF_RECLAIM_CLOCK	0	/* second chance (default) */
+#define UF_RECLAIM_FIFO		1	/* first in, first out (for comparison) */
+
+/**
+ * struct uf_mm_config - parameters of uf_mm_create(); zero means default.
+ * @handler_threads: threads that read faults and call fault() (default 1,
+ *	at most 64).
+ * @flags: UF_MM_* above.
+ * @cache_budget: bytes of page cache across all objects of this mm above
+ *	which clean pages are reclaimed (0 = no limit).  See uf_mm_stats().
+ * @reclaim_policy: UF_RECLAIM_CLOCK or UF_RECLAIM_FIFO.
+ * @readahead_max: largest readahead window in bytes (default 2 MiB,
+ *	rounded down to pages, at least one page).
+ */
+struct uf_mm_config {
+	unsigned int handler_threads;
+	unsigned int flags;
+	uint64_t cache_budget;
+	unsigned int reclaim_policy;
+	size_t readahead_max;
+};
+
+/**
+ * uf_mm_create - create an address-space manager.
+ * @cfg: configuration, or NULL for defaults.
+ * @mmp: on success, the new mm.
+ *
+ * Opens a userfaultfd (/dev/userfaultfd when it can be opened, so faults
+ * taken inside system calls are served too; otherwise the userfaultfd(2)
+ * system call, falling back to UFFD_USER_MODE_ONLY) and starts the handler
+ * threads.  Several mms may exist in one process.
+ *
+ * Return: 0, or -EINVAL (bad @cfg, NULL @mmp), -EPERM (userfaultfd not
+ * allowed to this process), -ENOSYS (kernel without userfaultfd), -ENOMEM,
+ * -EAGAIN (cannot start a thread), or another error from the kernel.
+ */
+int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp);
+
+/**
+ * uf_mm_destroy - tear down an mm: unmap every mapping it still has,
+ * write back dirty pages of its objects, stop its threads, close its fds.
+ * @mm: the mm, or NULL (nothing happens).
+ *
+ * A thread blocked in a fault on one of its mappings is woken and, like any
+ * access to unmapped memory, gets SIGSEGV.  Objects still referenced by the
+ * caller must be put before or after; uf_object_put() after destroy only
+ * frees them.  Must not be called from fault().
+ */
+void uf_mm_destroy(struct uf_mm *mm);
+
+/* ------------------------------------------------------------------ */
+/* The fault API                                                       */
+/* ------------------------------------------------------------------ */
+
+#define UF_FAULT_FLAG_WRITE	0x01	/* the access was a write */
+#define UF_FAULT_FLAG_NONLINEAR	0x02	/* inside a uf_remap_file_pages() window */
+
+/* fdata->type, set by fault() */
+#define UF_FAULT_MINOR	0	/* page was found without I/O */
+#define UF_FAULT_MAJOR	1	/* page needed I/O from the store */
+#define UF_FAULT_SIGBUS	2	/* cannot be served: the access gets SIGBUS */
+#define UF_FAULT_OOM	3	/* out of memory: the access gets SIGBUS */
+
+/**
+ * struct uf_fault_data - what fault() is told, and what it answers.
+ * @vma: the mapping faulted on.
+ * @address: the faulting address (exact where the kernel tells it).
+ * @pgoff: the page of the object (or of the operation mapping) to supply.
+ * @flags: UF_FAULT_FLAG_*.
+ * @type: set by fault(): UF_FAULT_MINOR/MAJOR, or SIGBUS/OOM.
+ */
+struct uf_fault_data {
+	struct uf_vma *vma;
+	unsigned long address;
+	uint64_t pgoff;
+	unsigned int flags;
+	int type;
+};
+
+#if defined(__GNUC__) && !defined(UF_NO_DEPRECATED_WARNINGS)
+#define UF_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define UF_DEPRECATED(msg)
+#endif
+
+/**
+ * struct uf_vm_operations - the methods of a mapping.
+ *
+ * ->open - a mapping using these ops was created (after it is in place).
+ * ->close - the mapping is going away (before it is unmapped).
+ *	Both are called from the thread that maps or unmaps, no lock held.
+ *
+ * ->fault - supply the page for fdata->pgoff.
+ *	Called from a handler thread, no ufault lock held.  Return the page
+ *	(one reference passes to the caller, which installs a copy of its
+ *	bytes and puts it), or install the page with uf_vm_insert_page() /
+ *	uf_vm_insert_pfn() and return NULL, or return NULL with fdata->type
+ *	= UF_FAULT_SIGBUS or UF_FAULT_OOM: that access gets SIGBUS, and so
+ *	does every later touch of the page for which fault() says so again.
+ *	Set fdata->type to UF_FAULT_MINOR or UF_FAULT_MAJOR on success
+ *	(it starts as UF_FAULT_MINOR).
+ *
+ * ->nopage - deprecated: the pre-2.6.23 method.  Return the page for
+ *	@address or NULL for SIGBUS, setting *type to MINOR/MAJOR.  It cannot
+ *	serve nonlinear mappings.  Used only when ->fault is NULL.
+ */
+struct uf_vm_operations {
+	void (*open)(struct uf_vma *vma);
+	void (*close)(struct uf_vma *vma);
+	struct uf_page *(*fault)(struct uf_vma *vma, struct uf_fault_data *fdata);
+	struct uf_page *(*nopage)(struct uf_vma *vma, unsigned long address,
+				  int *type)
+		UF_DEPRECATED("nopage() is deprecated: use fault()");
+};
+
+/* ------------------------------------------------------------------ */
+/* Mappings                                                            */
+/* ------------------------------------------------------------------ */
+
+#define UF_MAP_SHARED	0x01
+#define UF_MAP_PRIVATE	0x02
+
+#define UF_MS_SYNC	0x04	/* wait for the store (the only mode; 0 means the same) */
+
+/**
+ * uf_mmap - map an object.
+ * @mm: the address space.
+ * @len: bytes to map, a positive multiple of UF_PAGE_SIZE.  The mapping may
+ *	extend past the object's end: accesses there get SIGBUS, as in the
+ *	kernel, until the object grows.
+ * @prot: PROT_READ, or PROT_READ|PROT_WRITE (PROT_EXEC may be added).
+ * @flags: exactly one of UF_MAP_SHARED, UF_MAP_PRIVATE.
+ * @obj: the object (the mapping takes a reference).
+ * @offset: byte offset in the object, a multiple of UF_PAGE_SIZE.
+ * @addrp: on success, the start of the mapping.
+ *
+ * Shared mappings are coherent with each other and with uf_object_pread()
+ * and uf_object_pwrite(); writes reach the store on uf_msync(),
+ * uf_object_sync(), uf_munmap() followed by a sync, or the last
+ * uf_object_put().  Private mappings are copy-on-write; their writes never
+ * reach the object.
+ *
+ * Return: 0, or -EINVAL (NULL argument, @len zero or unaligned, @offset
+ * unaligned, bad @prot or @flags), -EACCES (PROT_WRITE with UF_MAP_SHARED on
+ * an object opened read-only), -ENOMEM, or a kernel error.
+ */
+int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
+	    struct uf_object *obj, uint64_t offset, void **addrp);
+
+/**
+ * uf_mmap_ops - map anonymous memory whose pages come from @ops->fault.
+ * @mm: the address space.
+ * @len: a positive multiple of UF_PAGE_SIZE.
+ * @prot: PROT_READ, or PROT_READ|PROT_WRITE (PROT_EXEC may be added).
+ * @ops: the methods; ->fault or (deprecated) ->nopage must be set.  The
+ *	table must outlive the mapping.
+ * @private_data: returned by uf_vma_private().
+ * @addrp: on success, the start of the mapping.
+ *
+ * The first touch of each page calls ->fault with fdata->pgoff the page's
+ * index in the mapping.
+ *
+ * Return: 0, or -EINVAL (NULL @mm/@ops/@addrp, @len zero or unaligned, bad
+ * @prot, neither ->fault nor ->nopage), -ENOMEM, or a kernel error.
+ */
+int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
+		const struct uf_vm_operations *ops, void *private_data,
+		void **addrp);
+
+/**
+ * uf_munmap - remove a whole mapping.
+ * @mm: the address space.
+ * @addr: the start of a mapping made by uf_mmap() or uf_mmap_ops().
+ * @len: its length (rounded up to a page).
+ *
+ * Dirty pages of a shared object mapping stay in the object's cache and are
+ * written by the next sync of the object.  Threads blocked in a fault on the
+ * mapping are woken and get SIGSEGV.  Must not be called from fault() on
+ * the same mapping.
+ *
+ * Return: 0, or -EINVAL (NULL @mm, @addr not the start of a ufault mapping,
+ * @len not its length), -EDEADLK (called from a handler thread on a mapping
+ * whose fault is being handled).
+ */
+int uf_munmap(struct uf_mm *mm, void *addr, size_t len);
+
+/**
+ * uf_msync - write the dirty pages of shared object mappings in
+ * [@addr, @addr + @len) to their stores, and wait.
+ * @flags: 0 or UF_MS_SYNC.
+ *
+ * Return: 0, or the store's error (the pages stay dirty and are tried
+ * again by the next sync), -EINVAL (unaligned @addr, bad @flags), -ENOMEM
+ * (part of the range is not a ufault mapping, as msync(2)).
+ */
+int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags);
+
+/**
+ * uf_remap_file_pages - make part of a shared object mapping a window onto
+ * object pages @pgoff .. (a nonlinear mapping).
+ * @start: page-aligned start of the window, inside one shared object VMA.
+ * @size: page-aligned length; the window must lie inside that VMA.
+ * @prot: must be 0, as in Linux.
+ * @pgoff: first object page the window shows.
+ * @flags: must be 0.
+ *
+ * Faults in the window reach fault() with the window's pgoff and
+ * UF_FAULT_FLAG_NONLINEAR.  Windows may overlap earlier ones and may point
+ * past the object's end (access there gets SIGBUS).
+ *
+ * Return: 0, or -EINVAL (bad alignment, zero size, @prot or @flags not 0,
+ * range not inside one shared object VMA, a VMA whose ops have only
+ * ->nopage), or a kernel error.  On error nothing changes.
+ */
+int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
+			int prot, uint64_t pgoff, int flags);
+
+/**
+ * uf_find_vma - the mapping containing @addr, or NULL.
+ * The pointer stays valid until that mapping is unmapped.
+ */
+struct uf_vma *uf_find_vma(struct uf_mm *mm, const void *addr);
+
+/** uf_vma_private - the @private_data given to uf_mmap_ops() (NULL for
+ *  object mappings). */
+void *uf_vma_private(const struct uf_vma *vma);
+
+/** uf_vma_start - first address of @vma. */
+void *uf_vma_start(const struct uf_vma *vma);
+
+/** uf_vma_len - length of @vma in bytes. */
+size_t uf_vma_len(const struct uf_vma *vma);
+
+/** uf_vma_object - the object @vma maps, or NULL for an operation mapping. */
+struct uf_object *uf_vma_object(const struct uf_vma *vma);
+
+/**
+ * uf_vma_set_ops - give an object mapping its own methods, as a driver's or
+ * file system's ->mmap sets vma->vm_ops.  Its ->fault (or deprecated
+ * ->nopage) usually ends in uf_filemap_fault() (uf_filemap_nopage()).
+ * Call it before the mapping is touched.
+ *
+ * Return: 0, or -EINVAL (NULL argument, an operation mapping, @ops with
+ * neither ->fault nor ->nopage, or only ->nopage on a mapping that already
+ * has nonlinear windows).
+ */
+int uf_vma_set_ops(struct uf_vma *vma, const struct uf_vm_operations *ops);
+
+/* ------------------------------------------------------------------ */
+/* Pages                                                               */
+/* ------------------------------------------------------------------ */
+
+/**
+ * uf_page_alloc - allocate a zeroed page with one reference.
+ * Return: the page, or NULL when out of memory (or @mm is NULL).
+ */
+struct uf_page *uf_page_alloc(struct uf_mm *mm);
+
+/** uf_page_address - the page's UF_PAGE_SIZE bytes (page aligned). */
+void *uf_page_address(struct uf_page *page);
+
+/** uf_page_get - take a reference. */
+void uf_page_get(struct uf_page *page);
+
+/** uf_page_put - drop a reference; the last one frees the page. NULL is ignored. */
+void uf_page_put(struct uf_page *page);
+
+/**
+ * uf_vm_insert_page - install a copy of @page's bytes at @address in @vma
+ * (for object mappings: into the object's cache at the page's offset).
+ * Meant for fault(); wakes the threads waiting on that page.
+ *
+ * Return: 0, -EEXIST (a page is already there; it is kept), -EINVAL (NULL
+ * argument, @address outside @vma), -EFAULT, -ENOMEM.
+ */
+int uf_vm_insert_page(struct uf_vma *vma, unsigned long address, struct uf_page *page);
+
+/**
+ * uf_vm_insert_pfn - install UF_PAGE_SIZE bytes of caller-owned memory at
+ * @kaddr (page aligned) as the page at @address.  The replacement for
+ * nopfn().  The bytes are copied when the page is installed: later changes
+ * to @kaddr are not seen through the mapping.
+ *
+ * Return: as uf_vm_insert_page(), and -EINVAL for an unaligned @kaddr.
+ */
+int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kaddr);
+
+/* ------------------------------------------------------------------ */
+/* Objects and stores                                                  */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct uf_store_ops - how an object's bytes reach the backing store
+ * (the kernel's address_space_operations).  All offsets are in bytes and
+ * page aligned, except where the object's size is not.  Called from
+ * handler threads and from the thread calling a uf_object_* or sync
+ * function, possibly concurrently for different ranges.  Return 0 (or a
+ * count) or a negative errno, which ufault passes on.
+ *
+ * ->read - read up to @len bytes at @off into @buf; return bytes read.
+ *	A short read means the store ends there: the rest reads as zero.
+ *	Required.
+ * ->write - write @len bytes at @off; return 0 when all were written.
+ *	NULL for a read-only store (objects are then read-only).
+ * ->truncate - make the store @size bytes long.  May be NULL.
+ * ->punch_hole - make [@off, @off + @len) read as zero.  May be NULL
+ *	(ufault then writes zeros).
+ * ->sync - make written data durable.  May be NULL.
+ * ->release - the object is gone: free @store.  May be NULL.
+ */
+struct uf_store_ops {
+	ssize_t (*read)(void *store, void *buf, size_t len, uint64_t off);
+	int (*write)(void *store, const void *buf, size_t len, uint64_t off);
+	int (*truncate)(void *store, uint64_t size);
+	int (*punch_hole)(void *store, uint64_t off, uint64_t len);
+	int (*sync)(void *store);
+	void (*release)(void *store);
+};
+
+/**
+ * uf_object_create - an object of @size bytes whose pages come from @ops.
+ * @mm: the mm whose cache budget the object counts against.
+ * @ops: the store methods (must outlive the object); ->read required.
+ * @store: passed to every method.
+ * @size: the object's current size in bytes.
+ * @objp: on success, the object with one reference.
+ *
+ * Return: 0, or -EINVAL (NULL @mm/@ops/@objp, no ->read), -ENOMEM, or a
+ * kernel error (creating the cache memfd).
+ */
+int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
+		     void *store, uint64_t size, struct uf_object **objp);
+
+/**
+ * uf_object_open - an object backed by the file at @path.
+ * @oflags: O_RDONLY or O_RDWR, optionally with O_CREAT (mode 0644).
+ *
+ * Return: 0, or -EINVAL (NULL argument, other @oflags), -ENOENT, -EACCES,
+ * -EISDIR, or another error from open(2)/fstat(2).
+ */
+int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
+		   struct uf_object **objp);
+
+/**
+ * uf_object_create_mem - an object of @size zero bytes whose store is
+ * memory (a sparse memfd): written-back pages live there.
+ * Return: as uf_object_create().
+ */
+int uf_object_create_mem(struct uf_mm *mm, uint64_t size, struct uf_object **objp);
+
+/**
+ * uf_object_get - take another reference to @obj.
+ */
+void uf_object_get(struct uf_object *obj);
+
+/**
+ * uf_object_put - drop a reference.  The last one (mappings hold their
+ * own) writes the dirty pages to the store, releases the store and frees
+ * the object.  A store error at that point cannot be reported: call
+ * uf_object_sync() first when it matters.  NULL is ignored.
+ */
+void uf_object_put(struct uf_object *obj);
+
+/** uf_object_size - the object's size in bytes (i_size). */
+uint64_t uf_object_size(const struct uf_object *obj);
+
+/**
+ * uf_object_truncate - set the object's size, safely against concurrent
+ * faults, fills, readahead and writeback.
+ *
+ * Shrinking: afterwards no mapping maps a page at or past the new end,
+ * accesses there get SIGBUS, the bytes past the end of the last partial
+ * page read zero, and the store is truncated too.  Growing: the new bytes
+ * read zero, including any written through a mapping past the old end.
+ *
+ * Return: 0, or -EINVAL (NULL @obj), -EROFS (read-only object), -EFBIG,
+ * or the store's error (then the size is unchanged).
+ */
+int uf_object_truncate(struct uf_object *obj, uint64_t size);
+
+/**
+ * uf_object_punch_hole - make [@offset, @offset + @len) read zero in every
+ * mapping and in the store.  The range is clamped at the object's end.
+ * Return: 0, or -EINVAL (NULL @obj, @len 0), -EROFS, or the store's error.
+ */
+int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint64_t len);
+
+/**
+ * uf_object_pread - read object bytes, coherent with every mapping.
+ * Return: bytes read (short at the object's end, 0 past it), or -EINVAL,
+ * or the store's error.
+ */
+ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t offset);
+
+/**
+ * uf_object_pwrite - write object bytes, coherent with every mapping.
+ * Writes do not extend the object: they stop at its end.
+ * Return: bytes written, or -EINVAL, -EROFS, or the store's error.
+ */
+ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len, uint64_t offset);
+
+/**
+ * uf_object_sync - write every dirty page of @obj (written through shared
+ * mappings or uf_object_pwrite()) to the store, then ->sync it.
+ * Return: 0, or the first store error; pages that failed stay dirty.
+ */
+int uf_object_sync(struct uf_object *obj);
+
+/**
+ * uf_filemap_fault - the fault method of object mappings: find the page
+ * in the object's cache, or read it (with a readahead window) from the
+ * store.  Sets fdata->type to MINOR, MAJOR, or SIGBUS (past the end, or a
+ * store error).  Installs the page itself and returns NULL.
+ */
+struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata);
+
+/**
+ * uf_filemap_nopage - deprecated: the old entry point, for code being
+ * ported.  Serves @address of a linear object mapping.
+ * Return: NULL (the page is installed), with *type MINOR/MAJOR, or SIGBUS.
+ */
+struct uf_page *uf_filemap_nopage(struct uf_vma *vma, unsigned long address, int *type)
+	UF_DEPRECATED("uf_filemap_nopage() is deprecated: use uf_filemap_fault()");
+
+/**
+ * uf_filemap_populate - deprecated: prefault @len bytes at @addr of an
+ * object mapping from object page @pgoff, the old way of building a
+ * nonlinear mapping.  Now uf_remap_file_pages() plus a read of each page.
+ * @prot: must be 0.  @nonblock: ignored.
+ * Return: 0 or as uf_remap_file_pages().
+ */
+int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsigned long len,
+			int prot, uint64_t pgoff, int nonblock)
+	UF_DEPRECATED("uf_filemap_populate() is deprecated: use uf_remap_file_pages()");
+
+/* ------------------------------------------------------------------ */
+/* Statistics                                                          */
+/* ------------------------------------------------------------------ */
+
+#define UF_LAT_BUCKETS 24
+
+/**
+ * struct uf_stats - counters, per mm and per VMA.
+ * @minor_faults, @major_faults: fault() outcomes as fault() typed them.
+ * @sigbus, @oom: faults answered with SIGBUS / OOM.
+ * @pages_read: pages read from stores.  @pages_written: pages written.
+ * @readahead_pages: pages filled beyond the one faulted on.
+ * @cache_pages: pages in the caches now (per mm: all its objects; per VMA:
+ *	its object).
+ * @evicted_pages: pages reclaimed from caches.
+ * @lat_us: fault round trips (event read to wake) by duration:
+ *	bucket i counts those of [2^i, 2^(i+1)) microseconds (bucket 0:
+ *	under 2 us).
+ */
+struct uf_stats {
+	uint64_t minor_faults, major_faults, sigbus, oom;
+	uint64_t pages_read, pages_written, readahead_pages, cache_pages;
+	uint64_t evicted_pages;
+	uint64_t lat_us[UF_LAT_BUCKETS];
+};
+
+/** uf_mm_stats - totals of @mm.  Return: 0, or -EINVAL for NULL. */
+int uf_mm_stats(struct uf_mm *mm, struct uf_stats *st);
+
+/** uf_vma_stats - counters of one mapping.  Return: 0, or -EINVAL for NULL. */
+int uf_vma_stats(struct uf_vma *vma, struct uf_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* UFAULT_H */

@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Objects and their page cache: uf_filemap_fault(), readahead, filling the
+ * cache from the store, uf_object_pread()/pwrite(), object lifetime.
+ *
+ * The cache of an object is a memfd.  A page is filled by UFFDIO_COPY into
+ * obj->cache_map, a mapping of the whole memfd that nothing ever touches:
+ * the copy inserts the page into the memfd atomically and refuses a page
+ * that is already present (EEXIST), so a fill never overwrites a page that
+ * a program has already written.  Every mapping of the object then sees the
+ * page, mapped by the kernel itself.
+ *
+ * Lock order: mm->vma_lock -> obj->invalidate_lock -> obj->page_lock.
+ * Fillers hold obj->invalidate_lock shared and check pgoff against i_size
+ * under it; truncate, hole punch and reclaim hold it exclusive.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* A per-thread bounce buffer for store reads and writes               */
+/* ------------------------------------------------------------------ */
+
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+static __thread struct { void *p; size_t len; } tbuf;
+
+static void buf_free(void *p)
+{
+	free(p);
+}
+
+static void buf_key_init(void)
+{
+	pthread_key_create(&buf_key, buf_free);
+}
+
+void *uf_bounce_buffer(size_t len)
+{
+	if (tbuf.len < len) {
+		void *p = aligned_alloc(PAGE_SIZE, len);
+
+		if (!p)
+			return NULL;
+		pthread_once(&buf_once, buf_key_init);
+		free(tbuf.p);
+		tbuf.p = p;
+		tbuf.len = len;
+		pthread_setspecific(buf_key, p);
+	}
+	return tbuf.p;
+}
+
+/* ------------------------------------------------------------------ */
+/* Filling the cache                                                   */
+/* ------------------------------------------------------------------ */
+
+static inline uint64_t size_pages(uint64_t size)
+{
+	return DIV_ROUND_UP(size, PAGE_SIZE);
+}
+
+/* A page became present.  Locking: invalidate_lock held (any mode). */
+static void mark_present(struct uf_object *obj, uint64_t pgoff)
+{
+	if (!uf_set_bit(obj->present, pgoff)) {
+		uf_add(&obj->npresent, 1);
+		if (obj->mm && obj->mm->budget_pages)
+			__uf_reclaim_note_fill(obj, pgoff);
+	}
+}
+
+uint64_t uf_object_cache_pages(struct uf_object *obj)
+{
+	return uf_load(&obj->npresent);
+}
+
+/* Read [off, off + len) from the store into @buf, zero past its end. */
+static int store_read(struct uf_object *obj, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = obj->ops->read(obj->store, buf, len, off);
+
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n > len)
+		return -EIO;
+	memset((char *)buf + n, 0, len - (size_t)n);
+	return 0;
+}
+
+/*
+ * Copy @npages pages from @buf into the cache at @pgoff, skipping pages
+ * that are present already.  Return the number newly inserted, or -errno.
+ * Locking: obj->invalidate_lock held shared.
+ */
+static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf, size_t npages)
+{
+	size_t i = 0;
+	long added = 0;
+
+	while (i < npages) {
+		size_t copied = 0, k;
+		int ret;
+
+		ret = uf_uffd_copy(obj->mm, (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT),
+				   buf + (i << PAGE_SHIFT), (npages - i) << PAGE_SHIFT, false, &copied);
+		for (k = 0; k < copied >> PAGE_SHIFT; k++)
+			mark_present(obj, pgoff + i + k);
+		added += copied >> PAGE_SHIFT;
+		i += copied >> PAGE_SHIFT;
+		if (ret == -EEXIST) {
+			mark_present(obj, pgoff + i);
+			i++;
+		} else if (ret) {
+			return ret;
+		}
+	}
+	return added;
+}
+
+/*
+ * uf_object_fill - make pages of [first, first + n) present in the cache,
+ * reading holes from the store in runs.  Pages past i_size are not filled.
+ * @must: the page that has to end up present (UINT64_MAX: every page);
+ *	a store error elsewhere only shortens the readahead.
+ * @filled: set to the pages this call inserted.
+ * @major: set when @must was inserted by this call.
+ *
+ * Return: 0, -ERANGE when @must is past i_size, or the store's error for
+ * a page that must be filled.
+ * Locking: obj->invalidate_lock held shared.
+ */
+int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t must,
+		   size_t *filled, bool *major)
+{
+	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
+	uint64_t end = size_pages(size), p, last;
+	int err = 0;
+	char *buf;
+
+	if (must != UINT64_MAX && must >= end && !uf_break_protocol)
+		return -ERANGE;
+	last = first + n < end ? first + n : end;
+	if (uf_break_protocol && must != UINT64_MAX && must >= last)
+		last = must + 1;	/* broken on purpose: fill past EOF */
+	if (first >= last)
+		return 0;
+	buf = uf_bounce_buffer((last - first) << PAGE_SHIFT);
+	if (!buf)
+		return -ENOMEM;
+
+	p = first;
+	while (p < last) {
+		uint64_t run, off;
+		size_t len;
+		long added;
+		int ret;
+
+		if (p < obj->bitmap_pages && uf_test_bit(obj->present, p)) {
+			p++;
+			continue;
+		}
+		for (run = p; run < last && !(run < obj->bitmap_pages && uf_test_bit(obj->present, run)); run++)
+			;
+		run -= p;
+		off = p << PAGE_SHIFT;
+		len = run << PAGE_SHIFT;
+		if (off + len > size && !uf_break_protocol)
+			len = size - off;	/* the rest of the page reads zero */
+		ret = store_read(obj, buf, len, off);
+		if (!ret) {
+			memset(buf + len, 0, (run << PAGE_SHIFT) - len);
+			uf_add(&obj->mm->stats.pages_read, run);
+			added = cache_insert(obj, p, buf, run);
+			if (added < 0)
+				ret = (int)added;
+			else if (filled)
+				*filled += (size_t)added;
+			if (added > 0 && major && must >= p && must < p + run)
+				*major = true;
+		}
+		if (ret && (must == UINT64_MAX || (must >= p && must < p + run))) {
+			if (run > 1 && must != UINT64_MAX) {
+				/* retry the one page that matters */
+				first = p = must;
+				last = must + 1;
+				continue;
+			}
+			err = ret;
+			break;
+		}
+		p += run;
+	}
+	if (!err && must != UINT64_MAX && !uf_test_bit(obj->present, must))
+		err = -EIO;
+	return err;
+}
+
+/*
+ * Insert one page of bytes given by a ->fault method at @pgoff.  Bytes past
+ * i_size in the last page are zeroed.  Return 0, -EEXIST, -EFAULT (past
+ * EOF), or -errno.
+ */
+int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
+{
+	uint64_t size;
+	char *buf;
+	long ret;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	size = obj->size;
+	if (pgoff >= size_pages(size)) {
+		ret = -EFAULT;
+		goto out;
+	}
+	buf = uf_bounce_buffer(PAGE_SIZE);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memcpy(buf, src, PAGE_SIZE);
+	if ((pgoff + 1) << PAGE_SHIFT > size)
+		memset(buf + (size & (PAGE_SIZE - 1)), 0, PAGE_SIZE - (size & (PAGE_SIZE - 1)));
+	ret = cache_insert(obj, pgoff, buf, 1);
+	if (ret == 0)
+		ret = -EEXIST;
+	else if (ret > 0)
+		ret = 0;
+out:
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return (int)ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* ->fault for object mappings                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The readahead window for a fault at @pgoff: sequential faults (at the
+ * page after the previous window) double it up to mm->ra_max pages; any
+ * other fault reads only its page.
+ */
+static size_t readahead_window(struct uf_vma *vma, uint64_t pgoff)
+{
+	size_t n;
+
+	pthread_mutex_lock(&vma->ra_lock);
+	if (pgoff == vma->ra_next || (vma->ra_next == UINT64_MAX && pgoff == vma->pgoff)) {
+		n = vma->ra_size ? 2 * vma->ra_size : 16;
+		if (n > vma->mm->ra_max)
+			n = vma->mm->ra_max;
+	} else {
+		n = 1;
+	}
+	vma->ra_size = n;
+	vma->ra_next = pgoff + n;
+	pthread_mutex_unlock(&vma->ra_lock);
+	return n;
+}
+
+UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
+{
+	struct uf_object *obj;
+	size_t n, filled = 0;
+	bool major = false;
+	int ret;
+
+	if (!vma || !fdata || !(obj = vma->obj)) {
+		if (fdata)
+			fdata->type = UF_FAULT_SIGBUS;
+		return NULL;
+	}
+	n = readahead_window(vma, fdata->pgoff);
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+
+	if (ret == -ENOMEM) {
+		fdata->type = UF_FAULT_OOM;
+	} else if (ret) {
+		fdata->type = UF_FAULT_SIGBUS;
+	} else {
+		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
+		if (filled > (major ? 1u : 0u)) {
+			uint64_t ra = filled - (major ? 1 : 0);
+
+			uf_add(&vma->stats.readahead_pages, ra);
+			uf_add(&vma->mm->stats.readahead_pages, ra);
+		}
+	}
+	return NULL;
+}
+
+UF_EXPORT struct uf_page *uf_filemap_nopage(struct uf_vma *vma, unsigned long address, int *type)
+{
+	struct uf_fault_data fdata = { .vma = vma, .address = address, .type = UF_FAULT_MINOR };
+
+	if (!vma || !type || address < vma->start || address >= vma->end) {
+		if (type)
+			*type = UF_FAULT_SIGBUS;
+		return NULL;
+	}
+	fdata.pgoff = vma->pgoff + ((address - vma->start) >> PAGE_SHIFT);
+	uf_filemap_fault(vma, &fdata);
+	*type = fdata.type;
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Objects                                                             */
+/* ------------------------------------------------------------------ */
+
+static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *store,
+		      uint64_t size, bool readonly, struct uf_object **objp)
+{
+	struct uf_object *obj;
+	int ret;
+
+	if (size > (uint64_t)INT64_MAX - PAGE_SIZE)
+		return -EFBIG;
+	obj = calloc(1, sizeof(*obj));
+	if (!obj)
+		return -ENOMEM;
+	obj->mm = mm;
+	obj->refs = 1;
+	obj->ops = ops;
+	obj->store = store;
+	obj->readonly = readonly || !ops->write;
+	obj->size = size;
+	obj->cache_map = MAP_FAILED;
+	pthread_rwlock_init(&obj->invalidate_lock, NULL);
+	pthread_mutex_init(&obj->page_lock, NULL);
+	pthread_mutex_init(&obj->sync_lock, NULL);
+
+	obj->memfd = memfd_create("ufault-cache", MFD_CLOEXEC);
+	if (obj->memfd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (ftruncate(obj->memfd, (off_t)size) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = uf_object_resize_bitmaps(obj, size_pages(size));
+	if (ret)
+		goto fail;
+	ret = uf_object_cache_map(obj, size);
+	if (ret)
+		goto fail;
+	uf_mm_add_object(mm, obj);
+	*objp = obj;
+	return 0;
+fail:
+	obj->ops = NULL;	/* the caller still owns the store */
+	obj->mm = NULL;
+	obj->refs = 1;
+	uf_object_put(obj);
+	return ret;
+}
+
+UF_EXPORT int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
+			       void *store, uint64_t size, struct uf_object **objp)
+{
+	if (!mm || !ops || !ops->read || !objp)
+		return -EINVAL;
+	return object_new(mm, ops, store, size, false, objp);
+}
+
+UF_EXPORT int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
+			     struct uf_object **objp)
+{
+	int acc = oflags & O_ACCMODE, fd, ret;
+	void *store;
+	struct stat st;
+
+	if (!mm || !path || !objp || (oflags & ~(O_ACCMODE | O_CREAT)) ||
+	    (acc != O_RDONLY && acc != O_RDWR))
+		return -EINVAL;
+	fd = open(path, oflags | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	ret = uf_file_store_new(fd, &store);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ret = object_new(mm, &uf_file_store_ops, store, (uint64_t)st.st_size,
+			 acc == O_RDONLY, objp);
+	if (ret)
+		uf_file_store_ops.release(store);
+	return ret;
+}
+
+UF_EXPORT void uf_object_get(struct uf_object *obj)
+{
+	if (obj)
+		__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
+}
+
+UF_EXPORT void uf_object_put(struct uf_object *obj)
+{
+	if (!obj || __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	if (obj->ops) {
+		uf_object_sync(obj);
+		if (obj->ops->release)
+			obj->ops->release(obj->store);
+	}
+	if (obj->mm)
+		uf_mm_del_object(obj->mm, obj);
+	if (obj->cache_map != MAP_FAILED)
+		munmap(obj->cache_map, obj->cache_cap);
+	if (obj->memfd >= 0)
+		close(obj->memfd);
+	free(obj->present);
+	free(obj->dirty);
+	free(obj->referenced);
+	free(obj->fifo);
+	pthread_rwlock_destroy(&obj->invalidate_lock);
+	pthread_mutex_destroy(&obj->page_lock);
+	pthread_mutex_destroy(&obj->sync_lock);
+	free(obj);
+}
+
+UF_EXPORT uint64_t uf_object_size(const struct uf_object *obj)
+{
+	return obj ? __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* pread / pwrite through the cache                                    */
+/* ------------------------------------------------------------------ */
+
+/* Fill every hole of [first, last] in chunks of ra_max pages.
+ * Locking: obj->invalidate_lock held shared. */
+static int fill_range(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	size_t chunk = obj->mm ? obj->mm->ra_max : 512;
+
+	while (first <= last) {
+		size_t n = last - first + 1 < chunk ? last - first + 1 : chunk;
+		int ret = uf_object_fill(obj, first, n, UINT64_MAX, NULL, NULL);
+
+		if (ret)
+			return ret;
+		first += n;
+	}
+	return 0;
+}
+
+static ssize_t memfd_io(int fd, void *buf, size_t len, uint64_t off, bool write)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write ? pwrite(fd, (char *)buf + done, len - done, (off_t)(off + done))
+				  : pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t offset)
+{
+	uint64_t size;
+	ssize_t ret;
+
+	if (!obj || (!buf && len) || !obj->mm)
+		return -EINVAL;
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	size = obj->size;
+	if (offset >= size || !len) {
+		ret = 0;
+		goto out;
+	}
+	if (len > size - offset)
+		len = (size_t)(size - offset);
+	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
+	if (!ret)
+		ret = memfd_io(obj->memfd, buf, len, offset, false);
+out:
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (obj->mm->budget_pages)
+		uf_reclaim(obj->mm);
+	return ret;
+}
+
+UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len,
+				   uint64_t offset)
+{
+	uint64_t size, first, last, p;
+	ssize_t ret = 0;
+
+	if (!obj || (!buf && len) || !obj->mm)
+		return -EINVAL;
+	if (obj->readonly)
+		return -EROFS;
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	size = obj->size;
+	if (offset >= size || !len)
+		goto out;
+	if (len > size - offset)
+		len = (size_t)(size - offset);
+	first = offset >> PAGE_SHIFT;
+	last = (offset + len - 1) >> PAGE_SHIFT;
+	/* a partly written page must hold the store's bytes around the write */
+	if (offset & (PAGE_SIZE - 1))
+		ret = fill_range(obj, first, first);
+	if (!ret && ((offset + len) & (PAGE_SIZE - 1)) && offset + len < size)
+		ret = fill_range(obj, last, last);
+	if (ret)
+		goto out;
+	ret = memfd_io(obj->memfd, (void *)buf, len, offset, true);
+	if (ret < 0)
+		goto out;
+	for (p = first; p <= last; p++) {
+		mark_present(obj, p);
+		uf_set_bit(obj->dirty, p);
+	}
+out:
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (obj->mm->budget_pages)
+		uf_reclaim(obj->mm);
+	return ret;
+}

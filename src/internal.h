@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Library-private declarations.  Lock order (outermost first), taken in
+ * fault.c, vma.c, truncate.c, writeback.c and reclaim.c:
+ *
+ *   mm->vma_lock                 (rwlock: lookups shared, map/unmap/remap
+ *                                 exclusive)
+ *     obj->invalidate_lock       (rwlock: fillers, pread/pwrite, writeback
+ *                                 shared; truncate, punch, reclaim exclusive)
+ *       obj->page_lock           (mutex: the present/dirty/referenced bits
+ *                                 and the page count)
+ *
+ * mm->obj_lock (the list of objects) nests inside vma_lock and outside the
+ * invalidate locks.  obj->sync_lock serializes writeback of one object and
+ * is taken before obj->invalidate_lock.
+ */
+#ifndef UF_INTERNAL_H
+#define UF_INTERNAL_H
+
+#define UF_NO_DEPRECATED_WARNINGS	/* the core calls ->nopage itself */
+#include "ufault.h"
+#include "compat.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PAGE_SHIFT	12
+#define PAGE_SIZE	UF_PAGE_SIZE
+#define PAGE_MASK	(~(PAGE_SIZE - 1))
+#define PAGE_ALIGNED(x)	(((uint64_t)(x) & (PAGE_SIZE - 1)) == 0)
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+#define BITS_PER_LONG	(8 * sizeof(unsigned long))
+
+#define UF_MAX_HANDLERS	64
+#define UF_EXPORT	__attribute__((visibility("default")))
+
+/* Counters shared by struct uf_mm and struct uf_vma; updated atomically. */
+struct uf_counters {
+	uint64_t minor_faults, major_faults, sigbus, oom;
+	uint64_t pages_read, pages_written, readahead_pages;
+	uint64_t evicted_pages;
+	uint64_t lat_us[UF_LAT_BUCKETS];
+};
+
+#define uf_add(p, n)	__atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
+#define uf_load(p)	__atomic_load_n((p), __ATOMIC_RELAXED)
+
+struct uf_mm {
+	int uffd;
+	int stopfd;			/* eventfd: handler threads exit */
+	uint64_t features;		/* granted by UFFDIO_API */
+	bool wp_async;			/* dirty tracking by PAGEMAP_SCAN */
+	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
+
+	unsigned int nthreads;
+	pthread_t threads[UF_MAX_HANDLERS];
+
+	pthread_rwlock_t vma_lock;
+	struct uf_vma **vmas;		/* sorted by start */
+	size_t nvmas, vmas_cap;
+
+	pthread_mutex_t obj_lock;
+	struct uf_object *objects;	/* list through obj->mm_next */
+
+	size_t ra_max;			/* readahead pages */
+	uint64_t budget_pages;		/* 0 = none */
+	unsigned int policy;
+	pthread_mutex_t reclaim_lock;
+
+	struct uf_counters stats;
+};
+
+#define VMA_SHARED	0x01
+#define VMA_PRIVATE	0x02
+#define VMA_OPS		0x04		/* uf_mmap_ops: anonymous, no object */
+#define VMA_WP		0x08		/* registered WP: dirty tracking */
+
+struct uf_vma {
+	struct uf_mm *mm;
+	unsigned long start, end;
+	uint64_t pgoff;
+	int prot;
+	unsigned int flags;
+	const struct uf_vm_operations *vm_ops;
+	void *private_data;
+	struct uf_object *obj;
+	struct uf_vma *obj_next;	/* obj->vmas, under mm->vma_lock */
+
+	int refs;			/* lookups in flight + 1 while mapped */
+	pthread_mutex_t ref_lock;
+	pthread_cond_t ref_cond;
+
+	/*
+	 * Nonlinear windows: NULL while linear, else one entry per page:
+	 * the object page it shows, with NL_WINDOW set inside a window.
+	 * Under mm->vma_lock.
+	 */
+	uint64_t *nl_pgoff;
+
+	/* readahead state (the kernel's file_ra_state) */
+	pthread_mutex_t ra_lock;
+	uint64_t ra_next;		/* first page after the last window */
+	size_t ra_size;			/* pages in the last window */
+
+	struct uf_counters stats;
+};
+#define NL_WINDOW	(1ULL << 63)
+
+struct uf_object {
+	struct uf_mm *mm;
+	int refs;
+	const struct uf_store_ops *ops;
+	void *store;
+	bool readonly;
+	int memfd;			/* the page cache */
+
+	pthread_rwlock_t invalidate_lock;
+	uint64_t size;			/* i_size: set under invalidate_lock
+					   exclusive, read atomically */
+
+	/*
+	 * A shared mapping of the whole memfd, registered MISSING and never
+	 * touched: the target of UFFDIO_COPY, which fills a hole of the cache
+	 * atomically and refuses a page that is present.
+	 */
+	char *cache_map;
+	uint64_t cache_cap;		/* bytes mapped at cache_map */
+
+	pthread_mutex_t page_lock;
+	unsigned long *present;		/* page is in the cache */
+	unsigned long *dirty;		/* page must be written to the store */
+	unsigned long *referenced;	/* CLOCK: touched since last sweep */
+	uint64_t bitmap_pages;		/* bits allocated in each bitmap */
+	uint64_t npresent;
+	uint64_t clock_hand;
+	uint64_t *fifo;			/* FIFO policy: ring of pgoffs */
+	uint64_t fifo_head, fifo_tail, fifo_cap;
+
+	pthread_mutex_t sync_lock;
+	struct uf_vma *vmas;		/* under mm->vma_lock */
+	struct uf_object *mm_next;	/* under mm->obj_lock */
+	bool dead;			/* last put done (mm destroyed first) */
+};
+
+/* mm.c */
+bool uf_in_handler(void);
+void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
+void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
+
+/* vma.c */
+struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
+				 bool *nonlinear);
+void uf_vma_put(struct uf_vma *vma);
+struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
+int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
+void uf_unmap_all(struct uf_mm *mm);
+void uf_set_handler_vma(struct uf_vma *vma);
+
+/* fault.c */
+void *uf_handler_thread(void *arg);
+int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t len,
+		 bool wake, size_t *copied);
+void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len);
+
+/* filemap.c */
+int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t must,
+		   size_t *filled, bool *major);
+int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
+uint64_t uf_object_cache_pages(struct uf_object *obj);
+void *uf_bounce_buffer(size_t len);
+
+/* bitmaps (atomic where set from fillers under the shared lock) */
+static inline bool uf_test_bit(const unsigned long *map, uint64_t nr)
+{
+	return (__atomic_load_n(&map[nr / BITS_PER_LONG], __ATOMIC_ACQUIRE)
+		>> (nr % BITS_PER_LONG)) & 1;
+}
+static inline bool uf_set_bit(unsigned long *map, uint64_t nr)
+{
+	unsigned long m = 1UL << (nr % BITS_PER_LONG);
+	return __atomic_fetch_or(&map[nr / BITS_PER_LONG], m, __ATOMIC_ACQ_REL) & m;
+}
+static inline bool uf_clear_bit(unsigned long *map, uint64_t nr)
+{
+	unsigned long m = 1UL << (nr % BITS_PER_LONG);
+	return __atomic_fetch_and(&map[nr / BITS_PER_LONG], ~m, __ATOMIC_ACQ_REL) & m;
+}
+
+/* writeback.c */
+int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
+int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
+int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);
+
+/* reclaim.c */
+void uf_reclaim(struct uf_mm *mm);
+void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff);
+
+/* truncate.c */
+int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages);
+int uf_object_cache_map(struct uf_object *obj, uint64_t size);
+
+/* store_file.c */
+extern const struct uf_store_ops uf_file_store_ops;
+int uf_file_store_new(int fd, void **storep);
+
+/* test switch: skip the i_size re-check under the invalidate lock */
+extern int uf_break_protocol;
+
+#endif /* UF_INTERNAL_H */

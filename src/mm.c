@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/*
+ * struct uf_mm: the userfaultfd, the handler threads, the VMA table and the
+ * statistics of one address-space manager.  No global state.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int uf_break_protocol;
+
+/*
+ * Open a userfaultfd: /dev/userfaultfd first (faults taken inside system
+ * calls are then served too), then the system call, then the system call
+ * restricted to user-mode faults.  Return the fd or -errno of the first
+ * attempt that says why the others failed.
+ */
+static int uffd_open(unsigned int flags)
+{
+	int fd, err = -ENOSYS;
+
+	if (!(flags & UF_MM_USER_MODE_ONLY)) {
+		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+
+		if (dev >= 0) {
+			fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+			err = fd < 0 ? -errno : 0;
+			close(dev);
+			if (fd >= 0)
+				return fd;
+		}
+		fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0)
+			return fd;
+		err = -errno;
+	}
+	fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd >= 0)
+		return fd;
+	/* EINVAL here means the kernel lacks UFFD_USER_MODE_ONLY: keep the
+	 * earlier, more telling error */
+	if (errno != EINVAL || err == -ENOSYS)
+		err = -errno;
+	return err;
+}
+
+/* Ask for @want; the kernel answers with everything it supports. */
+static int uffd_api(int fd, uint64_t want, uint64_t *got)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = want };
+
+	if (ioctl(fd, UFFDIO_API, &api) < 0)
+		return -errno;
+	*got = api.features;
+	return 0;
+}
+
+static int mm_open_uffd(struct uf_mm *mm, unsigned int flags)
+{
+	uint64_t avail = 0, want;
+	int fd, ret;
+
+	/* Probe with a throwaway fd: UFFDIO_API may be called once per fd. */
+	fd = uffd_open(flags);
+	if (fd < 0)
+		return fd;
+	ret = uffd_api(fd, 0, &avail);
+	close(fd);
+	if (ret)
+		return ret;
+	if (!(avail & UFFD_FEATURE_MISSING_SHMEM))
+		return -ENOSYS;
+
+	want = UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_THREAD_ID;
+	want |= avail & (UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_POISON);
+	if (!(flags & UF_MM_NO_WP_ASYNC) &&
+	    (avail & UFFD_FEATURE_WP_ASYNC) && (avail & UFFD_FEATURE_WP_UNPOPULATED) &&
+	    (avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
+		want |= UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED |
+			UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+
+	fd = uffd_open(flags);
+	if (fd < 0)
+		return fd;
+	ret = uffd_api(fd, want, &avail);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	mm->uffd = fd;
+	mm->features = want;
+	mm->wp_async = want & UFFD_FEATURE_WP_ASYNC;
+	if (mm->wp_async) {
+		mm->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+		if (mm->pagemap_fd < 0)
+			mm->wp_async = false;
+	}
+	return 0;
+}
+
+UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
+{
+	struct uf_mm_config def = { 0 };
+	struct uf_mm *mm;
+	unsigned int i;
+	int ret;
+
+	if (!mmp)
+		return -EINVAL;
+	if (!cfg)
+		cfg = &def;
+	if (cfg->handler_threads > UF_MAX_HANDLERS ||
+	    (cfg->flags & ~(UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC)) ||
+	    cfg->reclaim_policy > UF_RECLAIM_FIFO ||
+	    (cfg->readahead_max && cfg->readahead_max < PAGE_SIZE))
+		return -EINVAL;
+
+	mm = calloc(1, sizeof(*mm));
+	if (!mm)
+		return -ENOMEM;
+	mm->uffd = mm->stopfd = mm->pagemap_fd = -1;
+	mm->ra_max = cfg->readahead_max ? cfg->readahead_max / PAGE_SIZE : 512;
+	mm->budget_pages = DIV_ROUND_UP(cfg->cache_budget, PAGE_SIZE);
+	mm->policy = cfg->reclaim_policy;
+	pthread_rwlock_init(&mm->vma_lock, NULL);
+	pthread_mutex_init(&mm->obj_lock, NULL);
+	pthread_mutex_init(&mm->reclaim_lock, NULL);
+
+	ret = mm_open_uffd(mm, cfg->flags);
+	if (ret)
+		goto fail;
+	mm->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (mm->stopfd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	mm->nthreads = cfg->handler_threads ? cfg->handler_threads : 1;
+	for (i = 0; i < mm->nthreads; i++) {
+		ret = -pthread_create(&mm->threads[i], NULL, uf_handler_thread, mm);
+		if (ret) {
+			mm->nthreads = i;
+			goto fail;
+		}
+	}
+	*mmp = mm;
+	return 0;
+fail:
+	uf_mm_destroy(mm);
+	return ret;
+}
+
+UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
+{
+	struct uf_object *obj;
+	uint64_t one = 1;
+	unsigned int i;
+
+	if (!mm)
+		return;
+	uf_unmap_all(mm);
+
+	/* Objects the caller still holds: write them back now; afterwards
+	 * uf_object_put() only frees them.  Sync takes mm->vma_lock, which
+	 * is outside mm->obj_lock, so sync from a snapshot of the list. */
+	for (;;) {
+		struct uf_object **snap;
+		size_t n = 0, i;
+
+		pthread_mutex_lock(&mm->obj_lock);
+		for (obj = mm->objects; obj; obj = obj->mm_next)
+			n++;
+		snap = calloc(n ? n : 1, sizeof(*snap));
+		for (obj = mm->objects, i = 0; snap && obj; obj = obj->mm_next) {
+			uf_object_get(obj);
+			snap[i++] = obj;
+		}
+		pthread_mutex_unlock(&mm->obj_lock);
+		if (!snap)
+			break;		/* out of memory: the last put syncs */
+		for (i = 0; i < n; i++) {
+			uf_object_sync(snap[i]);
+			uf_object_put(snap[i]);
+		}
+		free(snap);
+		break;
+	}
+
+	if (mm->stopfd >= 0 && write(mm->stopfd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only on overflow: cannot happen */
+	}
+	for (i = 0; i < mm->nthreads; i++)
+		pthread_join(mm->threads[i], NULL);
+
+	pthread_mutex_lock(&mm->obj_lock);
+	while ((obj = mm->objects)) {
+		mm->objects = obj->mm_next;
+		obj->mm = NULL;		/* orphaned: put only frees it */
+	}
+	pthread_mutex_unlock(&mm->obj_lock);
+
+	if (mm->stopfd >= 0)
+		close(mm->stopfd);
+	if (mm->uffd >= 0)
+		close(mm->uffd);
+	if (mm->pagemap_fd >= 0)
+		close(mm->pagemap_fd);
+	free(mm->vmas);
+	pthread_rwlock_destroy(&mm->vma_lock);
+	pthread_mutex_destroy(&mm->obj_lock);
+	pthread_mutex_destroy(&mm->reclaim_lock);
+	free(mm);
+}
+
+void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj)
+{
+	pthread_mutex_lock(&mm->obj_lock);
+	obj->mm_next = mm->objects;
+	mm->objects = obj;
+	pthread_mutex_unlock(&mm->obj_lock);
+}
+
+void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj)
+{
+	struct uf_object **pp;
+
+	pthread_mutex_lock(&mm->obj_lock);
+	for (pp = &mm->objects; *pp; pp = &(*pp)->mm_next) {
+		if (*pp == obj) {
+			*pp = obj->mm_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mm->obj_lock);
+}
+
+static void stats_copy(struct uf_stats *st, const struct uf_counters *c)
+{
+	int i;
+
+	memset(st, 0, sizeof(*st));
+	st->minor_faults = uf_load(&c->minor_faults);
+	st->major_faults = uf_load(&c->major_faults);
+	st->sigbus = uf_load(&c->sigbus);
+	st->oom = uf_load(&c->oom);
+	st->pages_read = uf_load(&c->pages_read);
+	st->pages_written = uf_load(&c->pages_written);
+	st->readahead_pages = uf_load(&c->readahead_pages);
+	st->evicted_pages = uf_load(&c->evicted_pages);
+	for (i = 0; i < UF_LAT_BUCKETS; i++)
+		st->lat_us[i] = uf_load(&c->lat_us[i]);
+}
+
+UF_EXPORT int uf_mm_stats(struct uf_mm *mm, struct uf_stats *st)
+{
+	struct uf_object *obj;
+
+	if (!mm || !st)
+		return -EINVAL;
+	stats_copy(st, &mm->stats);
+	pthread_mutex_lock(&mm->obj_lock);
+	for (obj = mm->objects; obj; obj = obj->mm_next)
+		st->cache_pages += uf_object_cache_pages(obj);
+	pthread_mutex_unlock(&mm->obj_lock);
+	return 0;
+}
+
+UF_EXPORT int uf_vma_stats(struct uf_vma *vma, struct uf_stats *st)
+{
+	if (!vma || !st)
+		return -EINVAL;
+	stats_copy(st, &vma->stats);
+	if (vma->obj)
+		st->cache_pages = uf_object_cache_pages(vma->obj);
+	return 0;
+}

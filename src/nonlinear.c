@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Nonlinear mappings: uf_remap_file_pages() turns part of a shared object
+ * mapping into a window onto arbitrary pages of the object.
+ *
+ * The window is the object's memfd mapped MAP_FIXED over the range at the
+ * window's offset, registered with userfaultfd again.  (The kernel's own
+ * remap_file_pages() is emulated the same way since 4.0, and drops the
+ * userfaultfd registration: it must not be used.)  vma->nl_pgoff records,
+ * page by page, which object page each address shows; faults there reach
+ * ->fault with that pgoff and UF_FAULT_FLAG_NONLINEAR.  Truncate and hole
+ * punch reach windows as any mapping of the memfd.
+ *
+ * Lock order: mm->vma_lock (exclusive here) -> obj->invalidate_lock.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
+				  int prot, uint64_t pgoff, int flags)
+{
+	unsigned long s = (unsigned long)start, e, i;
+	struct uf_vma *vma;
+	void *p;
+	int ret;
+
+	if (!mm || !PAGE_ALIGNED(s) || !size || !PAGE_ALIGNED(size) || prot || flags)
+		return -EINVAL;
+	e = s + size;
+	if (e < s || pgoff > ((uint64_t)INT64_MAX >> PAGE_SHIFT) - (size >> PAGE_SHIFT))
+		return -EINVAL;
+
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	vma = __uf_vma_find(mm, s);
+	ret = -EINVAL;
+	if (!vma || e > vma->end || !vma->obj || !(vma->flags & VMA_SHARED) ||
+	    !vma->vm_ops->fault)
+		goto out;
+	if (!vma->nl_pgoff) {
+		size_t n = (vma->end - vma->start) >> PAGE_SHIFT;
+
+		ret = -ENOMEM;
+		vma->nl_pgoff = malloc(n * sizeof(*vma->nl_pgoff));
+		if (!vma->nl_pgoff)
+			goto out;
+		for (i = 0; i < n; i++)
+			vma->nl_pgoff[i] = vma->pgoff + i;
+	}
+	/* writes to the pages leaving the range must not be forgotten */
+	if (vma->prot & PROT_WRITE)
+		uf_vma_collect_dirty(vma, s, e);
+
+	p = mmap(start, size, vma->prot, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
+		 vma->obj->memfd, (off_t)(pgoff << PAGE_SHIFT));
+	if (p == MAP_FAILED) {
+		ret = -errno;
+		goto out;
+	}
+	ret = uf_vma_register(vma, s, size);
+	if (ret)
+		goto out;
+	for (i = 0; i < size >> PAGE_SHIFT; i++)
+		vma->nl_pgoff[((s - vma->start) >> PAGE_SHIFT) + i] = (pgoff + i) | NL_WINDOW;
+out:
+	pthread_rwlock_unlock(&mm->vma_lock);
+	return ret;
+}
+
+UF_EXPORT int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsigned long len,
+				  int prot, uint64_t pgoff, int nonblock)
+{
+	struct uf_object *obj;
+	int ret;
+
+	(void)nonblock;
+	if (!vma || !(obj = vma->obj))
+		return -EINVAL;
+	ret = uf_remap_file_pages(vma->mm, (void *)addr, len, prot, pgoff, 0);
+	if (ret)
+		return ret;
+	/* populate: bring the pages into the cache now */
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	ret = uf_object_fill(obj, pgoff, len >> PAGE_SHIFT, UINT64_MAX, NULL, NULL);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret;
+}
+
+UF_EXPORT int uf_vma_set_ops(struct uf_vma *vma, const struct uf_vm_operations *ops)
+{
+	if (!vma || !ops || !vma->obj || (!ops->fault && !ops->nopage))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&vma->mm->vma_lock);
+	if (vma->nl_pgoff && !ops->fault) {
+		pthread_rwlock_unlock(&vma->mm->vma_lock);
+		return -EINVAL;
+	}
+	vma->vm_ops = ops;
+	pthread_rwlock_unlock(&vma->mm->vma_lock);
+	return 0;
+}

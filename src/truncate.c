@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Truncate and hole punch, without the race the fault() API was made to
+ * close: a page being filled while truncate removes it must not reappear.
+ *
+ * Lock order: mm->vma_lock -> obj->invalidate_lock -> obj->page_lock.
+ * Truncate and punch hold obj->invalidate_lock exclusive while they change
+ * i_size, the memfd and the store.  Fillers (filemap.c) hold it shared
+ * across "check pgoff < i_size, read the store, insert into the cache", so
+ * a fill either completes before the truncate (and its page is then cut by
+ * it) or starts after it (and sees the new i_size).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static int grow_map(unsigned long **map, uint64_t old_bits, uint64_t bits)
+{
+	size_t ow = DIV_ROUND_UP(old_bits, BITS_PER_LONG), nw = DIV_ROUND_UP(bits, BITS_PER_LONG);
+	unsigned long *m;
+
+	if (nw <= ow && *map)
+		return 0;
+	m = realloc(*map, (nw ? nw : 1) * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	memset(m + ow, 0, (nw - ow) * sizeof(*m));
+	*map = m;
+	return 0;
+}
+
+/*
+ * Make the page bitmaps hold at least @pages bits.  They only grow.
+ * Locking: obj->invalidate_lock held exclusive (or the object is new).
+ */
+int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages)
+{
+	uint64_t bits = pages;
+
+	if (bits <= obj->bitmap_pages && obj->present)
+		return 0;
+	if (bits < 2 * obj->bitmap_pages)
+		bits = 2 * obj->bitmap_pages;
+	if (grow_map(&obj->present, obj->bitmap_pages, bits) ||
+	    grow_map(&obj->dirty, obj->bitmap_pages, bits) ||
+	    grow_map(&obj->referenced, obj->bitmap_pages, bits))
+		return -ENOMEM;
+	obj->bitmap_pages = DIV_ROUND_UP(bits, BITS_PER_LONG) * BITS_PER_LONG;
+	return 0;
+}
+
+/*
+ * Make obj->cache_map cover @size bytes: a MAP_SHARED mapping of the
+ * memfd, registered MISSING, target of UFFDIO_COPY.  Past i_size it is
+ * never used.
+ * Locking: obj->invalidate_lock held exclusive (or the object is new).
+ */
+int uf_object_cache_map(struct uf_object *obj, uint64_t size)
+{
+	uint64_t cap = obj->cache_cap;
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	void *p;
+
+	if (size <= cap && obj->cache_map != MAP_FAILED)
+		return 0;
+	if (!cap)
+		cap = 64ULL << 20;
+	while (cap < size)
+		cap *= 2;
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, obj->memfd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	reg.range.start = (unsigned long)p;
+	reg.range.len = cap;
+	if (ioctl(obj->mm->uffd, UFFDIO_REGISTER, &reg) < 0 ||
+	    madvise(p, cap, MADV_DONTFORK) < 0) {
+		int ret = -errno;
+
+		munmap(p, cap);
+		return ret;
+	}
+	if (obj->cache_map != MAP_FAILED)
+		munmap(obj->cache_map, obj->cache_cap);
+	obj->cache_map = p;
+	obj->cache_cap = cap;
+	return 0;
+}
+
+/* Forget the cache state of pages [first, last).
+ * Locking: obj->invalidate_lock held exclusive. */
+static void clear_pages(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	uint64_t p;
+
+	if (last > obj->bitmap_pages)
+		last = obj->bitmap_pages;
+	for (p = first; p < last; p++) {
+		if (uf_clear_bit(obj->present, p))
+			uf_add(&obj->npresent, (uint64_t)-1);
+		uf_clear_bit(obj->dirty, p);
+		uf_clear_bit(obj->referenced, p);
+	}
+}
+
+static int zero_memfd(struct uf_object *obj, uint64_t off, uint64_t len)
+{
+	static const char zeros[PAGE_SIZE];
+
+	while (len) {
+		size_t n = len < PAGE_SIZE ? (size_t)len : PAGE_SIZE;
+		ssize_t w = pwrite(obj->memfd, zeros, n, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		off += (uint64_t)w;
+		len -= (uint64_t)w;
+	}
+	return 0;
+}
+
+static int store_truncate(struct uf_object *obj, uint64_t size)
+{
+	return obj->ops->truncate ? obj->ops->truncate(obj->store, size) : 0;
+}
+
+UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
+{
+	uint64_t old;
+	int ret = 0;
+
+	if (!obj || !obj->ops || !obj->mm)
+		return -EINVAL;
+	if (obj->readonly)
+		return -EROFS;
+	if (size > (uint64_t)INT64_MAX - PAGE_SIZE)
+		return -EFBIG;
+
+	pthread_rwlock_wrlock(&obj->invalidate_lock);
+	old = obj->size;
+	if (size < old) {
+		ret = store_truncate(obj, size);
+		if (ret)
+			goto out;
+		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
+		/* Zaps every PTE past EOF in every mapping, nonlinear windows
+		 * included, and zeroes the cache page's tail past EOF. */
+		if (ftruncate(obj->memfd, (off_t)size) < 0) {
+			ret = -errno;
+			goto out;
+		}
+		clear_pages(obj, DIV_ROUND_UP(size, PAGE_SIZE), DIV_ROUND_UP(old, PAGE_SIZE));
+	} else if (size > old) {
+		uint64_t tail = old & (PAGE_SIZE - 1);
+
+		ret = uf_object_resize_bitmaps(obj, DIV_ROUND_UP(size, PAGE_SIZE));
+		if (!ret)
+			ret = uf_object_cache_map(obj, size);
+		/* cut whatever the store held past the old end, then extend */
+		if (!ret)
+			ret = store_truncate(obj, old);
+		if (!ret)
+			ret = store_truncate(obj, size);
+		if (ret)
+			goto out;
+		if (ftruncate(obj->memfd, (off_t)size) < 0) {
+			ret = -errno;
+			store_truncate(obj, old);
+			goto out;
+		}
+		/*
+		 * Bytes written through a mapping past the old EOF sit in the
+		 * cached last page; tmpfs would expose them now.  Zero them.
+		 */
+		if (tail && uf_test_bit(obj->present, old >> PAGE_SHIFT)) {
+			uint64_t end = (old | (PAGE_SIZE - 1)) + 1;
+
+			ret = zero_memfd(obj, old, (end < size ? end : size) - old);
+		}
+		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
+	}
+out:
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret;
+}
+
+UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint64_t len)
+{
+	uint64_t end, first, last;
+	int ret = 0;
+
+	if (!obj || !obj->ops || !obj->mm || !len)
+		return -EINVAL;
+	if (obj->readonly)
+		return -EROFS;
+
+	pthread_rwlock_wrlock(&obj->invalidate_lock);
+	if (offset >= obj->size)
+		goto out;
+	end = offset + len < offset || offset + len > obj->size ? obj->size : offset + len;
+	len = end - offset;
+
+	/* the store first: if it fails, nothing has changed */
+	if (obj->ops->punch_hole)
+		ret = obj->ops->punch_hole(obj->store, offset, len);
+	if (!obj->ops->punch_hole || ret == -EOPNOTSUPP) {
+		static const char zeros[PAGE_SIZE];
+		uint64_t o;
+
+		ret = 0;
+		for (o = offset; o < end && !ret; o += PAGE_SIZE - (o & (PAGE_SIZE - 1))) {
+			uint64_t n = PAGE_SIZE - (o & (PAGE_SIZE - 1));
+
+			ret = obj->ops->write(obj->store, zeros, n < end - o ? n : end - o, o);
+		}
+	}
+	if (ret)
+		goto out;
+
+	/* whole pages leave the cache (zapped in every mapping) */
+	first = DIV_ROUND_UP(offset, PAGE_SIZE);
+	last = end >> PAGE_SHIFT;
+	if (end == obj->size)
+		last = DIV_ROUND_UP(end, PAGE_SIZE);
+	if (last > first) {
+		if (fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(first << PAGE_SHIFT), (off_t)((last - first) << PAGE_SHIFT)) < 0) {
+			ret = -errno;
+			goto out;
+		}
+		clear_pages(obj, first, last);
+	}
+	/* partial pages at the edges are zeroed where cached */
+	if ((offset & (PAGE_SIZE - 1)) && uf_test_bit(obj->present, offset >> PAGE_SHIFT)) {
+		uint64_t e = (offset | (PAGE_SIZE - 1)) + 1;
+
+		ret = zero_memfd(obj, offset, (e < end ? e : end) - offset);
+	}
+	if (!ret && (end & (PAGE_SIZE - 1)) && end < obj->size &&
+	    ((end >> PAGE_SHIFT) != (offset >> PAGE_SHIFT) || !(offset & (PAGE_SIZE - 1))) &&
+	    uf_test_bit(obj->present, end >> PAGE_SHIFT)) {
+		uint64_t s = end & PAGE_MASK;
+
+		if (s < offset)
+			s = offset;
+		ret = zero_memfd(obj, s, end - s);
+	}
+out:
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret;
+}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Dirty pages and writeback: uf_msync(), uf_object_sync().
+ *
+ * A page is dirty when obj->dirty says so (uf_object_pwrite() sets it) or
+ * when a shared writable mapping wrote it.  Mapping writes are found with
+ * asynchronous userfaultfd write-protect: the mapping is registered WP with
+ * UFFD_FEATURE_WP_ASYNC, a write clears the protection without any event,
+ * and PAGEMAP_SCAN reports the written pages and protects them again in the
+ * same call.  A write after the scan is seen by the next one: no write is
+ * lost.  Without WP_ASYNC, every cached page of such a mapping is taken as
+ * dirty (correct, and slower).
+ *
+ * Lock order: obj->sync_lock -> mm->vma_lock -> obj->invalidate_lock
+ *             -> obj->page_lock.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+	};
+
+	if (ioctl(vma->mm->uffd, UFFDIO_WRITEPROTECT, &wp) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Locking: mm->vma_lock held (any mode) for vma->nl_pgoff. */
+static uint64_t __vma_pgoff(struct uf_vma *vma, unsigned long addr)
+{
+	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
+
+	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
+}
+
+static void mark_dirty_range(struct uf_vma *vma, unsigned long start, unsigned long end)
+{
+	struct uf_object *obj = vma->obj;
+	unsigned long a;
+
+	for (a = start; a < end; a += PAGE_SIZE) {
+		uint64_t pgoff = __vma_pgoff(vma, a);
+
+		if (pgoff < obj->bitmap_pages)
+			uf_set_bit(obj->dirty, pgoff);
+	}
+}
+
+/*
+ * Move the "written" state of [start, end) of a shared writable object
+ * mapping into obj->dirty, write-protecting the pages again.
+ * Locking: mm->vma_lock held (any mode), or the VMA is already unlinked.
+ * Takes obj->invalidate_lock shared: the bitmaps do not move under it.
+ */
+int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
+{
+	struct uf_mm *mm = vma->mm;
+	struct uf_object *obj = vma->obj;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	if (vma->flags & VMA_WP) {
+		struct page_region vec[64];
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+			.vec = (unsigned long)vec,
+			.vec_len = 64,
+			.category_mask = PAGE_IS_WRITTEN,
+			.return_mask = PAGE_IS_WRITTEN,
+		};
+
+		while (start < end) {
+			long n, i;
+
+			arg.start = start;
+			arg.end = end;
+			n = ioctl(mm->pagemap_fd, PAGEMAP_SCAN, &arg);
+			if (n < 0) {
+				ret = -errno;
+				break;
+			}
+			for (i = 0; i < n; i++)
+				mark_dirty_range(vma, vec[i].start, vec[i].end);
+			if (arg.walk_end <= start)
+				break;
+			start = arg.walk_end;
+		}
+	} else {
+		/* no asynchronous write-protect: every cached page may be dirty */
+		size_t npages = (end - start) >> PAGE_SHIFT, i;
+		unsigned char *vec = malloc(npages ? npages : 1);
+
+		if (!vec || mincore((void *)start, end - start, vec) < 0) {
+			ret = vec ? -errno : -ENOMEM;
+		} else {
+			for (i = 0; i < npages; i++)
+				if (vec[i] & 1)
+					mark_dirty_range(vma, start + (i << PAGE_SHIFT),
+							 start + ((i + 1) << PAGE_SHIFT));
+		}
+		free(vec);
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret;
+}
+
+/* Collect the written pages of every shared writable mapping of @obj.
+ * Locking: takes mm->vma_lock shared. */
+static int object_collect_dirty(struct uf_object *obj)
+{
+	struct uf_vma *vma;
+	int ret = 0;
+
+	if (!obj->mm)
+		return 0;
+	pthread_rwlock_rdlock(&obj->mm->vma_lock);
+	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
+			int r = uf_vma_collect_dirty(vma, vma->start, vma->end);
+
+			if (r && !ret)
+				ret = r;
+		}
+	}
+	pthread_rwlock_unlock(&obj->mm->vma_lock);
+	return ret;
+}
+
+#define WB_BATCH 64	/* pages per store write */
+
+/*
+ * Write the dirty pages of [first, last] to the store.  A page's dirty bit
+ * is cleared before its bytes are read, so a write racing with writeback
+ * marks it again.  A page whose write fails is marked dirty again.
+ * Return 0 or the first store error.
+ * Locking: obj->sync_lock held; takes obj->invalidate_lock shared.
+ */
+int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	uint64_t size, end, p;
+	char *buf;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	size = obj->size;
+	end = DIV_ROUND_UP(size, PAGE_SIZE);
+	if (last >= end)
+		last = end ? end - 1 : 0;
+	if (last >= obj->bitmap_pages)
+		last = obj->bitmap_pages ? obj->bitmap_pages - 1 : 0;
+	buf = uf_bounce_buffer(WB_BATCH << PAGE_SHIFT);
+	if (!buf) {
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		return -ENOMEM;
+	}
+	for (p = first; end && p <= last; ) {
+		uint64_t run, off, i;
+		size_t len;
+		ssize_t n;
+		int ret;
+
+		if (!uf_test_bit(obj->dirty, p)) {
+			p++;
+			continue;
+		}
+		for (run = 0; p + run <= last && run < WB_BATCH && uf_clear_bit(obj->dirty, p + run); run++)
+			;
+		off = p << PAGE_SHIFT;
+		len = run << PAGE_SHIFT;
+		if (off + len > size)
+			len = size - off;	/* never past EOF */
+		n = pread(obj->memfd, buf, len, (off_t)off);
+		if (n < 0)
+			ret = -errno;
+		else {
+			if ((size_t)n < len)
+				memset(buf + n, 0, len - (size_t)n);
+			ret = obj->ops->write(obj->store, buf, len, off);
+		}
+		if (ret) {
+			for (i = 0; i < run; i++)
+				uf_set_bit(obj->dirty, p + i);
+			if (!err)
+				err = ret;
+		} else if (obj->mm) {
+			uf_add(&obj->mm->stats.pages_written, run);
+		}
+		p += run;
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return err;
+}
+
+UF_EXPORT int uf_object_sync(struct uf_object *obj)
+{
+	int ret, r;
+
+	if (!obj || !obj->ops)
+		return -EINVAL;
+	if (obj->readonly)
+		return 0;
+	pthread_mutex_lock(&obj->sync_lock);
+	ret = object_collect_dirty(obj);
+	r = __uf_object_writeback(obj, 0, UINT64_MAX);
+	if (r)
+		ret = r;
+	if (!ret && obj->ops->sync)
+		ret = obj->ops->sync(obj->store);
+	pthread_mutex_unlock(&obj->sync_lock);
+	return ret;
+}
+
+struct msync_part {
+	struct uf_object *obj;
+	uint64_t first, last;
+};
+
+UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
+{
+	unsigned long start = (unsigned long)addr, end, a;
+	struct msync_part *parts = NULL;
+	size_t nparts = 0, i;
+	int ret = 0;
+
+	if (!mm || !PAGE_ALIGNED(start) || (flags & ~UF_MS_SYNC))
+		return -EINVAL;
+	if (!len)
+		return 0;
+	end = start + ((len + PAGE_SIZE - 1) & PAGE_MASK);
+	if (end < start)
+		return -ENOMEM;
+
+	/* collect under the VMA lock; write back after dropping it */
+	pthread_rwlock_rdlock(&mm->vma_lock);
+	for (a = start; a < end; ) {
+		struct uf_vma *vma = __uf_vma_find(mm, a);
+		unsigned long e;
+
+		if (!vma || vma->start > a) {
+			ret = -ENOMEM;
+			break;
+		}
+		e = vma->end < end ? vma->end : end;
+		if (vma->obj && (vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
+			struct msync_part *np = realloc(parts, (nparts + 1) * sizeof(*np));
+
+			if (!np) {
+				ret = -ENOMEM;
+				break;
+			}
+			parts = np;
+			ret = uf_vma_collect_dirty(vma, a, e);
+			if (ret)
+				break;
+			uf_object_get(vma->obj);
+			parts[nparts].obj = vma->obj;
+			if (vma->nl_pgoff) {
+				/* windows can show any page: write all of them */
+				parts[nparts].first = 0;
+				parts[nparts].last = UINT64_MAX;
+			} else {
+				parts[nparts].first = __vma_pgoff(vma, a);
+				parts[nparts].last = __vma_pgoff(vma, e - PAGE_SIZE);
+			}
+			nparts++;
+		}
+		a = e;
+	}
+	pthread_rwlock_unlock(&mm->vma_lock);
+
+	for (i = 0; i < nparts; i++) {
+		struct uf_object *obj = parts[i].obj;
+
+		if (!ret) {
+			pthread_mutex_lock(&obj->sync_lock);
+			ret = __uf_object_writeback(obj, parts[i].first, parts[i].last);
+			if (!ret && obj->ops->sync)
+				ret = obj->ops->sync(obj->store);
+			pthread_mutex_unlock(&obj->sync_lock);
+		}
+		uf_object_put(obj);
+	}
+	free(parts);
+	return ret;
+}

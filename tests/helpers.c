@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+#define _GNU_SOURCE
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+static __thread sigjmp_buf *ut_jmp;
+static __thread struct ut_fault ut_last;
+
+static void ut_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (!ut_jmp) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	ut_last.sig = sig;
+	ut_last.addr = si->si_addr;
+	ut_last.code = si->si_code;
+	siglongjmp(*ut_jmp, 1);
+}
+
+void ut_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = ut_handler;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
+int ut_copy_from(void *dst, const volatile void *src, size_t len, struct ut_fault *f)
+{
+	sigjmp_buf jb;
+	volatile size_t i = 0;
+
+	ut_last.sig = 0;
+	if (sigsetjmp(jb, 1) == 0) {
+		ut_jmp = &jb;
+		for (; i < len; i++)
+			((unsigned char *)dst)[i] = ((const volatile unsigned char *)src)[i];
+	}
+	ut_jmp = NULL;
+	if (f)
+		*f = ut_last;
+	return ut_last.sig;
+}
+
+int ut_read(const volatile void *p, unsigned char *val, struct ut_fault *f)
+{
+	return ut_copy_from(val, p, 1, f);
+}
+
+int ut_write(volatile void *p, unsigned char val, struct ut_fault *f)
+{
+	sigjmp_buf jb;
+
+	ut_last.sig = 0;
+	if (sigsetjmp(jb, 1) == 0) {
+		ut_jmp = &jb;
+		*(volatile unsigned char *)p = val;
+	}
+	ut_jmp = NULL;
+	if (f)
+		*f = ut_last;
+	return ut_last.sig;
+}
+
+struct uf_mm *ut_mm_create(const struct uf_mm_config *cfg)
+{
+	struct uf_mm *mm = NULL;
+	int ret = uf_mm_create(cfg, &mm);
+
+	if (ret == -EPERM || ret == -ENOSYS) {
+		fprintf(stderr, "skip: userfaultfd not available here (%s)\n", strerror(-ret));
+		exit(UT_SKIP);
+	}
+	CHECK(ret == 0, "uf_mm_create: %s", strerror(-ret));
+	return mm;
+}
+
+int ut_make_file(const char *dir, uint64_t size, char *path, size_t pathlen)
+{
+	static char buf[1 << 16];
+	uint64_t off = 0;
+	int fd;
+
+	snprintf(path, pathlen, "%s/ufault-test-XXXXXX", dir);
+	fd = mkstemp(path);
+	CHECK(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
+	while (off < size) {
+		size_t n = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf), i;
+
+		for (i = 0; i < n; i++)
+			buf[i] = (char)ut_pattern(off + i);
+		CHECK(pwrite(fd, buf, n, (off_t)off) == (ssize_t)n, "pwrite: %s", strerror(errno));
+		off += n;
+	}
+	return fd;
+}
+
+const char *const ut_store_names[UT_NSTORES] = { "mem", "tmpfs", "disk" };
+
+struct uf_object *ut_object(struct uf_mm *mm, enum ut_store store, uint64_t size,
+			    char *path, size_t pathlen)
+{
+	struct uf_object *obj = NULL;
+	int ret, fd;
+
+	path[0] = 0;
+	if (store == UT_STORE_MEM) {
+		static char buf[1 << 16];
+		uint64_t off = 0;
+
+		ret = uf_object_create_mem(mm, size, &obj);
+		CHECK(ret == 0, "uf_object_create_mem: %s", strerror(-ret));
+		while (off < size) {
+			size_t n = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf), i;
+
+			for (i = 0; i < n; i++)
+				buf[i] = (char)ut_pattern(off + i);
+			CHECK(uf_object_pwrite(obj, buf, n, off) == (ssize_t)n, "pwrite");
+			off += n;
+		}
+		ret = uf_object_sync(obj);
+		CHECK(ret == 0, "sync: %s", strerror(-ret));
+		return obj;
+	}
+	fd = ut_make_file(store == UT_STORE_TMPFS ? "/dev/shm" : "/var/tmp", size, path, pathlen);
+	close(fd);
+	ret = uf_object_open(mm, path, O_RDWR, &obj);
+	CHECK(ret == 0, "uf_object_open %s: %s", path, strerror(-ret));
+	return obj;
+}
