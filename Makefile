@@ -9,9 +9,9 @@ CC        ?= cc
 SAN       ?=
 
 ifeq ($(SAN),)
-B := build
+B ?= build
 else
-B := build-$(SAN)
+B ?= build-$(SAN)
 SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer
 endif
 

@@ -146,11 +146,9 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	int err = 0;
 	char *buf;
 
-	if (must != UINT64_MAX && must >= end && !uf_break_protocol)
+	if (must != UINT64_MAX && must >= end)
 		return -ERANGE;
 	last = first + n < end ? first + n : end;
-	if (uf_break_protocol && must != UINT64_MAX && must >= last)
-		last = must + 1;	/* broken on purpose: fill past EOF */
 	if (first >= last)
 		return 0;
 	buf = uf_bounce_buffer((last - first) << PAGE_SHIFT);
@@ -173,9 +171,11 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		run -= p;
 		off = p << PAGE_SHIFT;
 		len = run << PAGE_SHIFT;
-		if (off + len > size && !uf_break_protocol)
+		if (off + len > size)
 			len = size - off;	/* the rest of the page reads zero */
 		ret = store_read(obj, buf, len, off);
+		if (uf_break_protocol)
+			usleep(200);	/* widen the window the lock closes */
 		if (!ret) {
 			memset(buf + len, 0, (run << PAGE_SHIFT) - len);
 			uf_add(&obj->mm->stats.pages_read, run);
@@ -280,9 +280,16 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	}
 	n = readahead_window(vma, fdata->pgoff);
 
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major);
-	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (uf_break_protocol) {
+		/* broken on purpose (UFAULT_BREAK_PROTOCOL): no invalidate
+		 * lock, so a truncate can run between the store read and the
+		 * insert, and the insert brings old bytes back */
+		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major);
+	} else {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+	}
 
 	if (ret == -ENOMEM) {
 		fdata->type = UF_FAULT_OOM;

@@ -126,6 +126,10 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	if (!mm)
 		return -ENOMEM;
 	mm->uffd = mm->stopfd = mm->pagemap_fd = -1;
+	/* Test switch for ufault-stress: break the truncate protocol on
+	 * purpose (see filemap.c), to show that the race finder finds it. */
+	if (getenv("UFAULT_BREAK_PROTOCOL"))
+		__atomic_store_n(&uf_break_protocol, 1, __ATOMIC_RELAXED);
 	mm->ra_max = cfg->readahead_max ? cfg->readahead_max / PAGE_SIZE : 512;
 	mm->budget_pages = DIV_ROUND_UP(cfg->cache_budget, PAGE_SIZE);
 	mm->policy = cfg->reclaim_policy;
