@@ -12,7 +12,7 @@ ifeq ($(SAN),)
 B ?= build
 else
 B ?= build-$(SAN)
-SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer
+SANFLAGS := -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
 
 WARN    := -Wall -Wextra -Werror
@@ -29,6 +29,7 @@ SONAME  := libufault.so.$(SOVERSION)
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
 TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c,$(wildcard tests/*.c)))
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+SCRIPTS := $(wildcard tests/*.sh)
 
 # the tests and tools link the static library, so they run from the tree
 APP_CFLAGS := $(CFLAGS) -Iinclude -Itests
@@ -65,7 +66,7 @@ $(B) $(B)/pic $(B)/obj $(B)/tests $(B)/examples:
 tests: all $(TESTS) $(EXAMPLES)
 
 test: tests
-	B=$(B) tests/run-tests $(TESTS) $(EXAMPLES:%=%)
+	B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS)
 
 run: all
 	tools/tour $(B)
@@ -78,7 +79,7 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libufault.so
 	install -m 644 $(B)/libufault.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(B)/libufault.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault.pc
-	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(TOOLS),install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/)
 	-install -m 644 man/man3/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/ 2>/dev/null
 	-install -m 644 man/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/ 2>/dev/null
 

@@ -205,6 +205,13 @@ static void handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 		return;
 	}
 
+	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+		/* a write to a clean page (synchronous dirty tracking) */
+		uf_handle_wp_fault(vma, addr, pgoff);
+		uf_vma_put(vma);
+		return;
+	}
+
 	fdata.vma = vma;
 	fdata.address = addr;
 	fdata.pgoff = pgoff;

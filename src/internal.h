@@ -51,6 +51,7 @@ struct uf_mm {
 	int stopfd;			/* eventfd: handler threads exit */
 	uint64_t features;		/* granted by UFFDIO_API */
 	bool wp_async;			/* dirty tracking by PAGEMAP_SCAN */
+	bool wp_sync;			/* dirty tracking by write-protect faults */
 	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
 
 	unsigned int nthreads;
@@ -191,6 +192,8 @@ static inline bool uf_clear_bit(unsigned long *map, uint64_t nr)
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
 int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);
+void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 
 /* reclaim.c */
 void uf_reclaim(struct uf_mm *mm);

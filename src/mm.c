@@ -62,7 +62,15 @@ static int uffd_api(int fd, uint64_t want, uint64_t *got)
 	return 0;
 }
 
-static int mm_open_uffd(struct uf_mm *mm, unsigned int flags)
+/*
+ * Dirty tracking for shared writable object mappings, best first:
+ *  - asynchronous write-protect + PAGEMAP_SCAN (6.7+): no event per write;
+ *  - synchronous write-protect: the first write after a page is cleaned
+ *    raises an event.  Used when a cache budget is set, because eviction
+ *    must be able to hold writers off a page while it goes (see reclaim.c);
+ *  - neither (old kernels): every cached page of such a mapping is dirty.
+ */
+static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 {
 	uint64_t avail = 0, want;
 	int fd, ret;
@@ -80,11 +88,13 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags)
 
 	want = UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_THREAD_ID;
 	want |= avail & (UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_POISON);
-	if (!(flags & UF_MM_NO_WP_ASYNC) &&
+	if (!(flags & UF_MM_NO_WP_ASYNC) && !budget &&
 	    (avail & UFFD_FEATURE_WP_ASYNC) && (avail & UFFD_FEATURE_WP_UNPOPULATED) &&
 	    (avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
 		want |= UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED |
 			UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+	else if (avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM)
+		want |= UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
 
 	fd = uffd_open(flags);
 	if (fd < 0)
@@ -97,11 +107,11 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags)
 	mm->uffd = fd;
 	mm->features = want;
 	mm->wp_async = want & UFFD_FEATURE_WP_ASYNC;
-	if (mm->wp_async) {
-		mm->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-		if (mm->pagemap_fd < 0)
-			mm->wp_async = false;
-	}
+	mm->wp_sync = !mm->wp_async && (want & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
+	/* PAGEMAP_SCAN: written pages (async mode), mapped pages (reclaim) */
+	mm->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (mm->pagemap_fd < 0 && mm->wp_async)
+		return -errno;
 	return 0;
 }
 
@@ -132,12 +142,15 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 		__atomic_store_n(&uf_break_protocol, 1, __ATOMIC_RELAXED);
 	mm->ra_max = cfg->readahead_max ? cfg->readahead_max / PAGE_SIZE : 512;
 	mm->budget_pages = DIV_ROUND_UP(cfg->cache_budget, PAGE_SIZE);
+	/* under a budget, one readahead window is at most 1/8 of it */
+	if (mm->budget_pages && mm->ra_max > mm->budget_pages / 8)
+		mm->ra_max = mm->budget_pages / 8 ? mm->budget_pages / 8 : 1;
 	mm->policy = cfg->reclaim_policy;
 	pthread_rwlock_init(&mm->vma_lock, NULL);
 	pthread_mutex_init(&mm->obj_lock, NULL);
 	pthread_mutex_init(&mm->reclaim_lock, NULL);
 
-	ret = mm_open_uffd(mm, cfg->flags);
+	ret = mm_open_uffd(mm, cfg->flags, cfg->cache_budget != 0);
 	if (ret)
 		goto fail;
 	mm->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -173,7 +186,7 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	/* Objects the caller still holds: write them back now; afterwards
 	 * uf_object_put() only frees them.  Sync takes mm->vma_lock, which
 	 * is outside mm->obj_lock, so sync from a snapshot of the list. */
-	for (;;) {
+	{
 		struct uf_object **snap;
 		size_t n = 0, i;
 
@@ -186,14 +199,12 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 			snap[i++] = obj;
 		}
 		pthread_mutex_unlock(&mm->obj_lock);
-		if (!snap)
-			break;		/* out of memory: the last put syncs */
-		for (i = 0; i < n; i++) {
+		/* out of memory: no early sync; the last put still syncs */
+		for (i = 0; snap && i < n; i++) {
 			uf_object_sync(snap[i]);
 			uf_object_put(snap[i]);
 		}
 		free(snap);
-		break;
 	}
 
 	if (mm->stopfd >= 0 && write(mm->stopfd, &one, sizeof(one)) < 0) {

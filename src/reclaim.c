@@ -1,17 +1,337 @@
 // SPDX-License-Identifier: MIT
 /*
  * Memory budget and reclaim.
+ *
+ * With uf_mm_config.cache_budget set, the page caches of all objects of an
+ * mm are kept near the budget: after a fault or a pread/pwrite, when the
+ * cached pages exceed it, pages are evicted down to 15/16 of it.  A victim
+ * that is dirty is written to the store first; victims leave the cache in
+ * runs, one hole punch per run, which also zaps them from every mapping.
+ *
+ * Policies:
+ *  - CLOCK (second chance, the default).  A page is "referenced" when a
+ *    shared mapping has it mapped (PAGEMAP_SCAN, PAGE_IS_PRESENT), or when
+ *    it is faulted in again soon after it was evicted (a refault).  The
+ *    hand passes over a referenced page once, clearing the reference: for a
+ *    clean page by unmapping it from the shared mappings, so that the next
+ *    access maps it again (a cheap kernel minor fault) and shows it is
+ *    still in use.
+ *  - FIFO: the page filled first goes first, whatever its use.
+ *
+ * Writes are never lost: an mm with a budget tracks dirty pages with
+ * synchronous write-protect (writeback.c), so a clean page is protected in
+ * every shared writable mapping.  A write to a victim blocks in its
+ * write-protect fault on obj->invalidate_lock, which reclaim holds
+ * exclusive; when it goes on, the page is gone (its protection marker
+ * stays) and the write faults the page in again from the store.
+ *
+ * Slack: fillers add pages while they hold the invalidate lock shared, so
+ * the cache can exceed the budget by the readahead windows in flight: at
+ * most one window (budget/8, see filemap.c) per handler thread, plus one
+ * pread/pwrite chunk per calling thread.
+ *
+ * Lock order: mm->reclaim_lock -> mm->vma_lock -> obj->invalidate_lock
+ *             -> obj->page_lock.  mm->obj_lock is taken only to list the
+ *             objects, with none of the others held.
  */
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/*
+ * A page was filled.  FIFO: append it to the object's ring, with the fill
+ * sequence that tells a stale entry (the page was evicted and filled again
+ * since) from the live one.  CLOCK: a refault marks it referenced.
+ * Locking: obj->invalidate_lock held (any mode); takes obj->page_lock.
+ */
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff)
 {
-	(void)obj;
-	(void)pgoff;
+	struct uf_mm *mm = obj->mm;
+
+	pthread_mutex_lock(&obj->page_lock);
+	if (mm->policy == UF_RECLAIM_FIFO) {
+		if (obj->fifo_tail - obj->fifo_head == obj->fifo_cap) {
+			uint64_t cap = obj->fifo_cap ? 2 * obj->fifo_cap : 1024, i;
+			uint64_t *n = malloc(cap * sizeof(*n));
+
+			if (!n)
+				goto out;	/* the page is just not in FIFO order */
+			for (i = obj->fifo_head; i < obj->fifo_tail; i++)
+				n[i - obj->fifo_head] = obj->fifo[i % obj->fifo_cap];
+			free(obj->fifo);
+			obj->fifo = n;
+			obj->fifo_tail -= obj->fifo_head;
+			obj->fifo_head = 0;
+			obj->fifo_cap = cap;
+		}
+		obj->fifo[obj->fifo_tail++ % obj->fifo_cap] = pgoff;
+	}
+	/* CLOCK: a page filled again after eviction kept its referenced bit */
+out:
+	pthread_mutex_unlock(&obj->page_lock);
 }
 
+/*
+ * Mark referenced every page that a shared mapping of @obj has mapped now.
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
+ */
+static void __sample_mapped(struct uf_object *obj, unsigned long *mapped)
+{
+	struct uf_mm *mm = obj->mm;
+	struct uf_vma *vma;
+
+	if (mm->pagemap_fd < 0)
+		return;
+	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+		struct page_region vec[64];
+		struct pm_scan_arg arg = {
+			.size = sizeof(arg),
+			.vec = (unsigned long)vec,
+			.vec_len = 64,
+			.category_mask = PAGE_IS_PRESENT,
+			.return_mask = PAGE_IS_PRESENT,
+		};
+		unsigned long start = vma->start;
+
+		if (!(vma->flags & VMA_SHARED))
+			continue;
+		while (start < vma->end) {
+			long n, i;
+			unsigned long a;
+
+			arg.start = start;
+			arg.end = vma->end;
+			n = ioctl(mm->pagemap_fd, PAGEMAP_SCAN, &arg);
+			if (n < 0)
+				break;
+			for (i = 0; i < n; i++) {
+				for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE) {
+					uint64_t idx = (a - vma->start) >> PAGE_SHIFT;
+					uint64_t pg = vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW
+								    : vma->pgoff + idx;
+
+					if (pg < obj->bitmap_pages)
+						uf_set_bit(mapped, pg);
+				}
+			}
+			if (arg.walk_end <= start)
+				break;
+			start = arg.walk_end;
+		}
+	}
+}
+
+/* Unmap page @pg from the shared mappings of @obj, so the next access
+ * (a kernel minor fault) shows whether it is still in use.
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive. */
+static void __unmap_page(struct uf_object *obj, uint64_t pg)
+{
+	struct uf_vma *vma;
+
+	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+		uint64_t npages = (vma->end - vma->start) >> PAGE_SHIFT;
+
+		if (!(vma->flags & VMA_SHARED) || vma->nl_pgoff)
+			continue;
+		if (pg >= vma->pgoff && pg < vma->pgoff + npages)
+			madvise((void *)(vma->start + ((pg - vma->pgoff) << PAGE_SHIFT)),
+				PAGE_SIZE, MADV_DONTNEED);
+	}
+}
+
+/* Can pages of @obj be evicted without losing a write? */
+static bool __evictable(struct uf_object *obj)
+{
+	struct uf_vma *vma;
+
+	if (obj->mm->wp_sync)
+		return true;
+	for (vma = obj->vmas; vma; vma = vma->obj_next)
+		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE))
+			return false;
+	return true;
+}
+
+/* Pick up to @want victims into @vict (sorted by the caller).
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive. */
+static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
+{
+	uint64_t end = DIV_ROUND_UP(obj->size, PAGE_SIZE), scanned = 0;
+	size_t n = 0;
+
+	if (end > obj->bitmap_pages)
+		end = obj->bitmap_pages;
+	if (!end)
+		return 0;
+
+	if (obj->mm->policy == UF_RECLAIM_FIFO) {
+		while (n < want && obj->fifo_head < obj->fifo_tail) {
+			uint64_t pg = obj->fifo[obj->fifo_head++ % obj->fifo_cap];
+
+			if (pg < end && uf_test_bit(obj->present, pg) && !uf_test_bit(obj->referenced, pg)) {
+				uf_set_bit(obj->referenced, pg);	/* picked: no duplicate */
+				vict[n++] = pg;
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			uf_clear_bit(obj->referenced, vict[i]);
+		return n;
+	}
+
+	/* CLOCK: two turns of the hand at most */
+	unsigned long *mapped = calloc(DIV_ROUND_UP(obj->bitmap_pages, BITS_PER_LONG),
+				       sizeof(unsigned long));
+	if (mapped)
+		__sample_mapped(obj, mapped);
+	while (n < want && scanned < 2 * end) {
+		uint64_t pg = obj->clock_hand++ % end;
+
+		scanned++;
+		if (!uf_test_bit(obj->present, pg))
+			continue;
+		if (uf_clear_bit(obj->referenced, pg) || (mapped && uf_test_bit(mapped, pg))) {
+			/*
+			 * Second chance.  Unmapping keeps nothing from being
+			 * written back: a clean page keeps its protection
+			 * marker, a dirty one is protected again by writeback
+			 * before its bytes are read.
+			 */
+			if (mapped && uf_test_bit(mapped, pg)) {
+				uf_clear_bit(mapped, pg);
+				__unmap_page(obj, pg);
+			}
+			continue;
+		}
+		vict[n++] = pg;
+	}
+	free(mapped);
+	return n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Evict up to @want pages of @obj.  Return the number evicted.
+ * Locking: takes mm->vma_lock shared, obj->invalidate_lock exclusive.
+ */
+static uint64_t evict_object(struct uf_object *obj, size_t want)
+{
+	struct uf_mm *mm = obj->mm;
+	uint64_t *vict, done = 0;
+	size_t n, i, j;
+
+	vict = malloc(want * sizeof(*vict));
+	if (!vict)
+		return 0;
+	pthread_rwlock_rdlock(&mm->vma_lock);
+	pthread_rwlock_wrlock(&obj->invalidate_lock);
+	if (!__evictable(obj))
+		goto out;
+	n = __pick_victims(obj, vict, want);
+	qsort(vict, n, sizeof(*vict), cmp_u64);
+
+	for (i = 0; i < n; i = j) {
+		uint64_t k;
+
+		/* a run of consecutive victims */
+		for (j = i + 1; j < n && vict[j] == vict[j - 1] + 1; j++)
+			;
+		/* dirty victims go to the store first; on error they stay */
+		for (k = i; k < j; k++)
+			if (uf_test_bit(obj->dirty, vict[k]))
+				break;
+		if ((k < j && __uf_object_writeback(obj, vict[i], vict[j - 1])) ||
+		    fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(vict[i] << PAGE_SHIFT), (off_t)((j - i) << PAGE_SHIFT)) < 0) {
+			if (mm->policy == UF_RECLAIM_FIFO)
+				for (k = i; k < j; k++)
+					__uf_reclaim_note_fill(obj, vict[k]);
+			continue;
+		}
+		for (k = i; k < j; k++) {
+			if (uf_clear_bit(obj->present, vict[k]))
+				uf_add(&obj->npresent, (uint64_t)-1);
+			/* CLOCK: a refault soon after is a sign of use */
+			if (mm->policy == UF_RECLAIM_CLOCK)
+				uf_set_bit(obj->referenced, vict[k]);
+		}
+		done += j - i;
+	}
+	uf_add(&mm->stats.evicted_pages, done);
+out:
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	pthread_rwlock_unlock(&mm->vma_lock);
+	free(vict);
+	return done;
+}
+
+static uint64_t cache_total(struct uf_mm *mm)
+{
+	struct uf_object *obj;
+	uint64_t total = 0;
+
+	pthread_mutex_lock(&mm->obj_lock);
+	for (obj = mm->objects; obj; obj = obj->mm_next)
+		total += uf_load(&obj->npresent);
+	pthread_mutex_unlock(&mm->obj_lock);
+	return total;
+}
+
+/*
+ * Bring the caches of @mm down to 15/16 of the budget when they exceed it.
+ * One thread reclaims at a time; others go on (the slack covers them).
+ * Locking: no ufault lock held.
+ */
 void uf_reclaim(struct uf_mm *mm)
 {
-	(void)mm;
+	uint64_t total, low;
+	int rounds = 0;
+
+	if (!mm->budget_pages || cache_total(mm) <= mm->budget_pages)
+		return;
+	if (pthread_mutex_trylock(&mm->reclaim_lock))
+		return;
+	low = mm->budget_pages - mm->budget_pages / 16;
+	while ((total = cache_total(mm)) > low && rounds++ < 4) {
+		struct uf_object **snap, *obj;
+		size_t nobj = 0, i;
+		uint64_t freed = 0;
+
+		pthread_mutex_lock(&mm->obj_lock);
+		for (obj = mm->objects; obj; obj = obj->mm_next)
+			nobj++;
+		snap = calloc(nobj ? nobj : 1, sizeof(*snap));
+		for (obj = mm->objects, i = 0; snap && obj; obj = obj->mm_next) {
+			uf_object_get(obj);
+			snap[i++] = obj;
+		}
+		pthread_mutex_unlock(&mm->obj_lock);
+		if (!snap)
+			break;
+		/* each object gives in proportion to what it holds */
+		for (i = 0; i < nobj; i++) {
+			uint64_t have = uf_load(&snap[i]->npresent);
+			uint64_t want = total ? (have * (total - low) + total - 1) / total : 0;
+
+			if (want)
+				freed += evict_object(snap[i], want);
+		}
+		for (i = 0; i < nobj; i++)
+			uf_object_put(snap[i]);
+		free(snap);
+		if (!freed)
+			break;
+	}
+	pthread_mutex_unlock(&mm->reclaim_lock);
 }

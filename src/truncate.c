@@ -4,7 +4,8 @@
  * close: a page being filled while truncate removes it must not reappear.
  *
  * Lock order: mm->vma_lock -> obj->invalidate_lock -> obj->page_lock.
- * Truncate and punch hold obj->invalidate_lock exclusive while they change
+ * Truncate and punch hold mm->vma_lock shared (the mappings of the object
+ * do not change) and obj->invalidate_lock exclusive while they change
  * i_size, the memfd and the store.  Fillers (filemap.c) hold it shared
  * across "check pgoff < i_size, read the store, insert into the cache", so
  * a fill either completes before the truncate (and its page is then cut by
@@ -128,6 +129,17 @@ static int zero_memfd(struct uf_object *obj, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/*
+ * Synchronous write-protect: a zapped PTE that was writable leaves no
+ * protection marker behind, so the page would come back writable without
+ * a fault.  Protect everything from @first on again.
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
+ */
+static void reprotect(struct uf_object *obj, uint64_t first)
+{
+	__uf_object_protect(obj, first, UINT64_MAX / 2);
+}
+
 static int store_truncate(struct uf_object *obj, uint64_t size)
 {
 	return obj->ops->truncate ? obj->ops->truncate(obj->store, size) : 0;
@@ -145,6 +157,7 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 	if (size > (uint64_t)INT64_MAX - PAGE_SIZE)
 		return -EFBIG;
 
+	pthread_rwlock_rdlock(&obj->mm->vma_lock);
 	pthread_rwlock_wrlock(&obj->invalidate_lock);
 	old = obj->size;
 	if (size < old) {
@@ -188,8 +201,11 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 		}
 		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
 	}
+	if (obj->mm->wp_sync)
+		reprotect(obj, DIV_ROUND_UP(size < old ? size : old, PAGE_SIZE));
 out:
 	pthread_rwlock_unlock(&obj->invalidate_lock);
+	pthread_rwlock_unlock(&obj->mm->vma_lock);
 	return ret;
 }
 
@@ -203,6 +219,7 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 	if (obj->readonly)
 		return -EROFS;
 
+	pthread_rwlock_rdlock(&obj->mm->vma_lock);
 	pthread_rwlock_wrlock(&obj->invalidate_lock);
 	if (offset >= obj->size)
 		goto out;
@@ -238,6 +255,8 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 			goto out;
 		}
 		clear_pages(obj, first, last);
+		if (obj->mm->wp_sync)
+			reprotect(obj, first);
 	}
 	/* partial pages at the edges are zeroed where cached */
 	if ((offset & (PAGE_SIZE - 1)) && uf_test_bit(obj->present, offset >> PAGE_SHIFT)) {
@@ -256,5 +275,6 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 	}
 out:
 	pthread_rwlock_unlock(&obj->invalidate_lock);
+	pthread_rwlock_unlock(&obj->mm->vma_lock);
 	return ret;
 }

@@ -239,7 +239,7 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	vma->ra_next = UINT64_MAX;
 	if (flags == UF_MAP_SHARED) {
 		vma->flags = VMA_SHARED;
-		if ((prot & PROT_WRITE) && mm->wp_async)
+		if ((prot & PROT_WRITE) && (mm->wp_async || mm->wp_sync))
 			vma->flags |= VMA_WP;
 	} else {
 		vma->flags = VMA_PRIVATE;

@@ -8,8 +8,11 @@
  * UFFD_FEATURE_WP_ASYNC, a write clears the protection without any event,
  * and PAGEMAP_SCAN reports the written pages and protects them again in the
  * same call.  A write after the scan is seen by the next one: no write is
- * lost.  Without WP_ASYNC, every cached page of such a mapping is taken as
- * dirty (correct, and slower).
+ * lost.  With a cache budget (or without WP_ASYNC) the protection is
+ * synchronous instead: the first write to a clean page raises an event,
+ * handle_wp_fault() marks the page dirty and lifts the protection, and
+ * writeback protects a page again before it reads its bytes.  Without any
+ * write-protect support, every cached page of such a mapping is dirty.
  *
  * Lock order: obj->sync_lock -> mm->vma_lock -> obj->invalidate_lock
  *             -> obj->page_lock.
@@ -68,6 +71,8 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 	struct uf_object *obj = vma->obj;
 	int ret = 0;
 
+	if (mm->wp_sync)
+		return 0;	/* obj->dirty is kept exact by write faults */
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	if (vma->flags & VMA_WP) {
 		struct page_region vec[64];
@@ -116,15 +121,12 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 }
 
 /* Collect the written pages of every shared writable mapping of @obj.
- * Locking: takes mm->vma_lock shared. */
-static int object_collect_dirty(struct uf_object *obj)
+ * Locking: mm->vma_lock held shared. */
+static int __object_collect_dirty(struct uf_object *obj)
 {
 	struct uf_vma *vma;
 	int ret = 0;
 
-	if (!obj->mm)
-		return 0;
-	pthread_rwlock_rdlock(&obj->mm->vma_lock);
 	for (vma = obj->vmas; vma; vma = vma->obj_next) {
 		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
 			int r = uf_vma_collect_dirty(vma, vma->start, vma->end);
@@ -133,26 +135,55 @@ static int object_collect_dirty(struct uf_object *obj)
 				ret = r;
 		}
 	}
-	pthread_rwlock_unlock(&obj->mm->vma_lock);
 	return ret;
+}
+
+/*
+ * Synchronous write-protect: protect object pages [first, first + n) again
+ * in every shared writable mapping, so the next write to them faults.
+ * Locking: mm->vma_lock held shared.
+ */
+void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n)
+{
+	struct uf_vma *vma;
+
+	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+		uint64_t vfirst, vlast;
+
+		if (!(vma->flags & VMA_WP))
+			continue;
+		if (vma->nl_pgoff) {
+			uf_vma_writeprotect(vma, vma->start, vma->end - vma->start);
+			continue;
+		}
+		vfirst = first > vma->pgoff ? first : vma->pgoff;
+		vlast = first + n < vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT) ?
+			first + n : vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
+		if (vfirst < vlast)
+			uf_vma_writeprotect(vma, vma->start + ((vfirst - vma->pgoff) << PAGE_SHIFT),
+					    (vlast - vfirst) << PAGE_SHIFT);
+	}
 }
 
 #define WB_BATCH 64	/* pages per store write */
 
 /*
  * Write the dirty pages of [first, last] to the store.  A page's dirty bit
- * is cleared before its bytes are read, so a write racing with writeback
- * marks it again.  A page whose write fails is marked dirty again.
+ * is cleared (and, with synchronous write-protect, the page protected
+ * again) before its bytes are read, so a write racing with writeback marks
+ * it again.  A page whose write fails is marked dirty again.
  * Return 0 or the first store error.
- * Locking: obj->sync_lock held; takes obj->invalidate_lock shared.
+ * Locking: mm->vma_lock held shared (unless the mm is gone) and
+ * obj->invalidate_lock held; either obj->sync_lock or the invalidate lock
+ * exclusive keeps other writebacks out.
  */
 int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 {
+	bool sync_wp = obj->mm && obj->mm->wp_sync;
 	uint64_t size, end, p;
 	char *buf;
 	int err = 0;
 
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	size = obj->size;
 	end = DIV_ROUND_UP(size, PAGE_SIZE);
 	if (last >= end)
@@ -160,10 +191,8 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 	if (last >= obj->bitmap_pages)
 		last = obj->bitmap_pages ? obj->bitmap_pages - 1 : 0;
 	buf = uf_bounce_buffer(WB_BATCH << PAGE_SHIFT);
-	if (!buf) {
-		pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (!buf)
 		return -ENOMEM;
-	}
 	for (p = first; end && p <= last; ) {
 		uint64_t run, off, i;
 		size_t len;
@@ -174,8 +203,14 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 			p++;
 			continue;
 		}
+		if (sync_wp)
+			pthread_mutex_lock(&obj->page_lock);
 		for (run = 0; p + run <= last && run < WB_BATCH && uf_clear_bit(obj->dirty, p + run); run++)
 			;
+		if (sync_wp) {
+			__uf_object_protect(obj, p, run);
+			pthread_mutex_unlock(&obj->page_lock);
+		}
 		off = p << PAGE_SHIFT;
 		len = run << PAGE_SHIFT;
 		if (off + len > size)
@@ -198,27 +233,73 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		}
 		p += run;
 	}
-	pthread_rwlock_unlock(&obj->invalidate_lock);
 	return err;
 }
 
-UF_EXPORT int uf_object_sync(struct uf_object *obj)
+/* Collect and write back [first, last] of @obj, then ->sync the store.
+ * Locking: takes obj->sync_lock, mm->vma_lock, obj->invalidate_lock. */
+static int object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, bool collect)
 {
-	int ret, r;
+	struct uf_mm *mm = obj->mm;
+	int ret = 0, r;
 
-	if (!obj || !obj->ops)
-		return -EINVAL;
-	if (obj->readonly)
-		return 0;
 	pthread_mutex_lock(&obj->sync_lock);
-	ret = object_collect_dirty(obj);
-	r = __uf_object_writeback(obj, 0, UINT64_MAX);
+	if (mm)
+		pthread_rwlock_rdlock(&mm->vma_lock);
+	if (collect && mm)
+		ret = __object_collect_dirty(obj);
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	r = __uf_object_writeback(obj, first, last);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (mm)
+		pthread_rwlock_unlock(&mm->vma_lock);
 	if (r)
 		ret = r;
 	if (!ret && obj->ops->sync)
 		ret = obj->ops->sync(obj->store);
 	pthread_mutex_unlock(&obj->sync_lock);
 	return ret;
+}
+
+/*
+ * A write fault on a write-protected page (synchronous mode): the page is
+ * dirty now; lift the protection, which wakes the writer.  A page evicted
+ * meanwhile keeps its protection marker: the writer faults it in again.
+ */
+void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff)
+{
+	struct uf_object *obj = vma->obj;
+	unsigned long page_addr = addr & PAGE_MASK;
+
+	if (!obj) {
+		uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+		return;
+	}
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	pthread_mutex_lock(&obj->page_lock);
+	if (pgoff < obj->bitmap_pages && uf_test_bit(obj->present, pgoff)) {
+		struct uffdio_writeprotect wp = {
+			.range = { .start = page_addr, .len = PAGE_SIZE },
+			.mode = 0,
+		};
+
+		uf_set_bit(obj->dirty, pgoff);
+		if (ioctl(vma->mm->uffd, UFFDIO_WRITEPROTECT, &wp) < 0)
+			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+	} else {
+		uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+	}
+	pthread_mutex_unlock(&obj->page_lock);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+}
+
+UF_EXPORT int uf_object_sync(struct uf_object *obj)
+{
+	if (!obj || !obj->ops)
+		return -EINVAL;
+	if (obj->readonly)
+		return 0;
+	return object_sync_range(obj, 0, UINT64_MAX, true);
 }
 
 struct msync_part {
@@ -280,16 +361,9 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 	pthread_rwlock_unlock(&mm->vma_lock);
 
 	for (i = 0; i < nparts; i++) {
-		struct uf_object *obj = parts[i].obj;
-
-		if (!ret) {
-			pthread_mutex_lock(&obj->sync_lock);
-			ret = __uf_object_writeback(obj, parts[i].first, parts[i].last);
-			if (!ret && obj->ops->sync)
-				ret = obj->ops->sync(obj->store);
-			pthread_mutex_unlock(&obj->sync_lock);
-		}
-		uf_object_put(obj);
+		if (!ret)
+			ret = object_sync_range(parts[i].obj, parts[i].first, parts[i].last, false);
+		uf_object_put(parts[i].obj);
 	}
 	free(parts);
 	return ret;
