@@ -7,6 +7,7 @@ SOVERSION := 0
 PREFIX    ?= /usr/local
 CC        ?= cc
 SAN       ?=
+STRESS_SECONDS ?= 30
 
 ifeq ($(SAN),)
 B ?= build
@@ -68,8 +69,12 @@ tests: all $(TESTS) $(EXAMPLES)
 test: tests
 	B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS)
 
+# the main job: what this machine allows, the tour, then the race finder
+# against ufault and against the kernel's own mmap
 run: all
-	tools/tour $(B)
+	$(B)/ufault-info --quiet || true
+	$(B)/ufault-tour
+	$(B)/ufault-stress --seconds $(STRESS_SECONDS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
