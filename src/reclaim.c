@@ -72,7 +72,6 @@ void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff)
 		}
 		obj->fifo[obj->fifo_tail++ % obj->fifo_cap] = pgoff;
 	}
-	/* CLOCK: a page filled again after eviction kept its referenced bit */
 out:
 	pthread_mutex_unlock(&obj->page_lock);
 }
@@ -259,13 +258,9 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 					__uf_reclaim_note_fill(obj, vict[k]);
 			continue;
 		}
-		for (k = i; k < j; k++) {
+		for (k = i; k < j; k++)
 			if (uf_clear_bit(obj->present, vict[k]))
 				uf_add(&obj->npresent, (uint64_t)-1);
-			/* CLOCK: a refault soon after is a sign of use */
-			if (mm->policy == UF_RECLAIM_CLOCK)
-				uf_set_bit(obj->referenced, vict[k]);
-		}
 		done += j - i;
 	}
 	uf_add(&mm->stats.evicted_pages, done);

@@ -139,7 +139,13 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 		.mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
 
-	if (vma->flags & VMA_WP)
+	/*
+	 * WP mode also turns the kernel's fault-around off for the range:
+	 * under a cache budget, a mapped page must be one the program
+	 * touched, since reclaim reads "mapped" as "referenced".
+	 */
+	if ((vma->flags & VMA_WP) ||
+	    (vma->mm->budget_pages && vma->mm->wp_sync && (vma->flags & VMA_SHARED)))
 		reg.mode |= UFFDIO_REGISTER_MODE_WP;
 	if (ioctl(vma->mm->uffd, UFFDIO_REGISTER, &reg) < 0)
 		return -errno;
