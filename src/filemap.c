@@ -133,13 +133,14 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
  *	a store error elsewhere only shortens the readahead.
  * @filled: set to the pages this call inserted.
  * @major: set when @must was inserted by this call.
+ * @vma: the mapping faulted on, for its statistics, or NULL.
  *
  * Return: 0, -ERANGE when @must is past i_size, or the store's error for
  * a page that must be filled.
  * Locking: obj->invalidate_lock held shared.
  */
 int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t must,
-		   size_t *filled, bool *major)
+		   size_t *filled, bool *major, struct uf_vma *vma)
 {
 	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
 	uint64_t end = size_pages(size), p, last;
@@ -179,6 +180,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		if (!ret) {
 			memset(buf + len, 0, (run << PAGE_SHIFT) - len);
 			uf_add(&obj->mm->stats.pages_read, run);
+			if (vma)
+				uf_add(&vma->stats.pages_read, run);
 			added = cache_insert(obj, p, buf, run);
 			if (added < 0)
 				ret = (int)added;
@@ -284,10 +287,10 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 		/* broken on purpose (UFAULT_BREAK_PROTOCOL): no invalidate
 		 * lock, so a truncate can run between the store read and the
 		 * insert, and the insert brings old bytes back */
-		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major);
+		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major, vma);
 	} else {
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major);
+		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major, vma);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 	}
 
@@ -464,7 +467,7 @@ static int fill_range(struct uf_object *obj, uint64_t first, uint64_t last)
 
 	while (first <= last) {
 		size_t n = last - first + 1 < chunk ? last - first + 1 : chunk;
-		int ret = uf_object_fill(obj, first, n, UINT64_MAX, NULL, NULL);
+		int ret = uf_object_fill(obj, first, n, UINT64_MAX, NULL, NULL, NULL);
 
 		if (ret)
 			return ret;

@@ -166,7 +166,7 @@ void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len);
 
 /* filemap.c */
 int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t must,
-		   size_t *filled, bool *major);
+		   size_t *filled, bool *major, struct uf_vma *vma);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 void *uf_bounce_buffer(size_t len);

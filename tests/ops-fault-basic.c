@@ -25,9 +25,11 @@ static struct uf_page *fill_fault(struct uf_vma *vma, struct uf_fault_data *fd)
 		fd->type = UF_FAULT_SIGBUS;
 		return NULL;
 	}
-	c->calls[fd->pgoff]++;
-	c->addr[fd->pgoff] = fd->address;
-	c->flags[fd->pgoff] = fd->flags;
+	/* atomics: the faulting thread reads these after a wake that goes
+	 * through the kernel, a happens-before ThreadSanitizer cannot see */
+	__atomic_add_fetch(&c->calls[fd->pgoff], 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->addr[fd->pgoff], fd->address, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->flags[fd->pgoff], fd->flags, __ATOMIC_RELEASE);
 	page = uf_page_alloc(c->mm);
 	if (!page) {
 		fd->type = UF_FAULT_OOM;
@@ -64,11 +66,13 @@ int main(void)
 		for (i = 0; i < UF_PAGE_SIZE; i++)
 			if (i != 100 || !(pg % 2))
 				CHECK(p[i] == (unsigned char)(pg + i), "page %zu byte %zu = %u", pg, i, p[i]);
-		CHECK(c.calls[pg] == 1, "page %zu: %d calls", pg, c.calls[pg]);
-		CHECK((c.addr[pg] & ~(UF_PAGE_SIZE - 1)) == (unsigned long)p,
-		      "page %zu: address %#lx", pg, c.addr[pg]);
-		CHECK(!!(c.flags[pg] & UF_FAULT_FLAG_WRITE) == (pg % 2),
-		      "page %zu: flags %#x", pg, c.flags[pg]);
+		unsigned int flags = __atomic_load_n(&c.flags[pg], __ATOMIC_ACQUIRE);
+		unsigned long addr = __atomic_load_n(&c.addr[pg], __ATOMIC_RELAXED);
+		int calls = __atomic_load_n(&c.calls[pg], __ATOMIC_RELAXED);
+
+		CHECK(calls == 1, "page %zu: %d calls", pg, calls);
+		CHECK((addr & ~(UF_PAGE_SIZE - 1)) == (unsigned long)p, "page %zu: address %#lx", pg, addr);
+		CHECK(!!(flags & UF_FAULT_FLAG_WRITE) == (pg % 2), "page %zu: flags %#x", pg, flags);
 	}
 	CHECK(uf_find_vma(c.mm, map + 5) != NULL, "uf_find_vma");
 	CHECK(uf_vma_private(uf_find_vma(c.mm, map)) == &c, "uf_vma_private");
