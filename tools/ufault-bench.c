@@ -1,0 +1,895 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ufault-bench - the per-page cost of ufault, of the kernel's own mmap and
+ * of a minimal userfaultfd loop, on the same bytes, in one run.
+ *
+ * Every case maps a fresh range and touches one 8-byte word per page, in
+ * sequential or in a fixed random order (each page exactly once); only the
+ * touches are timed.  Each word is checked against the page's tag, so a
+ * wrong or zero page is an error, not a fast result.
+ *
+ *   warm-*   ufault: the object's cache already holds every page, so the
+ *            kernel maps them from the memfd; kernel: a tmpfs file.  Same
+ *            shmem machinery: ufault should keep >= 0.9x the throughput.
+ *   cold-*   ufault: a new object (empty cache) over a file on tmpfs and on
+ *            disk; kernel: mmap of those files; uffd-min: anonymous memory
+ *            registered MISSING, one handler thread, poll + read of one
+ *            event + UFFDIO_COPY of one page per fault - the floor of a
+ *            round trip.  Goals: sequential ufault >= 10x cheaper per page
+ *            than the floor (readahead), random <= 1.2x its cost.
+ *
+ * The disk file is fsync()ed and dropped with POSIX_FADV_DONTNEED before
+ * every cold run that reads it; mincore() then says how much of it was
+ * still cached, and the table prints that.  The goals are judged on the
+ * tmpfs store: a disk's latency is neither ufault's nor the floor's.
+ *
+ * These machines drift 2-3x over minutes: after one untimed warm-up round
+ * the cases run interleaved (repeat 1 of every case, then repeat 2, ...)
+ * and each reports its median, so only the ratios of one run mean anything.
+ *
+ * Exit status: 0 (goals missed too, unless --check), 1 a goal missed with
+ * --check, 2 an error, 77 userfaultfd not usable here.
+ */
+#define _GNU_SOURCE
+#include <ufault.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW	_IO(0xAA, 0x00)
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY	1
+#endif
+
+#define PG		UF_PAGE_SIZE
+#define PG_SHIFT	12
+#define SEED		0x7566617574626e63ULL	/* fixed: same order every run */
+#define EXIT_MISS	1
+#define EXIT_ERR	2
+#define EXIT_SKIP	77
+
+enum bench_order { ORDER_SEQ, ORDER_RAND, NR_ORDERS };
+enum bench_store { STORE_TMPFS, STORE_DISK, STORE_ANON };
+
+static const char *const order_names[] = { "sequential", "random" };
+static const char *const store_names[] = { "tmpfs", "disk", "anon" };
+
+/* The word at the start of page @p of the data; never zero. */
+static inline uint64_t page_tag(uint64_t p)
+{
+	return 0x7566000000000000ULL | p;
+}
+
+/* A data file: created, filled, unlinked at once (nothing is left behind
+ * if the run dies), and reopened by ufault through /proc/self/fd. */
+struct bench_file {
+	const char *dir;
+	char path[64];
+	int fd;
+	long fstype;
+};
+
+/* One timed run of one case. */
+struct sample {
+	double ns_per_page;
+	uint64_t kfaults;	/* page faults the touching thread took */
+	uint64_t events;	/* userfaultfd round trips served */
+	uint64_t majors;	/* ufault: faults that read their page */
+	uint64_t ra_pages;	/* ufault: pages filled beyond the faulting one */
+	uint64_t pages_read;	/* ufault: pages read from the store */
+	unsigned int svc_us;	/* ufault: median handler time per fault, upper
+				   bound in us (event read to wake); 0 n/a */
+	double cached;		/* disk: fraction cached when the run began; -1 n/a */
+};
+
+struct bench {
+	size_t size, npages;
+	unsigned int repeat;
+	bool check;
+	uint32_t *order[NR_ORDERS];
+	struct bench_file file[2];	/* indexed by STORE_TMPFS, STORE_DISK */
+	struct uf_mm *mm;		/* default config, shared by the ufault cases */
+	struct uf_object *warm;		/* its cache is kept full */
+};
+
+struct bench_case;
+typedef int (*bench_run_fn)(struct bench *b, const struct bench_case *c, struct sample *s);
+
+enum ratio_kind {
+	RATIO_NONE,
+	RATIO_SPEEDUP,	/* ref ns / this ns: throughput, "x cheaper"; goal is a floor */
+	RATIO_COST,	/* this ns / ref ns; goal is a ceiling */
+};
+
+/*
+ * A case: what is measured (@target over @store, in @order) and how it
+ * compares.  @ref names another row of the same @name as "target/store";
+ * @goal 0 prints the ratio for information only.  A new case (say, Zipf
+ * reads under a cache budget) is one run function and one row.
+ */
+struct bench_case {
+	const char *name;
+	const char *target;
+	enum bench_store store;
+	enum bench_order order;
+	bench_run_fn run;
+	const char *ref;
+	enum ratio_kind ratio;
+	double goal;
+};
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int make_orders(struct bench *b)
+{
+	uint64_t s = SEED;
+	size_t i;
+
+	for (i = 0; i < NR_ORDERS; i++) {
+		b->order[i] = malloc(b->npages * sizeof(uint32_t));
+		if (!b->order[i])
+			return -ENOMEM;
+	}
+	for (i = 0; i < b->npages; i++)
+		b->order[ORDER_SEQ][i] = b->order[ORDER_RAND][i] = (uint32_t)i;
+	for (i = b->npages - 1; i > 0; i--) {	/* Fisher-Yates */
+		size_t j = (size_t)(splitmix64(&s) % (i + 1));
+		uint32_t t = b->order[ORDER_RAND][i];
+
+		b->order[ORDER_RAND][i] = b->order[ORDER_RAND][j];
+		b->order[ORDER_RAND][j] = t;
+	}
+	return 0;
+}
+
+/*
+ * The timed part of every case: one load per page in @order.  Return the
+ * number of pages whose tag is wrong (0 when all is well).
+ */
+static __attribute__((noinline)) size_t touch(const char *base, const uint32_t *order,
+					       size_t n)
+{
+	size_t i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		uint32_t p = order[i];
+
+		bad += *(const volatile uint64_t *)(base + ((size_t)p << PG_SHIFT)) != page_tag(p);
+	}
+	return bad;
+}
+
+/* Time touch() over @base; fill s->ns_per_page and s->kfaults. */
+static int timed_touch(struct bench *b, const struct bench_case *c, const char *base,
+		       struct sample *s)
+{
+	uint64_t f0 = thread_faults(), t0 = now_ns(), t1;
+	size_t bad = touch(base, b->order[c->order], b->npages);
+
+	t1 = now_ns();
+	s->kfaults = thread_faults() - f0;
+	s->ns_per_page = (double)(t1 - t0) / (double)b->npages;
+	if (bad) {
+		fprintf(stderr, "ufault-bench: %s %s/%s: %zu of %zu pages read wrong bytes\n",
+			c->name, c->target, store_names[c->store], bad, b->npages);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Data files                                                          */
+/* ------------------------------------------------------------------ */
+
+static int file_create(struct bench *b, struct bench_file *f)
+{
+	char tmpl[PATH_MAX];
+	struct statfs sfs;
+	size_t chunk = 1 << 20, off, i;
+	char *buf;
+	int ret = 0;
+
+	if (snprintf(tmpl, sizeof(tmpl), "%s/ufault-bench.XXXXXX", f->dir) >= (int)sizeof(tmpl))
+		return -ENAMETOOLONG;
+	f->fd = mkostemp(tmpl, O_CLOEXEC);
+	if (f->fd < 0)
+		return -errno;
+	unlink(tmpl);
+	snprintf(f->path, sizeof(f->path), "/proc/self/fd/%d", f->fd);
+	f->fstype = fstatfs(f->fd, &sfs) == 0 ? (long)sfs.f_type : 0;
+
+	buf = aligned_alloc(PG, chunk);
+	if (!buf)
+		return -ENOMEM;
+	memset(buf, 0xa5, chunk);
+	for (off = 0; off < b->size && !ret; off += chunk) {
+		size_t len = b->size - off < chunk ? b->size - off : chunk;
+
+		for (i = 0; i < len; i += PG)
+			*(uint64_t *)(buf + i) = page_tag((off + i) >> PG_SHIFT);
+		if (pwrite(f->fd, buf, len, (off_t)off) != (ssize_t)len)
+			ret = errno ? -errno : -EIO;
+	}
+	free(buf);
+	if (!ret && fsync(f->fd) < 0)
+		ret = -errno;
+	return ret;
+}
+
+static double file_cached(struct bench *b, struct bench_file *f)
+{
+	unsigned char *vec = malloc(b->npages);
+	size_t i, n = 0;
+	void *p;
+
+	if (!vec)
+		return -1;
+	p = mmap(NULL, b->size, PROT_READ, MAP_SHARED, f->fd, 0);
+	if (p == MAP_FAILED || mincore(p, b->size, vec) < 0) {
+		if (p != MAP_FAILED)
+			munmap(p, b->size);
+		free(vec);
+		return -1;
+	}
+	for (i = 0; i < b->npages; i++)
+		n += vec[i] & 1;
+	munmap(p, b->size);
+	free(vec);
+	return (double)n / (double)b->npages;
+}
+
+/*
+ * Make the next read of the disk file come from the device: write back
+ * (DONTNEED skips dirty pages), then drop.  Return the fraction still
+ * cached.  tmpfs files are memory: nothing to drop.
+ */
+static double file_make_cold(struct bench *b, enum bench_store store)
+{
+	struct bench_file *f = &b->file[store];
+
+	if (store != STORE_DISK)
+		return -1;
+	fsync(f->fd);
+	posix_fadvise(f->fd, 0, 0, POSIX_FADV_DONTNEED);
+	return file_cached(b, f);
+}
+
+static const char *fs_name(long type)
+{
+	switch (type) {
+	case TMPFS_MAGIC:	return "tmpfs";
+	case EXT4_SUPER_MAGIC:	return "ext4";
+	case XFS_SUPER_MAGIC:	return "xfs";
+	case BTRFS_SUPER_MAGIC:	return "btrfs";
+	case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
+	default:		return "other";
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Cases: the kernel's mmap                                            */
+/* ------------------------------------------------------------------ */
+
+static int run_kernel(struct bench *b, const struct bench_case *c, struct sample *s)
+{
+	char *p;
+	int ret;
+
+	s->cached = file_make_cold(b, c->store);
+	p = mmap(NULL, b->size, PROT_READ, MAP_SHARED, b->file[c->store].fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	ret = timed_touch(b, c, p, s);
+	munmap(p, b->size);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Cases: ufault                                                       */
+/* ------------------------------------------------------------------ */
+
+/* The upper bound of the latency bucket holding the median fault. */
+static unsigned int lat_median_us(const struct uf_stats *st0, const struct uf_stats *st1)
+{
+	uint64_t n = 0, sum = 0;
+	int i;
+
+	for (i = 0; i < UF_LAT_BUCKETS; i++)
+		n += st1->lat_us[i] - st0->lat_us[i];
+	for (i = 0; n && i < UF_LAT_BUCKETS; i++) {
+		sum += st1->lat_us[i] - st0->lat_us[i];
+		if (2 * sum >= n)
+			return 2U << i;
+	}
+	return 0;
+}
+
+static int ufault_touch(struct bench *b, const struct bench_case *c, struct uf_object *obj,
+			struct sample *s)
+{
+	struct uf_stats st0, st1;
+	void *p;
+	int ret;
+
+	ret = uf_mmap(b->mm, b->size, PROT_READ, UF_MAP_SHARED, obj, 0, &p);
+	if (ret)
+		return ret;
+	uf_mm_stats(b->mm, &st0);
+	ret = timed_touch(b, c, p, s);
+	uf_mm_stats(b->mm, &st1);
+	s->majors = st1.major_faults - st0.major_faults;
+	s->events = s->majors + st1.minor_faults - st0.minor_faults +
+		    st1.sigbus - st0.sigbus + st1.oom - st0.oom;
+	s->ra_pages = st1.readahead_pages - st0.readahead_pages;
+	s->pages_read = st1.pages_read - st0.pages_read;
+	s->svc_us = lat_median_us(&st0, &st1);
+	uf_munmap(b->mm, p, b->size);
+	return ret;
+}
+
+/* The object's pages are in its cache already (read once); a fresh
+ * mapping is served by the kernel alone. */
+static int run_ufault_warm(struct bench *b, const struct bench_case *c, struct sample *s)
+{
+	s->cached = -1;
+	if (!b->warm) {
+		size_t chunk = 1 << 20, off;
+		char *buf = malloc(chunk);
+		ssize_t n = 0;
+		int ret;
+
+		if (!buf)
+			return -ENOMEM;
+		ret = uf_object_open(b->mm, b->file[c->store].path, O_RDONLY, &b->warm);
+		for (off = 0; !ret && off < b->size; off += chunk) {
+			n = uf_object_pread(b->warm, buf, chunk, off);
+			if (n < 0)
+				ret = (int)n;
+		}
+		free(buf);
+		if (ret)
+			return ret;
+	}
+	return ufault_touch(b, c, b->warm, s);
+}
+
+/* A new object each time: its cache is empty. */
+static int run_ufault_cold(struct bench *b, const struct bench_case *c, struct sample *s)
+{
+	struct uf_object *obj;
+	int ret;
+
+	s->cached = file_make_cold(b, c->store);
+	ret = uf_object_open(b->mm, b->file[c->store].path, O_RDONLY, &obj);
+	if (ret)
+		return ret;
+	ret = ufault_touch(b, c, obj, s);
+	uf_object_put(obj);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Case: the minimal userfaultfd loop                                  */
+/* ------------------------------------------------------------------ */
+
+struct uffd_min {
+	int uffd, stopfd;
+	char *src;		/* the page UFFDIO_COPY copies from */
+	uint64_t faults;
+	int err;
+};
+
+static int uffd_min_open(void)
+{
+	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC), fd;
+
+	if (dev >= 0) {
+		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+		close(dev);
+		if (fd >= 0)
+			return fd;
+	}
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0)
+		return fd;
+	/* the faults here are all user-mode touches */
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	return fd >= 0 ? fd : -errno;
+}
+
+/* One event per poll + read, one page per UFFDIO_COPY (which wakes). */
+static void *uffd_min_handler(void *arg)
+{
+	struct uffd_min *u = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = u->uffd, .events = POLLIN },
+		{ .fd = u->stopfd, .events = POLLIN },
+	};
+
+	for (;;) {
+		struct uffdio_copy cp;
+		struct uffd_msg msg;
+		ssize_t n;
+
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			u->err = -errno;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		n = read(u->uffd, &msg, sizeof(msg));
+		if (n != sizeof(msg) || msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		cp = (struct uffdio_copy){
+			.dst = msg.arg.pagefault.address & ~(PG - 1),
+			.src = (unsigned long)u->src,
+			.len = PG,
+		};
+		/* the tag of the page, as the files hold it */
+		*(uint64_t *)u->src = page_tag((cp.dst - (unsigned long)u->src - PG) >> PG_SHIFT);
+		if (ioctl(u->uffd, UFFDIO_COPY, &cp) < 0 && errno != EEXIST) {
+			u->err = -errno;
+			break;
+		}
+		u->faults++;
+	}
+	return NULL;
+}
+
+static int run_uffd_min(struct bench *b, const struct bench_case *c, struct sample *s)
+{
+	struct uffd_min u = { .uffd = -1, .stopfd = -1 };
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	uint64_t one = 1;
+	pthread_t thr;
+	char *area;
+	int ret;
+
+	s->cached = -1;
+	/* one page of source, then the faulting range right after it, so the
+	 * handler finds a page's index from its address */
+	area = mmap(NULL, b->size + PG, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (area == MAP_FAILED)
+		return -errno;
+	u.src = area;
+	memset(u.src, 0xa5, PG);
+	madvise(area + PG, b->size, MADV_NOHUGEPAGE);	/* 4 KiB faults, as ufault */
+
+	u.uffd = ret = uffd_min_open();
+	if (ret < 0)
+		goto out;
+	ret = ioctl(u.uffd, UFFDIO_API, &api) < 0 ? -errno : 0;
+	if (ret)
+		goto out;
+	reg = (struct uffdio_register){
+		.range = { .start = (unsigned long)area + PG, .len = b->size },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	if (ioctl(u.uffd, UFFDIO_REGISTER, &reg) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	u.stopfd = eventfd(0, EFD_CLOEXEC);
+	if (u.stopfd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = -pthread_create(&thr, NULL, uffd_min_handler, &u);
+	if (ret)
+		goto out;
+
+	ret = timed_touch(b, c, area + PG, s);
+
+	if (write(u.stopfd, &one, sizeof(one)) != sizeof(one) && !ret)
+		ret = -errno;
+	pthread_join(thr, NULL);
+	s->events = u.faults;
+	if (!ret)
+		ret = u.err;
+out:
+	if (u.stopfd >= 0)
+		close(u.stopfd);
+	if (u.uffd >= 0)
+		close(u.uffd);
+	munmap(area, b->size + PG);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* The cases                                                           */
+/* ------------------------------------------------------------------ */
+
+static const struct bench_case cases[] = {
+	{ .name = "warm-seq", .target = "kernel", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_kernel },
+	{ .name = "warm-seq", .target = "ufault", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_ufault_warm, .ref = "kernel/tmpfs", .ratio = RATIO_SPEEDUP, .goal = 0.9 },
+
+	{ .name = "warm-rand", .target = "kernel", .store = STORE_TMPFS, .order = ORDER_RAND,
+	  .run = run_kernel },
+	{ .name = "warm-rand", .target = "ufault", .store = STORE_TMPFS, .order = ORDER_RAND,
+	  .run = run_ufault_warm, .ref = "kernel/tmpfs", .ratio = RATIO_SPEEDUP, .goal = 0.9 },
+
+	{ .name = "cold-seq", .target = "uffd-min", .store = STORE_ANON, .order = ORDER_SEQ,
+	  .run = run_uffd_min },
+	{ .name = "cold-seq", .target = "kernel", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_kernel },
+	{ .name = "cold-seq", .target = "kernel", .store = STORE_DISK, .order = ORDER_SEQ,
+	  .run = run_kernel },
+	{ .name = "cold-seq", .target = "ufault", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_SPEEDUP, .goal = 10 },
+	{ .name = "cold-seq", .target = "ufault", .store = STORE_DISK, .order = ORDER_SEQ,
+	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_SPEEDUP },	/* info */
+
+	{ .name = "cold-rand", .target = "uffd-min", .store = STORE_ANON, .order = ORDER_RAND,
+	  .run = run_uffd_min },
+	{ .name = "cold-rand", .target = "kernel", .store = STORE_TMPFS, .order = ORDER_RAND,
+	  .run = run_kernel },
+	{ .name = "cold-rand", .target = "kernel", .store = STORE_DISK, .order = ORDER_RAND,
+	  .run = run_kernel },
+	{ .name = "cold-rand", .target = "ufault", .store = STORE_TMPFS, .order = ORDER_RAND,
+	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_COST, .goal = 1.2 },
+	{ .name = "cold-rand", .target = "ufault", .store = STORE_DISK, .order = ORDER_RAND,
+	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_COST },	/* info */
+};
+#define NR_CASES (sizeof(cases) / sizeof(cases[0]))
+
+/* The medians of one case's repeats, and its comparison. */
+struct result {
+	struct sample med;	/* the median run (by ns/page) */
+	double spread;		/* (max - min) / median of ns/page */
+	int ref;		/* index of the reference case, -1 none */
+	double ratio;
+	bool miss;
+};
+
+static int find_ref(const struct bench_case *c)
+{
+	char label[64];
+	size_t i;
+
+	if (!c->ref)
+		return -1;
+	for (i = 0; i < NR_CASES; i++) {
+		snprintf(label, sizeof(label), "%s/%s", cases[i].target, store_names[cases[i].store]);
+		if (!strcmp(cases[i].name, c->name) && !strcmp(label, c->ref))
+			return (int)i;
+	}
+	return -1;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	double x = ((const struct sample *)a)->ns_per_page;
+	double y = ((const struct sample *)b)->ns_per_page;
+
+	return (x > y) - (x < y);
+}
+
+static void summarize(struct bench *b, struct sample *runs, struct result *res)
+{
+	size_t i;
+
+	for (i = 0; i < NR_CASES; i++) {
+		struct sample *r = runs + i * b->repeat;
+
+		qsort(r, b->repeat, sizeof(*r), cmp_sample);
+		res[i].med = r[b->repeat / 2];
+		res[i].spread = (r[b->repeat - 1].ns_per_page - r[0].ns_per_page) /
+				res[i].med.ns_per_page;
+		res[i].ref = find_ref(&cases[i]);
+	}
+	for (i = 0; i < NR_CASES; i++) {
+		const struct bench_case *c = &cases[i];
+		double me, ref;
+
+		if (res[i].ref < 0)
+			continue;
+		me = res[i].med.ns_per_page;
+		ref = res[res[i].ref].med.ns_per_page;
+		res[i].ratio = c->ratio == RATIO_SPEEDUP ? ref / me : me / ref;
+		if (c->goal > 0)
+			res[i].miss = c->ratio == RATIO_SPEEDUP ? res[i].ratio < c->goal
+							      : res[i].ratio > c->goal;
+	}
+}
+
+static const char *verdict(const struct bench_case *c, const struct result *r)
+{
+	if (r->ref < 0)
+		return NULL;
+	if (c->goal <= 0)
+		return "info";
+	return r->miss ? "MISS" : "PASS";
+}
+
+static void print_results(struct bench *b, const struct result *res)
+{
+	const struct bench_file *disk = &b->file[STORE_DISK];
+	size_t i;
+
+	printf("\n%-9s %-8s %-5s %10s %9s %7s %8s %7s %7s %8s %7s %7s\n", "case", "target",
+	       "store", "ns/page", "MiB/s", "spread", "kfaults", "uffd-ev", "majors", "ra-pages",
+	       "svc-p50", "cached");
+	for (i = 0; i < NR_CASES; i++) {
+		const struct bench_case *c = &cases[i];
+		const struct sample *s = &res[i].med;
+		char cached[16] = "-", svc[16] = "-";
+
+		if (s->cached >= 0)
+			snprintf(cached, sizeof(cached), "%.1f%%", 100 * s->cached);
+		if (s->svc_us)
+			snprintf(svc, sizeof(svc), "<%uus", s->svc_us);
+		if (i && strcmp(c->name, cases[i - 1].name))
+			putchar('\n');
+		printf("%-9s %-8s %-5s %10.1f %9.0f %6.0f%% %8" PRIu64 " %7" PRIu64 " %7" PRIu64
+		       " %8" PRIu64 " %7s %7s\n",
+		       c->name, c->target, store_names[c->store], s->ns_per_page,
+		       PG * 1e9 / s->ns_per_page / (1 << 20), 100 * res[i].spread, s->kfaults,
+		       s->events, s->majors, s->ra_pages, svc, cached);
+	}
+
+	printf("\nratios (medians of this run):\n");
+	for (i = 0; i < NR_CASES; i++) {
+		const struct bench_case *c = &cases[i];
+		const char *v = verdict(c, &res[i]);
+		char what[64], goal[32] = "";
+
+		if (!v)
+			continue;
+		snprintf(what, sizeof(what), "%s/%s vs %s", c->target, store_names[c->store], c->ref);
+		if (c->goal > 0)
+			snprintf(goal, sizeof(goal), "goal %s %.2fx", c->ratio == RATIO_SPEEDUP ?
+				 ">=" : "<=", c->goal);
+		printf("  %-9s %-28s %-11s %7.2fx  %-14s %s\n", c->name, what,
+		       c->ratio == RATIO_SPEEDUP ?
+		       (!strncmp(c->name, "warm", 4) ? "throughput" : "cheaper") : "cost",
+		       res[i].ratio, goal, v);
+	}
+	printf("\nkfaults: page faults taken by the touching thread (getrusage); uffd-ev:\n"
+	       "userfaultfd round trips served; majors/ra-pages: uf_mm_stats() deltas;\n"
+	       "svc-p50: median ufault handler time per fault (event read to wake);\n"
+	       "cached: share of the disk file in the page cache when the run began.\n"
+	       "disk store: %s (%s); %s\n\n", disk->dir, fs_name(disk->fstype),
+	       disk->fstype == TMPFS_MAGIC ? "it is tmpfs: \"disk\" reads are memory reads" :
+	       "cold reads after fsync + POSIX_FADV_DONTNEED come from the block device\n"
+	       "(whatever its host caches), not from this kernel's page cache");
+
+	for (i = 0; i < NR_CASES; i++) {
+		const struct bench_case *c = &cases[i];
+		const struct sample *s = &res[i].med;
+		const char *v = verdict(c, &res[i]);
+
+		printf("BENCH case=%s target=%s store=%s order=%s ns_per_page=%.1f pages=%zu"
+		       " repeat=%u spread=%.3f kfaults=%" PRIu64 " uffd_events=%" PRIu64
+		       " majors=%" PRIu64 " ra_pages=%" PRIu64 " pages_read=%" PRIu64,
+		       c->name, c->target, store_names[c->store], order_names[c->order],
+		       s->ns_per_page, b->npages, b->repeat, res[i].spread, s->kfaults,
+		       s->events, s->majors, s->ra_pages, s->pages_read);
+		if (s->svc_us)
+			printf(" svc_p50_us=%u", s->svc_us);
+		if (s->cached >= 0)
+			printf(" cached=%.3f", s->cached);
+		if (v) {
+			printf(" ratio=%.3f ratio_kind=%s ref=%s", res[i].ratio,
+			       c->ratio == RATIO_SPEEDUP ? "speedup" : "cost", c->ref);
+			if (c->goal > 0)
+				printf(" goal=%s%.2f", c->ratio == RATIO_SPEEDUP ? ">=" : "<=",
+				       c->goal);
+			printf(" result=%s", v);
+		}
+		putchar('\n');
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* main                                                                */
+/* ------------------------------------------------------------------ */
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: ufault-bench [--size MiB] [--repeat N] [--quick] [--check]\n"
+		"                    [--disk-dir DIR] [--tmpfs-dir DIR]\n"
+		"  --size MiB       bytes of data per case (default 64)\n"
+		"  --repeat N       runs per case; the median is reported (default 3)\n"
+		"  --quick          smoke test: 8 MiB, 1 repeat (unless given)\n"
+		"  --check          exit 1 when a goal is missed\n"
+		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
+		"  --tmpfs-dir DIR  where the tmpfs file lives (default /dev/shm)\n"
+		"exit: 0 done, 1 goal missed (--check), 2 error, 77 no userfaultfd\n");
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return errno || end == s || *end || *v == 0 || *v > max ? -EINVAL : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "quick", no_argument, NULL, 'q' },
+		{ "check", no_argument, NULL, 'c' },
+		{ "disk-dir", required_argument, NULL, 'd' },
+		{ "tmpfs-dir", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct bench b = {
+		.file = { [STORE_TMPFS] = { .dir = "/dev/shm", .fd = -1 },
+			  [STORE_DISK] = { .dir = "/var/tmp", .fd = -1 } },
+	};
+	unsigned long size_mib = 0, repeat = 0, v;
+	struct result res[NR_CASES];
+	struct sample *runs = NULL;
+	bool quick = false, miss = false;
+	int opt, ret, status = 0;
+	unsigned int r;
+	size_t i;
+
+	while ((opt = getopt_long(argc, argv, "s:r:qcd:t:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			if (parse_uint(optarg, 1 << 16, &v))
+				goto bad_usage;
+			size_mib = v;
+			break;
+		case 'r':
+			if (parse_uint(optarg, 1000, &v))
+				goto bad_usage;
+			repeat = v;
+			break;
+		case 'q':
+			quick = true;
+			break;
+		case 'c':
+			b.check = true;
+			break;
+		case 'd':
+			b.file[STORE_DISK].dir = optarg;
+			break;
+		case 't':
+			b.file[STORE_TMPFS].dir = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			goto bad_usage;
+		}
+	}
+	if (optind != argc)
+		goto bad_usage;
+	b.size = (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20;
+	b.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 3);
+	b.npages = b.size / PG;
+
+	ret = uf_mm_create(NULL, &b.mm);
+	if (ret) {
+		fprintf(stderr, "ufault-bench: uf_mm_create: %s\n", strerror(-ret));
+		return ret == -EPERM || ret == -ENOSYS ? EXIT_SKIP : EXIT_ERR;
+	}
+	ret = make_orders(&b);
+	for (i = STORE_TMPFS; !ret && i <= STORE_DISK; i++) {
+		ret = file_create(&b, &b.file[i]);
+		if (ret)
+			fprintf(stderr, "ufault-bench: data file in %s: %s\n", b.file[i].dir,
+				strerror(-ret));
+	}
+	runs = calloc(NR_CASES * b.repeat, sizeof(*runs));
+	if (!ret && !runs)
+		ret = -ENOMEM;
+	if (ret) {
+		status = EXIT_ERR;
+		goto out;
+	}
+
+	printf("ufault-bench: %zu MiB (%zu pages of %lu bytes) per case, median of %u, "
+	       "%ld CPUs, one load per page, seed %#llx, 1 warm-up round\n", b.size >> 20, b.npages, PG,
+	       b.repeat, sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)SEED);
+	printf("stores: tmpfs %s (%s), disk %s (%s)\n", b.file[STORE_TMPFS].dir,
+	       fs_name(b.file[STORE_TMPFS].fstype), b.file[STORE_DISK].dir,
+	       fs_name(b.file[STORE_DISK].fstype));
+	fflush(stdout);
+
+	/*
+	 * Round 0 is a warm-up whose samples are dropped: the first use of
+	 * memory in a VM pays for the host backing it, and that should not
+	 * land on whichever case happens to run first.  Then the repeats,
+	 * interleaved, so drift over the run hits every case alike.
+	 */
+	for (r = 0; r <= b.repeat; r++) {
+		for (i = 0; i < NR_CASES; i++) {
+			const struct bench_case *c = &cases[i];
+			struct sample warmup;
+
+			ret = c->run(&b, c, r ? &runs[i * b.repeat + r - 1] : &warmup);
+			if (ret) {
+				fprintf(stderr, "ufault-bench: %s %s/%s: %s\n", c->name, c->target,
+					store_names[c->store], strerror(-ret));
+				status = EXIT_ERR;
+				goto out;
+			}
+		}
+	}
+
+	summarize(&b, runs, res);
+	print_results(&b, res);
+	for (i = 0; i < NR_CASES; i++)
+		miss |= res[i].miss;
+	if (miss && b.check)
+		status = EXIT_MISS;
+out:
+	uf_object_put(b.warm);
+	uf_mm_destroy(b.mm);
+	for (i = STORE_TMPFS; i <= STORE_DISK; i++)
+		if (b.file[i].fd >= 0)
+			close(b.file[i].fd);
+	for (i = 0; i < NR_ORDERS; i++)
+		free(b.order[i]);
+	free(runs);
+	return status;
+
+bad_usage:
+	usage(stderr);
+	return EXIT_ERR;
+}
