@@ -55,20 +55,20 @@ void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len)
 }
 
 /*
- * UFFDIO_COPY @len bytes to @dst.  *copied says how many landed before an
- * error (EEXIST: a page is already present there).
+ * UFFDIO_COPY @len bytes to @dst with @mode (UFFDIO_COPY_MODE_*).  *copied
+ * (if given) grows by the bytes that landed, also before an error (EEXIST:
+ * a page is already present there).
  */
 int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t len,
-		 bool wake, size_t *copied)
+		 uint64_t mode, size_t *copied)
 {
 	struct uffdio_copy c = {
-		.dst = dst, .src = (unsigned long)src, .len = len,
-		.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE,
+		.dst = dst, .src = (unsigned long)src, .len = len, .mode = mode,
 	};
-	int ret = 0;
 
 	while (ioctl(mm->uffd, UFFDIO_COPY, &c) < 0) {
-		ret = -errno;
+		int ret = -errno;
+
 		if (c.copy > 0) {
 			/* partial: go on from where it stopped */
 			c.dst += c.copy;
@@ -77,13 +77,10 @@ int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t le
 			if (copied)
 				*copied += c.copy;
 			c.copy = 0;
-			ret = 0;
 			continue;
 		}
 		if (ret == -EAGAIN)	/* mappings changing: retry */
 			continue;
-		if (copied)
-			*copied += 0;
 		return ret;
 	}
 	if (copied)
@@ -366,7 +363,7 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 		if (ret == 0 || ret == -EEXIST)
 			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
 	} else {
-		ret = uf_uffd_copy(vma->mm, page_addr, kaddr, PAGE_SIZE, true, NULL);
+		ret = uf_uffd_copy(vma->mm, page_addr, kaddr, PAGE_SIZE, 0, NULL);
 		if (ret == -EEXIST)
 			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
 	}

@@ -97,21 +97,52 @@ static int store_read(struct uf_object *obj, void *buf, size_t len, uint64_t off
 }
 
 /*
+ * Where object page @pg goes by UFFDIO_COPY: straight into @vma when it is
+ * a shared linear mapping of it (the copy fills the cache and maps the page
+ * there at once, saving the faulting thread a second fault), else into
+ * obj->cache_map.  *run: how many pages from @pg go to the same place.
+ * Locking: mm->vma_lock held shared when @vma is given.
+ */
+static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64_t pg,
+			       size_t n, size_t *run, uint64_t *mode)
+{
+	*run = n;
+	*mode = UFFDIO_COPY_MODE_DONTWAKE;
+	if (vma && (vma->flags & VMA_SHARED) && !(vma->flags & VMA_DEAD) && !vma->nl_pgoff) {
+		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
+
+		if (pg >= vma->pgoff && pg < vend) {
+			if (*run > vend - pg)
+				*run = vend - pg;
+			if (vma->flags & VMA_REG_WP)	/* keep it write-protected */
+				*mode |= UFFDIO_COPY_MODE_WP;
+			return vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);
+		}
+		if (pg < vma->pgoff && *run > vma->pgoff - pg)
+			*run = vma->pgoff - pg;
+	}
+	return (unsigned long)obj->cache_map + (pg << PAGE_SHIFT);
+}
+
+/*
  * Copy @npages pages from @buf into the cache at @pgoff, skipping pages
  * that are present already.  Return the number newly inserted, or -errno.
- * Locking: obj->invalidate_lock held shared.
+ * Locking: obj->invalidate_lock held shared; mm->vma_lock shared if @vma.
  */
-static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf, size_t npages)
+static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf, size_t npages,
+			 struct uf_vma *vma)
 {
 	size_t i = 0;
 	long added = 0;
 
 	while (i < npages) {
-		size_t copied = 0, k;
+		size_t copied = 0, run, k;
+		unsigned long dst;
+		uint64_t mode;
 		int ret;
 
-		ret = uf_uffd_copy(obj->mm, (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT),
-				   buf + (i << PAGE_SHIFT), (npages - i) << PAGE_SHIFT, false, &copied);
+		dst = copy_dest(obj, vma, pgoff + i, npages - i, &run, &mode);
+		ret = uf_uffd_copy(obj->mm, dst, buf + (i << PAGE_SHIFT), run << PAGE_SHIFT, mode, &copied);
 		for (k = 0; k < copied >> PAGE_SHIFT; k++)
 			mark_present(obj, pgoff + i + k);
 		added += copied >> PAGE_SHIFT;
@@ -119,6 +150,8 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		if (ret == -EEXIST) {
 			mark_present(obj, pgoff + i);
 			i++;
+		} else if (ret && dst != (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT)) {
+			vma = NULL;	/* the mapping is going away: use cache_map */
 		} else if (ret) {
 			return ret;
 		}
@@ -129,8 +162,8 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 /*
  * uf_object_fill - make pages of [first, first + n) present in the cache,
  * reading holes from the store in runs.  Pages past i_size are not filled.
- * @must: the page that has to end up present (UINT64_MAX: every page);
- *	a store error elsewhere only shortens the readahead.
+ * @must: the page that has to end up present, or UF_FILL_ALL (every
+ *	page), or UF_FILL_ANY (none: a store error only shortens the fill).
  * @filled: set to the pages this call inserted.
  * @major: set when @must was inserted by this call.
  * @vma: the mapping faulted on, for its statistics, or NULL.
@@ -147,7 +180,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	int err = 0;
 	char *buf;
 
-	if (must != UINT64_MAX && must >= end)
+	if (must < UF_FILL_ANY && must >= end)
 		return -ERANGE;
 	last = first + n < end ? first + n : end;
 	if (first >= last)
@@ -182,7 +215,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 			uf_add(&obj->mm->stats.pages_read, run);
 			if (vma)
 				uf_add(&vma->stats.pages_read, run);
-			added = cache_insert(obj, p, buf, run);
+			added = cache_insert(obj, p, buf, run, vma);
 			if (added < 0)
 				ret = (int)added;
 			else if (filled)
@@ -190,8 +223,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 			if (added > 0 && major && must >= p && must < p + run)
 				*major = true;
 		}
-		if (ret && (must == UINT64_MAX || (must >= p && must < p + run))) {
-			if (run > 1 && must != UINT64_MAX) {
+		if (ret && (must == UF_FILL_ALL || (must >= p && must < p + run))) {
+			if (run > 1 && must != UF_FILL_ALL) {
 				/* retry the one page that matters */
 				first = p = must;
 				last = must + 1;
@@ -202,7 +235,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		}
 		p += run;
 	}
-	if (!err && must != UINT64_MAX && !uf_test_bit(obj->present, must))
+	if (!err && must < UF_FILL_ANY && !uf_test_bit(obj->present, must))
 		err = -EIO;
 	return err;
 }
@@ -232,7 +265,7 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 	memcpy(buf, src, PAGE_SIZE);
 	if ((pgoff + 1) << PAGE_SHIFT > size)
 		memset(buf + (size & (PAGE_SIZE - 1)), 0, PAGE_SIZE - (size & (PAGE_SIZE - 1)));
-	ret = cache_insert(obj, pgoff, buf, 1);
+	ret = cache_insert(obj, pgoff, buf, 1, NULL);
 	if (ret == 0)
 		ret = -EEXIST;
 	else if (ret > 0)
@@ -283,16 +316,19 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	}
 	n = readahead_window(vma, fdata->pgoff);
 
-	if (uf_break_protocol) {
-		/* broken on purpose (UFAULT_BREAK_PROTOCOL): no invalidate
-		 * lock, so a truncate can run between the store read and the
-		 * insert, and the insert brings old bytes back */
-		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major, vma);
-	} else {
+	/*
+	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
+	 * without the invalidate lock, a truncate can run between the store
+	 * read and the insert, and the insert brings old bytes back.
+	 */
+	pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	if (!uf_break_protocol)
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major, vma);
+	/* one store read per run of holes, one wake (by the caller) */
+	ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major, vma);
+	if (!uf_break_protocol)
 		pthread_rwlock_unlock(&obj->invalidate_lock);
-	}
+	pthread_rwlock_unlock(&vma->mm->vma_lock);
 
 	if (ret == -ENOMEM) {
 		fdata->type = UF_FAULT_OOM;
@@ -467,7 +503,7 @@ static int fill_range(struct uf_object *obj, uint64_t first, uint64_t last)
 
 	while (first <= last) {
 		size_t n = last - first + 1 < chunk ? last - first + 1 : chunk;
-		int ret = uf_object_fill(obj, first, n, UINT64_MAX, NULL, NULL, NULL);
+		int ret = uf_object_fill(obj, first, n, UF_FILL_ALL, NULL, NULL, NULL);
 
 		if (ret)
 			return ret;

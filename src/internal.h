@@ -75,7 +75,9 @@ struct uf_mm {
 #define VMA_SHARED	0x01
 #define VMA_PRIVATE	0x02
 #define VMA_OPS		0x04		/* uf_mmap_ops: anonymous, no object */
-#define VMA_WP		0x08		/* registered WP: dirty tracking */
+#define VMA_WP		0x08		/* write-protected: dirty tracking */
+#define VMA_REG_WP	0x10		/* registered in WP mode */
+#define VMA_DEAD	0x20		/* unlinked: being unmapped */
 
 struct uf_vma {
 	struct uf_mm *mm;
@@ -161,10 +163,12 @@ void uf_set_handler_vma(struct uf_vma *vma);
 /* fault.c */
 void *uf_handler_thread(void *arg);
 int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t len,
-		 bool wake, size_t *copied);
+		 uint64_t mode, size_t *copied);
 void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len);
 
 /* filemap.c */
+#define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */
+#define UF_FILL_ANY	(UINT64_MAX - 1)	/* uf_object_fill: best effort */
 int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t must,
 		   size_t *filled, bool *major, struct uf_vma *vma);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);

@@ -84,7 +84,7 @@ UF_EXPORT int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsign
 		return ret;
 	/* populate: bring the pages into the cache now */
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	ret = uf_object_fill(obj, pgoff, len >> PAGE_SHIFT, UINT64_MAX, NULL, NULL, NULL);
+	ret = uf_object_fill(obj, pgoff, len >> PAGE_SHIFT, UF_FILL_ALL, NULL, NULL, NULL);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	return ret;
 }

@@ -77,6 +77,7 @@ static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 
 	memmove(&mm->vmas[i], &mm->vmas[i + 1], (mm->nvmas - i - 1) * sizeof(*mm->vmas));
 	mm->nvmas--;
+	vma->flags |= VMA_DEAD;
 	if (vma->obj) {
 		struct uf_vma **pp;
 
@@ -149,6 +150,8 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 		reg.mode |= UFFDIO_REGISTER_MODE_WP;
 	if (ioctl(vma->mm->uffd, UFFDIO_REGISTER, &reg) < 0)
 		return -errno;
+	if (reg.mode & UFFDIO_REGISTER_MODE_WP)
+		vma->flags |= VMA_REG_WP;
 	/* A child must never touch an unregistered copy: it would fill the
 	 * shared cache with zero pages. */
 	if (madvise((void *)start, len, MADV_DONTFORK) < 0)

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Description: every public function in include/ufault.h has a man page, and
+# (where man-db is installed) every page renders without warnings.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+if command -v man >/dev/null 2>&1; then
+	exec "$top/tools/check-man.sh" --lint
+fi
+exec "$top/tools/check-man.sh"
