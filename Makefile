@@ -83,7 +83,8 @@ install: all
 	install -m 755 $(B)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libufault.so
 	install -m 644 $(B)/libufault.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(B)/libufault.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libufault.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault.pc
 	$(if $(TOOLS),install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/)
 	-install -m 644 man/man3/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/ 2>/dev/null
 	-install -m 644 man/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/ 2>/dev/null

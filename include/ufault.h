@@ -56,8 +56,9 @@ struct uf_page;
  * @cache_budget: bytes of page cache across all objects of this mm above
  *	which clean pages are reclaimed (0 = no limit).  See uf_mm_stats().
  * @reclaim_policy: UF_RECLAIM_CLOCK or UF_RECLAIM_FIFO.
- * @readahead_max: largest readahead window in bytes (default 2 MiB,
- *	rounded down to pages, at least one page).
+ * @readahead_max: largest readahead window in bytes (default 2 MiB;
+ *	rounded down to pages; a value under one page is -EINVAL).  Under a
+ *	cache budget the window is at most 1/8 of the budget.
  */
 struct uf_mm_config {
 	unsigned int handler_threads;
@@ -142,8 +143,13 @@ struct uf_fault_data {
  *	(one reference passes to the caller, which installs a copy of its
  *	bytes and puts it), or install the page with uf_vm_insert_page() /
  *	uf_vm_insert_pfn() and return NULL, or return NULL with fdata->type
- *	= UF_FAULT_SIGBUS or UF_FAULT_OOM: that access gets SIGBUS, and so
- *	does every later touch of the page for which fault() says so again.
+ *	= UF_FAULT_SIGBUS or UF_FAULT_OOM: that access gets SIGBUS with
+ *	si_addr the faulting address.  On an operation mapping the page is
+ *	then poisoned where the kernel has UFFDIO_POISON (6.6+): every later
+ *	touch gets SIGBUS from the kernel without calling fault() again, and
+ *	a system call touching it fails with EFAULT.  Elsewhere each later
+ *	touch calls fault() again.  Returning NULL with MINOR/MAJOR without
+ *	installing the page on an operation mapping also gives SIGBUS.
  *	Set fdata->type to UF_FAULT_MINOR or UF_FAULT_MAJOR on success
  *	(it starts as UF_FAULT_MINOR).
  *
@@ -188,8 +194,10 @@ struct uf_vm_operations {
  * reach the object.
  *
  * Return: 0, or -EINVAL (NULL argument, @len zero or unaligned, @offset
- * unaligned, bad @prot or @flags), -EACCES (PROT_WRITE with UF_MAP_SHARED on
- * an object opened read-only), -ENOMEM, or a kernel error.
+ * unaligned, bad @prot or @flags, @obj created on another mm or whose mm
+ * was destroyed), -EOVERFLOW (@offset + @len too large), -EACCES
+ * (PROT_WRITE with UF_MAP_SHARED on an object opened read-only), -ENOMEM,
+ * or a kernel error.
  */
 int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	    struct uf_object *obj, uint64_t offset, void **addrp);
@@ -257,7 +265,8 @@ int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags);
  *
  * Return: 0, or -EINVAL (bad alignment, zero size, @prot or @flags not 0,
  * range not inside one shared object VMA, a VMA whose ops have only
- * ->nopage), or a kernel error.  On error nothing changes.
+ * ->nopage), or a kernel error.  On error the range shows what it showed
+ * before.
  */
 int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 			int prot, uint64_t pgoff, int flags);
@@ -292,6 +301,13 @@ struct uf_object *uf_vma_object(const struct uf_vma *vma);
  * has nonlinear windows).
  */
 int uf_vma_set_ops(struct uf_vma *vma, const struct uf_vm_operations *ops);
+
+/**
+ * uf_vma_set_private - set what uf_vma_private() returns for @vma, so an
+ * object mapping's own ->fault can find its state.
+ * Return: 0, or -EINVAL for a NULL @vma.
+ */
+int uf_vma_set_private(struct uf_vma *vma, void *private_data);
 
 /* ------------------------------------------------------------------ */
 /* Pages                                                               */
@@ -372,8 +388,8 @@ struct uf_store_ops {
  * @size: the object's current size in bytes.
  * @objp: on success, the object with one reference.
  *
- * Return: 0, or -EINVAL (NULL @mm/@ops/@objp, no ->read), -ENOMEM, or a
- * kernel error (creating the cache memfd).
+ * Return: 0, or -EINVAL (NULL @mm/@ops/@objp, no ->read), -EFBIG (@size
+ * above 2^63 - 4096), -ENOMEM, or a kernel error (creating the cache memfd).
  */
 int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
 		     void *store, uint64_t size, struct uf_object **objp);
@@ -382,8 +398,8 @@ int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
  * uf_object_open - an object backed by the file at @path.
  * @oflags: O_RDONLY or O_RDWR, optionally with O_CREAT (mode 0644).
  *
- * Return: 0, or -EINVAL (NULL argument, other @oflags), -ENOENT, -EACCES,
- * -EISDIR, or another error from open(2)/fstat(2).
+ * Return: 0, or -EINVAL (NULL argument, other @oflags, not a regular
+ * file), -ENOENT, -EACCES, -EISDIR, or another error from open(2)/fstat(2).
  */
 int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
 		   struct uf_object **objp);
@@ -420,29 +436,32 @@ uint64_t uf_object_size(const struct uf_object *obj);
  * page read zero, and the store is truncated too.  Growing: the new bytes
  * read zero, including any written through a mapping past the old end.
  *
- * Return: 0, or -EINVAL (NULL @obj), -EROFS (read-only object), -EFBIG,
- * or the store's error (then the size is unchanged).
+ * Return: 0, or -EINVAL (NULL @obj, or its mm was destroyed), -EROFS
+ * (read-only object), -EFBIG, or the store's error (then the size is
+ * unchanged).
  */
 int uf_object_truncate(struct uf_object *obj, uint64_t size);
 
 /**
  * uf_object_punch_hole - make [@offset, @offset + @len) read zero in every
  * mapping and in the store.  The range is clamped at the object's end.
- * Return: 0, or -EINVAL (NULL @obj, @len 0), -EROFS, or the store's error.
+ * Return: 0, or -EINVAL (NULL @obj, @len 0, or its mm was destroyed),
+ * -EROFS, or the store's error.
  */
 int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint64_t len);
 
 /**
  * uf_object_pread - read object bytes, coherent with every mapping.
- * Return: bytes read (short at the object's end, 0 past it), or -EINVAL,
- * or the store's error.
+ * Return: bytes read (short at the object's end, 0 past it), or -EINVAL
+ * (NULL argument, or the object's mm was destroyed), or the store's error.
  */
 ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t offset);
 
 /**
  * uf_object_pwrite - write object bytes, coherent with every mapping.
  * Writes do not extend the object: they stop at its end.
- * Return: bytes written, or -EINVAL, -EROFS, or the store's error.
+ * Return: bytes written, or -EINVAL (NULL argument, or the object's mm
+ * was destroyed), -EROFS, or the store's error.
  */
 ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len, uint64_t offset);
 
@@ -456,8 +475,9 @@ int uf_object_sync(struct uf_object *obj);
 /**
  * uf_filemap_fault - the fault method of object mappings: find the page
  * in the object's cache, or read it (with a readahead window) from the
- * store.  Sets fdata->type to MINOR, MAJOR, or SIGBUS (past the end, or a
- * store error).  Installs the page itself and returns NULL.
+ * store.  Sets fdata->type to MINOR, MAJOR, SIGBUS (past the end, or a
+ * store error) or OOM (no memory for the read buffer).  Installs the page
+ * itself and returns NULL.
  */
 struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata);
 
@@ -474,7 +494,8 @@ struct uf_page *uf_filemap_nopage(struct uf_vma *vma, unsigned long address, int
  * object mapping from object page @pgoff, the old way of building a
  * nonlinear mapping.  Now uf_remap_file_pages() plus a read of each page.
  * @prot: must be 0.  @nonblock: ignored.
- * Return: 0 or as uf_remap_file_pages().
+ * Return: 0, or as uf_remap_file_pages(), or the store's error reading
+ * the pages (the window is then in place, the pages fault in later).
  */
 int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsigned long len,
 			int prot, uint64_t pgoff, int nonblock)

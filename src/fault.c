@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,12 +40,19 @@ static __thread struct {
 	struct uf_vma *vma;
 	unsigned long page;
 	bool installed;
+	bool eof;		/* ->fault found the page past EOF */
 } cur;
 static __thread bool in_handler;
 
 bool uf_in_handler(void)
 {
 	return in_handler;
+}
+
+/* uf_filemap_fault(): the page asked for is past EOF. */
+void uf_fault_past_eof(void)
+{
+	cur.eof = true;
 }
 
 void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len)
@@ -127,34 +135,161 @@ static void count_latency(struct uf_vma *vma, const struct timespec *t0)
 	uf_add(&vma->mm->stats.lat_us[b], 1);
 }
 
-/*
- * The access cannot be served: that access, and only it, gets SIGBUS with
- * si_addr the faulting address.  Operation mappings get a poison marker
- * (UFFDIO_POISON: the kernel raises SIGBUS itself on every later touch, and
- * a system call touching it fails with EFAULT).  Object mappings, and
- * kernels without poison, get a queued SIGBUS for the faulting thread,
- * which interrupts its wait; the next touch faults again.
- */
-static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid)
+static uint64_t now_ns(void)
 {
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
+}
+
+/* How long an object page stays poisoned after a failed fault: enough for
+ * the woken thread to retry its access and take the SIGBUS. */
+#define POISON_NS	(5 * 1000 * 1000)
+
+static int uffd_poison(struct uf_mm *mm, unsigned long page_addr)
+{
+	struct uffdio_poison {
+		struct uffdio_range range;
+		__u64 mode;
+		__s64 updated;
+	} p = { .range = { page_addr, PAGE_SIZE } };
+
+	if (!(mm->features & UFFD_FEATURE_POISON))
+		return -ENOSYS;
+	/* wakes the thread, whose retry takes SIGBUS from the kernel */
+	return ioctl(mm->uffd, _IOWR(UFFDIO, 0x08, struct uffdio_poison), &p) < 0 ? -errno : 0;
+}
+
+/*
+ * Lift the poison markers put on object pages more than POISON_NS ago (all
+ * of them with @all), so that a later access tries the store again, as the
+ * kernel retries a failed read.  A marker in a mapping unmapped meanwhile
+ * went with it.
+ * Locking: takes mm->vma_lock shared, then mm->poison_lock.
+ */
+static void poison_expire(struct uf_mm *mm, bool all)
+{
+	uint64_t now = now_ns();
+	unsigned int i = 0;
+
+	pthread_rwlock_rdlock(&mm->vma_lock);
+	pthread_mutex_lock(&mm->poison_lock);
+	while (i < mm->npoison) {
+		struct uf_poison *p = &mm->poison[i];
+		struct uf_vma *vma;
+
+		if (!all && now - p->when_ns < POISON_NS) {
+			i++;
+			continue;
+		}
+		vma = __uf_vma_find(mm, p->addr);
+		if (vma && vma->id == p->vma_id) {
+			/* the marker is the whole PTE: no data goes with it */
+			madvise((void *)p->addr, PAGE_SIZE, MADV_DONTNEED);
+			if (vma->flags & VMA_REG_WP)
+				uf_vma_writeprotect(vma, p->addr, PAGE_SIZE);
+		}
+		*p = mm->poison[__atomic_sub_fetch(&mm->npoison, 1, __ATOMIC_RELAXED)];
+	}
+	pthread_mutex_unlock(&mm->poison_lock);
+	pthread_rwlock_unlock(&mm->vma_lock);
+}
+
+/* Wait no longer than the oldest poison marker has left to live. */
+static int poll_timeout_ms(struct uf_mm *mm)
+{
+	unsigned int n = __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED);
+
+	return n ? (int)(POISON_NS / 1000000) : -1;
+}
+
+/* Does thread @tid of this process block SIGBUS?  (Error path only.) */
+static bool thread_blocks_sigbus(pid_t tid)
+{
+	char path[64], line[256];
+	bool blocked = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "SigBlk:", 7)) {
+			blocked = (strtoull(line + 7, NULL, 16) >> (SIGBUS - 1)) & 1;
+			break;
+		}
+	}
+	fclose(f);
+	return blocked;
+}
+
+/*
+ * The access cannot be served: the faulting thread, and only it, must take
+ * SIGBUS with si_addr the faulting address, as from the kernel.
+ *  - An object page past EOF (truncated while the fault was queued): a
+ *    wake is enough; the retried access meets the memfd's size and the
+ *    kernel raises SIGBUS (BUS_ADRERR) itself.
+ *  - An operation mapping: the page gets a poison marker (UFFDIO_POISON,
+ *    6.6+) and keeps it: every later touch takes SIGBUS (BUS_ADRERR) from
+ *    the kernel, and a system call touching it fails with EFAULT.
+ *  - An object page inside EOF (a store error): SIGBUS is queued to the
+ *    faulting thread, which interrupts its wait; its next touch faults
+ *    and tries the store again.  Only a thread signalling itself may use
+ *    BUS_ADRERR, so si_code is SI_QUEUE; si_addr is the faulting address.
+ *    A thread that blocks SIGBUS would wait for it: it gets a poison
+ *    marker instead, lifted again after POISON_NS (poison_expire()).
+ *  - Without poison, operation mappings are served as object pages are.
+ */
+static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bool eof)
+{
+	unsigned long page_addr = addr & PAGE_MASK;
 	struct uf_mm *mm = vma->mm;
 	siginfo_t si;
+	int ret;
 
-	if ((vma->flags & VMA_OPS) && (mm->features & UFFD_FEATURE_POISON)) {
-		struct uffdio_poison {
-			struct uffdio_range range;
-			__u64 mode;
-			__s64 updated;
-		} p = { .range = { addr & PAGE_MASK, PAGE_SIZE } };
+	if (eof) {
+		uf_uffd_wake(mm, page_addr, PAGE_SIZE);
+		return;
+	}
+	if (!vma->obj && uffd_poison(mm, page_addr) == 0)
+		return;
+	if (vma->obj && thread_blocks_sigbus(tid)) {
+		bool full;
 
-		if (ioctl(mm->uffd, _IOWR(UFFDIO, 0x08, struct uffdio_poison), &p) == 0)
-			return;		/* wakes the thread, which takes SIGBUS */
+		pthread_mutex_lock(&mm->poison_lock);
+		full = mm->npoison == sizeof(mm->poison) / sizeof(mm->poison[0]);
+		pthread_mutex_unlock(&mm->poison_lock);
+		if (full)
+			poison_expire(mm, true);
+		ret = uffd_poison(mm, page_addr);
+		if (ret == -EEXIST && (vma->flags & VMA_REG_WP)) {
+			/* a write-protect marker holds the PTE: lift it first
+			 * (poison_expire() puts it back) */
+			struct uffdio_writeprotect wp = {
+				.range = { page_addr, PAGE_SIZE },
+				.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE,
+			};
+
+			if (ioctl(mm->uffd, UFFDIO_WRITEPROTECT, &wp) == 0)
+				ret = uffd_poison(mm, page_addr);
+		}
+		if (ret == 0) {
+			pthread_mutex_lock(&mm->poison_lock);
+			mm->poison[__atomic_fetch_add(&mm->npoison, 1, __ATOMIC_RELAXED)] = (struct uf_poison){
+				.addr = page_addr, .vma_id = vma->id, .when_ns = now_ns(),
+			};
+			pthread_mutex_unlock(&mm->poison_lock);
+			return;
+		}
 	}
 	memset(&si, 0, sizeof(si));
 	si.si_signo = SIGBUS;
-	si.si_code = BUS_ADRERR;
+	si.si_code = SI_QUEUE;
 	si.si_addr = (void *)addr;
-	syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGBUS, &si);
+	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGBUS, &si) < 0)
+		uf_uffd_wake(mm, page_addr, PAGE_SIZE);	/* gone: let it retry */
 }
 
 /* Install a page returned by ->fault. */
@@ -170,12 +305,13 @@ static int install_page(struct uf_vma *vma, unsigned long page_addr, struct uf_p
  * no pgoff: it is told the address.  A NULL return without a type means
  * SIGBUS, as NOPAGE_SIGBUS did.
  */
-static struct uf_page *nopage_adapter(struct uf_vma *vma, struct uf_fault_data *fdata)
+static struct uf_page *nopage_adapter(struct uf_vma *vma, const struct uf_vm_operations *ops,
+				      struct uf_fault_data *fdata)
 {
 	int type = UF_FAULT_SIGBUS;
 	struct uf_page *page;
 
-	page = vma->vm_ops->nopage(vma, fdata->address & PAGE_MASK, &type);
+	page = ops->nopage(vma, fdata->address & PAGE_MASK, &type);
 	fdata->type = type;
 	if (page && type != UF_FAULT_MINOR && type != UF_FAULT_MAJOR)
 		fdata->type = UF_FAULT_MINOR;
@@ -187,12 +323,14 @@ static void handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	unsigned long addr = msg->arg.pagefault.address;
 	unsigned long page_addr = addr & PAGE_MASK;
 	pid_t tid = (pid_t)msg->arg.pagefault.feat.ptid;
+	const struct uf_vm_operations *ops;
 	struct uf_fault_data fdata;
 	struct uf_page *page;
 	struct uf_vma *vma;
 	struct timespec t0;
 	bool nonlinear;
 	uint64_t pgoff;
+	int typed;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	vma = uf_vma_lookup_get(mm, addr, &pgoff, &nonlinear);
@@ -222,12 +360,15 @@ static void handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	cur.vma = vma;
 	cur.page = page_addr;
 	cur.installed = false;
+	cur.eof = false;
 	uf_set_handler_vma(vma);
-	if (vma->vm_ops->fault)
-		page = vma->vm_ops->fault(vma, &fdata);
+	ops = __atomic_load_n(&vma->vm_ops, __ATOMIC_ACQUIRE);
+	if (ops->fault)
+		page = ops->fault(vma, &fdata);
 	else
-		page = nopage_adapter(vma, &fdata);
+		page = nopage_adapter(vma, ops, &fdata);
 	uf_set_handler_vma(NULL);
+	typed = fdata.type;
 
 	if (page) {
 		int ret = install_page(vma, page_addr, page);
@@ -250,12 +391,22 @@ static void handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	}
 	cur.vma = NULL;
 
+	if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
+		/* unmapped while fault() ran: the retry meets the placeholder
+		 * and takes SIGSEGV, as for any unmapped address */
+		count_fault(vma, typed);
+		uf_uffd_wake(mm, page_addr, PAGE_SIZE);
+		uf_vma_put(vma);
+		return;
+	}
+	/* count before the wake: a thread that reads the statistics after
+	 * its access returns must see its own fault */
 	count_fault(vma, fdata.type);
+	count_latency(vma, &t0);
 	if (fdata.type == UF_FAULT_MINOR || fdata.type == UF_FAULT_MAJOR)
 		uf_uffd_wake(mm, page_addr, PAGE_SIZE);
 	else
-		deliver_sigbus(vma, addr, tid);
-	count_latency(vma, &t0);
+		deliver_sigbus(vma, addr, tid, cur.eof);
 	uf_vma_put(vma);
 
 	if (mm->budget_pages)
@@ -280,8 +431,12 @@ void *uf_handler_thread(void *arg)
 	for (;;) {
 		ssize_t n, i;
 
-		if (poll(pfd, 2, -1) < 0)
-			continue;	/* EINTR */
+		int ready = poll(pfd, 2, poll_timeout_ms(mm));
+
+		if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
+			poison_expire(mm, false);
+		if (ready <= 0)
+			continue;	/* EINTR, or time to expire poison */
 		if (pfd[1].revents)
 			break;
 		n = read(mm->uffd, msgs, sizeof(msgs));
@@ -360,11 +515,16 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 		pgoff = vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
 		pthread_rwlock_unlock(&vma->mm->vma_lock);
 		ret = uf_object_insert(vma->obj, pgoff, kaddr);
-		if (ret == 0 || ret == -EEXIST)
+		if ((ret == 0 || ret == -EEXIST) && !(cur.vma == vma && cur.page == page_addr))
 			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
 	} else {
-		ret = uf_uffd_copy(vma->mm, page_addr, kaddr, PAGE_SIZE, 0, NULL);
-		if (ret == -EEXIST)
+		/* the page being faulted on is woken by handle_fault(),
+		 * after the fault is counted; any other page now */
+		bool current = cur.vma == vma && cur.page == page_addr;
+
+		ret = uf_uffd_copy(vma->mm, page_addr, kaddr, PAGE_SIZE,
+				   current ? UFFDIO_COPY_MODE_DONTWAKE : 0, NULL);
+		if (ret == -EEXIST && !current)
 			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
 	}
 	if ((ret == 0 || ret == -EEXIST) && cur.vma == vma && cur.page == page_addr)

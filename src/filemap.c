@@ -108,7 +108,8 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 {
 	*run = n;
 	*mode = UFFDIO_COPY_MODE_DONTWAKE;
-	if (vma && (vma->flags & VMA_SHARED) && !(vma->flags & VMA_DEAD) && !vma->nl_pgoff) {
+	if (vma && (vma->flags & VMA_SHARED) && !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) &&
+	    !vma->nl_pgoff) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 
 		if (pg >= vma->pgoff && pg < vend) {
@@ -333,6 +334,8 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	if (ret == -ENOMEM) {
 		fdata->type = UF_FAULT_OOM;
 	} else if (ret) {
+		if (ret == -ERANGE)
+			uf_fault_past_eof();
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;

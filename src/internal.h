@@ -64,6 +64,16 @@ struct uf_mm {
 	pthread_mutex_t obj_lock;
 	struct uf_object *objects;	/* list through obj->mm_next */
 
+	/* poison markers on object pages, to lift again (fault.c) */
+	pthread_mutex_t poison_lock;
+	struct uf_poison {
+		unsigned long addr;
+		uint64_t vma_id;
+		uint64_t when_ns;
+	} poison[64];
+	unsigned int npoison;
+	uint64_t next_vma_id;
+
 	size_t ra_max;			/* readahead pages */
 	uint64_t budget_pages;		/* 0 = none */
 	unsigned int policy;
@@ -77,7 +87,6 @@ struct uf_mm {
 #define VMA_OPS		0x04		/* uf_mmap_ops: anonymous, no object */
 #define VMA_WP		0x08		/* write-protected: dirty tracking */
 #define VMA_REG_WP	0x10		/* registered in WP mode */
-#define VMA_DEAD	0x20		/* unlinked: being unmapped */
 
 struct uf_vma {
 	struct uf_mm *mm;
@@ -89,6 +98,8 @@ struct uf_vma {
 	void *private_data;
 	struct uf_object *obj;
 	struct uf_vma *obj_next;	/* obj->vmas, under mm->vma_lock */
+	uint64_t id;			/* unique in the mm */
+	bool dead;			/* unlinked, being unmapped (atomic) */
 
 	int refs;			/* lookups in flight + 1 while mapped */
 	pthread_mutex_t ref_lock;
@@ -165,6 +176,7 @@ void *uf_handler_thread(void *arg);
 int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t len,
 		 uint64_t mode, size_t *copied);
 void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len);
+void uf_fault_past_eof(void);
 
 /* filemap.c */
 #define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */

@@ -83,8 +83,8 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 	close(fd);
 	if (ret)
 		return ret;
-	if (!(avail & UFFD_FEATURE_MISSING_SHMEM))
-		return -ENOSYS;
+	if (!(avail & UFFD_FEATURE_MISSING_SHMEM) || !(avail & UFFD_FEATURE_THREAD_ID))
+		return -ENOSYS;		/* before Linux 4.14 */
 
 	want = UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_THREAD_ID;
 	want |= avail & (UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_POISON);
@@ -149,6 +149,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	pthread_rwlock_init(&mm->vma_lock, NULL);
 	pthread_mutex_init(&mm->obj_lock, NULL);
 	pthread_mutex_init(&mm->reclaim_lock, NULL);
+	pthread_mutex_init(&mm->poison_lock, NULL);
 
 	ret = mm_open_uffd(mm, cfg->flags, cfg->cache_budget != 0);
 	if (ret)
@@ -230,6 +231,7 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	pthread_rwlock_destroy(&mm->vma_lock);
 	pthread_mutex_destroy(&mm->obj_lock);
 	pthread_mutex_destroy(&mm->reclaim_lock);
+	pthread_mutex_destroy(&mm->poison_lock);
 	free(mm);
 }
 

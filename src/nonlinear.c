@@ -20,6 +20,30 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+/*
+ * Put back what [s, e) showed before a remap that failed half way: the
+ * pages nl_pgoff still records, run by run.  Best effort: the kernel has
+ * already failed once.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static void restore(struct uf_vma *vma, unsigned long s, unsigned long e)
+{
+	unsigned long a = s;
+
+	while (a < e) {
+		uint64_t idx = (a - vma->start) >> PAGE_SHIFT;
+		uint64_t pg = vma->nl_pgoff[idx] & ~NL_WINDOW, n = 1;
+
+		while (a + (n << PAGE_SHIFT) < e &&
+		       (vma->nl_pgoff[idx + n] & ~NL_WINDOW) == pg + n)
+			n++;
+		if (mmap((void *)a, n << PAGE_SHIFT, vma->prot, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
+			 vma->obj->memfd, (off_t)(pg << PAGE_SHIFT)) != MAP_FAILED)
+			uf_vma_register(vma, a, n << PAGE_SHIFT);
+		a += n << PAGE_SHIFT;
+	}
+}
+
 UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 				  int prot, uint64_t pgoff, int flags)
 {
@@ -61,8 +85,10 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 		goto out;
 	}
 	ret = uf_vma_register(vma, s, size);
-	if (ret)
+	if (ret) {
+		restore(vma, s, e);
 		goto out;
+	}
 	for (i = 0; i < size >> PAGE_SHIFT; i++)
 		vma->nl_pgoff[((s - vma->start) >> PAGE_SHIFT) + i] = (pgoff + i) | NL_WINDOW;
 out:
@@ -89,6 +115,14 @@ UF_EXPORT int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsign
 	return ret;
 }
 
+UF_EXPORT int uf_vma_set_private(struct uf_vma *vma, void *private_data)
+{
+	if (!vma)
+		return -EINVAL;
+	__atomic_store_n(&vma->private_data, private_data, __ATOMIC_RELEASE);
+	return 0;
+}
+
 UF_EXPORT int uf_vma_set_ops(struct uf_vma *vma, const struct uf_vm_operations *ops)
 {
 	if (!vma || !ops || !vma->obj || (!ops->fault && !ops->nopage))
@@ -98,7 +132,7 @@ UF_EXPORT int uf_vma_set_ops(struct uf_vma *vma, const struct uf_vm_operations *
 		pthread_rwlock_unlock(&vma->mm->vma_lock);
 		return -EINVAL;
 	}
-	vma->vm_ops = ops;
+	__atomic_store_n(&vma->vm_ops, ops, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&vma->mm->vma_lock);
 	return 0;
 }

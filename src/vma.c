@@ -77,7 +77,7 @@ static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 
 	memmove(&mm->vmas[i], &mm->vmas[i + 1], (mm->nvmas - i - 1) * sizeof(*mm->vmas));
 	mm->nvmas--;
-	vma->flags |= VMA_DEAD;
+	__atomic_store_n(&vma->dead, true, __ATOMIC_RELEASE);
 	if (vma->obj) {
 		struct uf_vma **pp;
 
@@ -150,7 +150,8 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 		reg.mode |= UFFDIO_REGISTER_MODE_WP;
 	if (ioctl(vma->mm->uffd, UFFDIO_REGISTER, &reg) < 0)
 		return -errno;
-	if (reg.mode & UFFDIO_REGISTER_MODE_WP)
+	/* (a window registers again with the mode the VMA already has) */
+	if ((reg.mode & UFFDIO_REGISTER_MODE_WP) && !(vma->flags & VMA_REG_WP))
 		vma->flags |= VMA_REG_WP;
 	/* A child must never touch an unregistered copy: it would fill the
 	 * shared cache with zero pages. */
@@ -168,6 +169,7 @@ static struct uf_vma *vma_alloc(struct uf_mm *mm, size_t len, int prot)
 	if (!vma)
 		return NULL;
 	vma->mm = mm;
+	vma->id = __atomic_add_fetch(&mm->next_vma_id, 1, __ATOMIC_RELAXED);
 	vma->prot = prot;
 	vma->refs = 1;
 	vma->end = len;		/* start is added once mapped */
@@ -381,7 +383,7 @@ UF_EXPORT struct uf_vma *uf_find_vma(struct uf_mm *mm, const void *addr)
 
 UF_EXPORT void *uf_vma_private(const struct uf_vma *vma)
 {
-	return vma ? vma->private_data : NULL;
+	return vma ? __atomic_load_n(&vma->private_data, __ATOMIC_ACQUIRE) : NULL;
 }
 
 UF_EXPORT void *uf_vma_start(const struct uf_vma *vma)

@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-static __thread sigjmp_buf *ut_jmp;
+static __thread sigjmp_buf *volatile ut_jmp;
 static __thread struct ut_fault ut_last;
 
 static void ut_handler(int sig, siginfo_t *si, void *uc)
