@@ -133,6 +133,7 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf, size_t npages,
 			 struct uf_vma *vma)
 {
+	bool direct = vma != NULL;
 	size_t i = 0;
 	long added = 0;
 
@@ -142,17 +143,25 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		uint64_t mode;
 		int ret;
 
-		dst = copy_dest(obj, vma, pgoff + i, npages - i, &run, &mode);
+		dst = copy_dest(obj, direct ? vma : NULL, pgoff + i, npages - i, &run, &mode);
 		ret = uf_uffd_copy(obj->mm, dst, buf + (i << PAGE_SHIFT), run << PAGE_SHIFT, mode, &copied);
 		for (k = 0; k < copied >> PAGE_SHIFT; k++)
 			mark_present(obj, pgoff + i + k);
 		added += copied >> PAGE_SHIFT;
 		i += copied >> PAGE_SHIFT;
+		if (ret && dst + copied != (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT)) {
+			/*
+			 * The mapping refused: going away, or a marker holds the
+			 * PTE (EEXIST then says nothing of the cache).  Retry
+			 * through cache_map, whose answer is the cache's.
+			 */
+			direct = false;
+			continue;
+		}
+		direct = vma != NULL;
 		if (ret == -EEXIST) {
 			mark_present(obj, pgoff + i);
 			i++;
-		} else if (ret && dst != (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT)) {
-			vma = NULL;	/* the mapping is going away: use cache_map */
 		} else if (ret) {
 			return ret;
 		}
@@ -197,11 +206,14 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		long added;
 		int ret;
 
-		if (p < obj->bitmap_pages && uf_test_bit(obj->present, p)) {
+		if (!uf_break_protocol && p < obj->bitmap_pages && uf_test_bit(obj->present, p)) {
 			p++;
 			continue;
 		}
-		for (run = p; run < last && !(run < obj->bitmap_pages && uf_test_bit(obj->present, run)); run++)
+		/* (broken on purpose, the whole window is read from the store
+		 * and the copy skips what is present) */
+		for (run = p; run < last && (uf_break_protocol ||
+		     !(run < obj->bitmap_pages && uf_test_bit(obj->present, run))); run++)
 			;
 		run -= p;
 		off = p << PAGE_SHIFT;

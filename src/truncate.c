@@ -185,19 +185,27 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 			ret = store_truncate(obj, size);
 		if (ret)
 			goto out;
-		if (ftruncate(obj->memfd, (off_t)size) < 0) {
-			ret = -errno;
-			store_truncate(obj, old);
-			goto out;
-		}
 		/*
 		 * Bytes written through a mapping past the old EOF sit in the
-		 * cached last page; tmpfs would expose them now.  Zero them.
+		 * cached last page; tmpfs would expose them now.  Zero the
+		 * whole tail of that page, past the new EOF too: with the memfd
+		 * at the page's end first, so the zeroing does not extend it.
 		 */
 		if (tail && uf_test_bit(obj->present, old >> PAGE_SHIFT)) {
 			uint64_t end = (old | (PAGE_SIZE - 1)) + 1;
 
-			ret = zero_memfd(obj, old, (end < size ? end : size) - old);
+			if (ftruncate(obj->memfd, (off_t)end) < 0 || zero_memfd(obj, old, end - old)) {
+				ret = -errno;
+				ftruncate(obj->memfd, (off_t)old);
+				store_truncate(obj, old);
+				goto out;
+			}
+		}
+		if (ftruncate(obj->memfd, (off_t)size) < 0) {
+			ret = -errno;
+			ftruncate(obj->memfd, (off_t)old);
+			store_truncate(obj, old);
+			goto out;
 		}
 		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
 	}

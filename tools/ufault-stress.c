@@ -1,0 +1,1638 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ufault-stress - the race finder: page faults against truncate, hole
+ * punch, nonlinear remaps and writeback.
+ *
+ *   ufault-stress [--seconds N] [--scenario NAME] [--target NAME] [--seed S]
+ *
+ * Scenarios:
+ *   seed-same       Nick Piggin's "pagefault vs invalidate/truncate race
+ *   seed-each       finder" (linux-mm, 10 Oct 2006), ported: 7 faulter
+ *   seed-nonlinear  threads each set a flag byte to 1 in one page of an
+ *                   object (the same page for all, one page each, or one
+ *                   page each seen through a nonlinear window) and spin
+ *                   until it reads 0; the main thread loops truncate to
+ *                   0, extend to 7 pages, write one byte, while a helper
+ *                   writes the object back to its store.  A flag that
+ *                   still reads 1 after a truncate that started after the
+ *                   1 was written is a stale page; one that never clears
+ *                   in 10 s is "page stuck".
+ *   random          threads map, read, write, pread, pwrite, truncate,
+ *                   punch holes, remap nonlinear windows, msync, unmap
+ *                   and reopen at random over small objects; every byte
+ *                   read is checked against a model, and SIGBUS must come
+ *                   exactly where the model puts EOF.
+ *
+ * Targets: ufault with the memory store, ufault with the file store on
+ * tmpfs (/dev/shm) and on disk (/var/tmp), and the kernel's own MAP_SHARED
+ * mmap of a tmpfs file and of a disk file, which checks the tester itself.
+ *
+ * The random mode's model.  Each byte of an object has one owner thread
+ * (64-byte blocks dealt round robin); only the owner writes it, and each
+ * thread checks only its own bytes - plus, when nothing structural is in
+ * flight, that every byte past EOF in the last page reads zero.  Truncate
+ * and punch hold the object's wlock exclusive (writes hold it shared, so
+ * no byte is ever written past EOF), but reads and the faults they take
+ * run concurrently with them: that is the race.  Structural operations
+ * bump a per-object sequence count before and after (odd while in
+ * flight); a read that saw the same even count before and after is
+ * checked exactly, one that overlapped accepts either the old byte or
+ * zero, and SIGBUS anywhere.  A stale page brought back by a racing fill
+ * survives until the next truncate, so the exact reads catch it.
+ *
+ * Exit status: 0 when every run passed, 1 on any failure, 2 on bad usage,
+ * 77 when nothing could run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/falloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ufault.h"
+
+#define PG		((size_t)UF_PAGE_SIZE)
+#define MAX_MSGS	5	/* failure messages printed per run */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* xorshift64* */
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t rnd(uint64_t *s, uint64_t n)
+{
+	return n ? rng_next(s) % n : 0;
+}
+
+static uint64_t seed_mix(uint64_t a, uint64_t b)
+{
+	uint64_t x = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
+
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+	x ^= x >> 31;
+	return x ? x : 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* SIGBUS around one access                                            */
+/* ------------------------------------------------------------------ */
+
+static __thread sigjmp_buf tl_jb;
+static __thread volatile sig_atomic_t tl_probe;
+static __thread void *volatile tl_addr;
+static atomic_ulong stray_sigbus;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (tl_probe) {
+		tl_probe = 0;
+		tl_addr = si->si_addr;
+		siglongjmp(tl_jb, 1);
+	}
+	/* Not inside an access: a SIGBUS queued for an access that has
+	 * already completed.  Returning is safe for a queued signal. */
+	atomic_fetch_add(&stray_sigbus, 1);
+}
+
+/* SIGUSR1: the watchdog pulls a thread out of a fault nobody answers. */
+static void on_kick(int sig)
+{
+	(void)sig;
+	if (tl_probe) {
+		tl_probe = 0;
+		tl_addr = NULL;
+		siglongjmp(tl_jb, 2);
+	}
+}
+
+/*
+ * Copy from/to a mapping, byte by byte with relaxed atomics (other threads
+ * write other bytes of the same pages; this is shared memory, not a race
+ * for the tool).  Return 0, 1 on SIGBUS with *bad the faulting address,
+ * or 2 when the watchdog kicked the thread out.
+ */
+static int probe_read(unsigned char *dst, const unsigned char *src, size_t n, void **bad)
+{
+	size_t i;
+	int r;
+
+	if ((r = sigsetjmp(tl_jb, 1))) {
+		*bad = tl_addr;
+		return r;
+	}
+	tl_probe = 1;
+	for (i = 0; i < n; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	tl_probe = 0;
+	return 0;
+}
+
+static int probe_write(unsigned char *dst, const unsigned char *src, size_t n, void **bad)
+{
+	size_t i;
+	int r;
+
+	if ((r = sigsetjmp(tl_jb, 1))) {
+		*bad = tl_addr;
+		return r;
+	}
+	tl_probe = 1;
+	for (i = 0; i < n; i++)
+		__atomic_store_n(&dst[i], src[i], __ATOMIC_RELAXED);
+	tl_probe = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Targets                                                             */
+/* ------------------------------------------------------------------ */
+
+struct target {
+	const char *name;
+	bool ufault;
+	const char *dir;	/* NULL: ufault memory store */
+};
+
+static const struct target targets[] = {
+	{ "ufault-mem",   true,  NULL },
+	{ "ufault-tmpfs", true,  "/dev/shm" },
+	{ "ufault-disk",  true,  "/var/tmp" },
+	{ "kernel-tmpfs", false, "/dev/shm" },
+	{ "kernel-disk",  false, "/var/tmp" },
+};
+#define NTARGETS (sizeof(targets) / sizeof(targets[0]))
+
+/* One scenario run against one target. */
+struct cell {
+	const char *scenario;
+	const struct target *tg;
+	struct uf_mm *mm;
+	uint64_t seed;
+	double seconds;
+	atomic_int stop;
+	atomic_ullong ops;
+	atomic_ullong failures;
+	atomic_uint nfiles;
+};
+
+static void fail(struct cell *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void fail(struct cell *c, const char *fmt, ...)
+{
+	unsigned long long n = atomic_fetch_add(&c->failures, 1);
+	va_list ap;
+
+	atomic_store(&c->stop, 1);
+	if (n >= MAX_MSGS)
+		return;
+	flockfile(stderr);
+	fprintf(stderr, "FAIL %s/%s: ", c->scenario, c->tg->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	funlockfile(stderr);
+}
+
+static bool stopped(struct cell *c)
+{
+	return atomic_load_explicit(&c->stop, memory_order_relaxed);
+}
+
+/*
+ * Join @n threads after a run.  One that has not finished 10 s after the
+ * run ended is blocked - in a page fault nobody answers, or behind one -
+ * which is a failure; kick it out with SIGUSR1 and try again.
+ */
+#define HANG_SECONDS	10
+
+static void join_or_kick(struct cell *c, pthread_t *th, const pid_t *tid, int n, const char *what)
+{
+	bool done[16] = { false };
+	int round, i, pending = n;
+
+	for (round = 0; round < 8 && pending; round++) {
+		struct timespec dl;
+
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += round ? 2 : HANG_SECONDS;
+		for (i = 0; i < n; i++)
+			if (!done[i] && !pthread_timedjoin_np(th[i], NULL, &dl)) {
+				done[i] = true;
+				pending--;
+			}
+		for (i = 0; i < n; i++) {
+			char path[64], wchan[64] = "?";
+			FILE *f;
+
+			if (done[i])
+				continue;
+			if (!round) {
+				snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", (int)tid[i]);
+				if ((f = fopen(path, "r"))) {
+					if (!fgets(wchan, sizeof(wchan), f))
+						strcpy(wchan, "?");
+					fclose(f);
+				}
+				fail(c, "%s %d (tid %d) still blocked %d s after the run ended, "
+				     "in %s%s", what, i, (int)tid[i], HANG_SECONDS, wchan,
+				     strcmp(wchan, "handle_userfault") ? "" :
+				     ": a page fault that is never answered");
+			}
+			pthread_kill(th[i], SIGUSR1);
+		}
+	}
+	if (pending) {
+		fprintf(stderr, "ufault-stress: %d threads cannot be stopped; giving up\n", pending);
+		fflush(NULL);
+		_exit(1);
+	}
+}
+
+/* An object of the target: a ufault object, or a file the kernel maps. */
+struct tobj {
+	struct cell *c;
+	struct uf_object *uo;
+	int fd;
+	char path[256];
+};
+
+static int t_open(struct tobj *t, bool create)
+{
+	struct cell *c = t->c;
+	int fd;
+
+	if (!c->tg->dir)
+		return -EINVAL;
+	if (create) {
+		snprintf(t->path, sizeof(t->path), "%s/ufault-stress.%d.%u", c->tg->dir,
+			 (int)getpid(), atomic_fetch_add(&c->nfiles, 1));
+		fd = open(t->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -errno;
+		if (!c->tg->ufault) {
+			t->fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	if (c->tg->ufault)
+		return uf_object_open(c->mm, t->path, O_RDWR, &t->uo);
+	t->fd = open(t->path, O_RDWR | O_CLOEXEC);
+	return t->fd < 0 ? -errno : 0;
+}
+
+static int t_truncate(struct tobj *t, uint64_t size)
+{
+	if (t->uo)
+		return uf_object_truncate(t->uo, size);
+	return ftruncate(t->fd, (off_t)size) < 0 ? -errno : 0;
+}
+
+static int t_create(struct cell *c, struct tobj *t, uint64_t size)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->c = c;
+	t->fd = -1;
+	if (c->tg->ufault && !c->tg->dir)
+		return uf_object_create_mem(c->mm, size, &t->uo);
+	ret = t_open(t, true);
+	if (!ret)
+		ret = t_truncate(t, size);
+	return ret;
+}
+
+/* Drop the object (a ufault object writes itself back); keep the file. */
+static void t_close(struct tobj *t)
+{
+	if (t->uo)
+		uf_object_put(t->uo);
+	if (t->fd >= 0)
+		close(t->fd);
+	t->uo = NULL;
+	t->fd = -1;
+}
+
+static void t_destroy(struct tobj *t)
+{
+	t_close(t);
+	if (t->path[0])
+		unlink(t->path);
+	t->path[0] = 0;
+}
+
+static int t_punch(struct tobj *t, uint64_t off, uint64_t len)
+{
+	if (t->uo)
+		return uf_object_punch_hole(t->uo, off, len);
+	if (fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
+		return -errno;
+	return 0;
+}
+
+static ssize_t t_pread(struct tobj *t, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	if (t->uo)
+		return uf_object_pread(t->uo, buf, len, off);
+	while (done < len) {
+		ssize_t n = pread(t->fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* The caller keeps writes inside EOF: ufault's pwrite stops at EOF, the
+ * kernel's would extend the file. */
+static ssize_t t_pwrite(struct tobj *t, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	if (t->uo)
+		return uf_object_pwrite(t->uo, buf, len, off);
+	while (done < len) {
+		ssize_t n = pwrite(t->fd, (const char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static int t_sync(struct tobj *t)
+{
+	if (t->uo)
+		return uf_object_sync(t->uo);
+	return fdatasync(t->fd) < 0 ? -errno : 0;
+}
+
+static int t_map(struct tobj *t, size_t len, uint64_t off, char **addrp)
+{
+	void *p;
+
+	if (t->uo) {
+		int ret = uf_mmap(t->c->mm, len, PROT_READ | PROT_WRITE, UF_MAP_SHARED,
+				  t->uo, off, &p);
+
+		if (ret)
+			return ret;
+	} else {
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, (off_t)off);
+		if (p == MAP_FAILED)
+			return -errno;
+	}
+	*addrp = p;
+	return 0;
+}
+
+static int t_unmap(struct tobj *t, char *addr, size_t len)
+{
+	if (t->uo)
+		return uf_munmap(t->c->mm, addr, len);
+	return munmap(addr, len) < 0 ? -errno : 0;
+}
+
+/*
+ * Make [addr, addr + len) of a mapping a window onto object pages pgoff..
+ * The kernel target maps the file there with MAP_FIXED: that is what the
+ * kernel's remap_file_pages() emulation does, and it must not be used on
+ * a ufault range (it drops the userfaultfd registration).
+ */
+static int t_remap(struct tobj *t, char *addr, size_t len, uint64_t pgoff)
+{
+	void *p;
+
+	if (t->uo)
+		return uf_remap_file_pages(t->c->mm, addr, len, 0, pgoff, 0);
+	p = mmap(addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, t->fd,
+		 (off_t)(pgoff * PG));
+	return p == MAP_FAILED ? -errno : 0;
+}
+
+static int t_msync(struct tobj *t, char *addr, size_t len)
+{
+	if (t->uo)
+		return uf_msync(t->c->mm, addr, len, UF_MS_SYNC);
+	return msync(addr, len, MS_SYNC) < 0 ? -errno : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The seed's tester                                                   */
+/* ------------------------------------------------------------------ */
+
+#define SEED_THREADS	7
+#define SEED_STUCK	10.0	/* seconds: "page stuck" */
+
+enum seed_mode { SEED_SAME, SEED_EACH, SEED_NONLINEAR };
+
+struct seed {
+	struct cell *c;
+	enum seed_mode mode;
+	struct tobj t;
+	atomic_uint started;	/* truncates begun */
+	atomic_uint completed;	/* truncates (to 0 and back) done */
+	atomic_ullong cycles;	/* flags set and seen cleared */
+};
+
+struct faulter {
+	struct seed *s;
+	int nr;
+	char *map;
+	size_t maplen;
+	unsigned char *flag;
+	pthread_t th;
+	pid_t tid;
+};
+
+static int faulter_map(struct faulter *f)
+{
+	struct seed *s = f->s;
+	size_t w = (size_t)(f->nr + 3) % SEED_THREADS;
+	int ret;
+
+	switch (s->mode) {
+	case SEED_SAME:
+		f->maplen = PG;
+		ret = t_map(&s->t, PG, 0, &f->map);
+		f->flag = (unsigned char *)f->map + 64 * f->nr;
+		break;
+	case SEED_EACH:
+		f->maplen = PG;
+		ret = t_map(&s->t, PG, (uint64_t)f->nr * PG, &f->map);
+		f->flag = (unsigned char *)f->map + 64 * f->nr;
+		break;
+	default:
+		/* 7 pages, one of them a window onto this faulter's page */
+		f->maplen = SEED_THREADS * PG;
+		ret = t_map(&s->t, f->maplen, 0, &f->map);
+		if (!ret) {
+			ret = t_remap(&s->t, f->map + w * PG, PG, (uint64_t)f->nr);
+			if (ret)
+				t_unmap(&s->t, f->map, f->maplen);
+		}
+		f->flag = (unsigned char *)f->map + w * PG + 64 * f->nr;
+		break;
+	}
+	if (ret)
+		f->map = NULL;
+	return ret;
+}
+
+/*
+ * One cycle: set the flag, spin until it reads 0.  Return 0 (cleared),
+ * 1 (SIGBUS: the page went away, which clears it too), -1 (stop or
+ * failure).
+ */
+static int faulter_cycle(struct faulter *f)
+{
+	struct seed *s = f->s;
+	struct cell *c = s->c;
+	volatile unsigned s1;
+	volatile double t0;
+	unsigned long spins;
+
+	int r;
+
+	if ((r = sigsetjmp(tl_jb, 1)))
+		return r == 1 ? 1 : -1;
+	tl_probe = 1;
+	__atomic_store_n(f->flag, 1, __ATOMIC_RELAXED);
+	/* every truncate numbered above s1 began after the 1 was stored: a
+	 * read-modify-write orders it, as the truncator's does (a full
+	 * barrier on both sides; no fence, which tsan cannot see) */
+	s1 = atomic_fetch_add(&s->started, 0);
+	t0 = now();
+	for (spins = 1;; spins++) {
+		unsigned done = atomic_load_explicit(&s->completed, memory_order_acquire);
+		unsigned char v = __atomic_load_n(f->flag, __ATOMIC_RELAXED);
+
+		if (v == 0)
+			break;
+		if (v != 1) {
+			tl_probe = 0;
+			fail(c, "faulter %d: flag reads %#x (only 0 and 1 are ever written)", f->nr, v);
+			return -1;
+		}
+		if (done > s1) {
+			tl_probe = 0;
+			fail(c, "stale page: faulter %d still reads its flag 1 after truncate #%u, "
+			     "which began after the 1 was written (object page %d)",
+			     f->nr, done, s->mode == SEED_SAME ? 0 : f->nr);
+			return -1;
+		}
+		if (!(spins & 255)) {
+			if (stopped(c))
+				break;
+			if (now() - t0 > SEED_STUCK) {
+				tl_probe = 0;
+				fail(c, "page stuck: faulter %d waited %.0f s for its flag to clear",
+				     f->nr, SEED_STUCK);
+				return -1;
+			}
+			sched_yield();
+		}
+		cpu_relax();
+	}
+	tl_probe = 0;
+	return stopped(c) ? -1 : 0;
+}
+
+static void *faulter_main(void *arg)
+{
+	struct faulter *f = arg;
+	struct seed *s = f->s;
+	unsigned long nbus = 0;
+	int ret;
+
+	f->tid = gettid();
+	ret = faulter_map(f);
+	if (ret) {
+		fail(s->c, "faulter %d: map: %s", f->nr, strerror(-ret));
+		return NULL;
+	}
+	while (!stopped(s->c)) {
+		ret = faulter_cycle(f);
+		if (ret < 0)
+			break;
+		if (ret == 0) {
+			atomic_fetch_add(&s->cycles, 1);
+			continue;
+		}
+		/* SIGBUS: cleared; now and then map again, as a process
+		 * that lost its page would */
+		if (++nbus % 16 == 0) {
+			t_unmap(&s->t, f->map, f->maplen);
+			ret = faulter_map(f);
+			if (ret) {
+				fail(s->c, "faulter %d: map again: %s", f->nr, strerror(-ret));
+				break;
+			}
+		}
+	}
+	if (f->map)
+		t_unmap(&s->t, f->map, f->maplen);
+	return NULL;
+}
+
+/* Writes the faulters' 1s back to the store, so a racing fill can read
+ * them: truncate must still never let one come back. */
+static void *seed_syncer(void *arg)
+{
+	struct seed *s = arg;
+	uint64_t rs = seed_mix(s->c->seed, 99);
+
+	while (!stopped(s->c)) {
+		int ret = t_sync(&s->t);
+
+		if (ret) {
+			fail(s->c, "sync: %s", strerror(-ret));
+			break;
+		}
+		usleep((useconds_t)rnd(&rs, 100));
+	}
+	return NULL;
+}
+
+static void run_seed(struct cell *c, enum seed_mode mode)
+{
+	struct faulter f[SEED_THREADS];
+	pthread_t fth[SEED_THREADS];
+	pid_t ftid[SEED_THREADS];
+	struct seed s = { .c = c, .mode = mode };
+	uint64_t rs = seed_mix(c->seed, 1);
+	double end = now() + c->seconds;
+	pthread_t syncer;
+	int i, ret, nth = 0;
+	bool syncing = false;
+
+	ret = t_create(c, &s.t, SEED_THREADS * PG);
+	if (ret) {
+		fail(c, "create object: %s", strerror(-ret));
+		return;
+	}
+	for (i = 0; i < SEED_THREADS; i++) {
+		f[i] = (struct faulter){ .s = &s, .nr = i };
+		if (pthread_create(&f[i].th, NULL, faulter_main, &f[i])) {
+			fail(c, "pthread_create failed");
+			break;
+		}
+		nth++;
+	}
+	if (!stopped(c) && !pthread_create(&syncer, NULL, seed_syncer, &s))
+		syncing = true;
+
+	while (!stopped(c) && now() < end) {
+		unsigned k = atomic_fetch_add(&s.started, 1) + 1;
+		ssize_t w;
+
+		ret = t_truncate(&s.t, 0);
+		if (!ret)
+			ret = t_truncate(&s.t, SEED_THREADS * PG);
+		if (ret) {
+			fail(c, "truncate: %s", strerror(-ret));
+			break;
+		}
+		atomic_store_explicit(&s.completed, k, memory_order_release);
+		w = t_pwrite(&s.t, "", 1, SEED_THREADS * PG - 1);
+		if (w != 1) {
+			fail(c, "pwrite of one byte returned %zd", w);
+			break;
+		}
+		atomic_fetch_add(&c->ops, 1);
+		if (rnd(&rs, 4) == 0)
+			usleep((useconds_t)rnd(&rs, 200));
+		else
+			sched_yield();
+	}
+	atomic_store(&c->stop, 1);
+	for (i = 0; i < nth; i++) {
+		fth[i] = f[i].th;
+		ftid[i] = __atomic_load_n(&f[i].tid, __ATOMIC_RELAXED);
+	}
+	join_or_kick(c, fth, ftid, nth, "faulter");
+	if (syncing)
+		pthread_join(syncer, NULL);
+	atomic_fetch_add(&c->ops, atomic_load(&s.cycles));
+	t_destroy(&s.t);
+}
+
+/* ------------------------------------------------------------------ */
+/* The randomized mode                                                 */
+/* ------------------------------------------------------------------ */
+
+#define R_NOBJ		3
+#define R_MAXPG		64
+#define R_MAX		(R_MAXPG * PG)
+#define R_NSLOT		3
+#define R_NTHR		4
+#define R_BLK		64
+
+static unsigned owner(uint64_t off)
+{
+	return (unsigned)((off / R_BLK) % R_NTHR);
+}
+
+/* A mapping of an object, shared by the threads; pg[] says which object
+ * page each of its pages shows (nonlinear windows change it). */
+struct rslot {
+	pthread_rwlock_t lock;	/* shared: access; exclusive: map/unmap/remap */
+	char *addr;
+	size_t npages;
+	uint64_t pg[R_MAXPG];
+};
+
+struct robj {
+	int idx;
+	struct tobj t;
+	pthread_rwlock_t epoch;	/* shared: any operation; exclusive: reopen */
+	pthread_rwlock_t wlock;	/* shared: writes; exclusive: truncate, punch */
+	pthread_mutex_t mlock;	/* the model below */
+	uint64_t size;
+	unsigned seq;		/* odd while truncate/punch is in flight */
+	unsigned char data[R_MAX];	/* zero past size */
+	struct rslot slot[R_NSLOT];
+};
+
+struct rrun {
+	struct cell *c;
+	struct robj obj[R_NOBJ];
+};
+
+struct rthr {
+	struct rrun *r;
+	unsigned me;
+	uint64_t rs;
+	pthread_t th;
+	pid_t tid;
+};
+
+struct snap {
+	unsigned seq;
+	uint64_t size;
+};
+
+static void snap_take(struct robj *o, struct snap *s, uint64_t off, size_t len, unsigned char *exp)
+{
+	pthread_mutex_lock(&o->mlock);
+	s->seq = o->seq;
+	s->size = o->size;
+	if (exp)
+		memcpy(exp, o->data + off, len);
+	pthread_mutex_unlock(&o->mlock);
+}
+
+static bool stable(const struct snap *a, const struct snap *b)
+{
+	return a->seq == b->seq && !(a->seq & 1);
+}
+
+static uint64_t eof_pages(uint64_t size)
+{
+	return (size + PG - 1) / PG;
+}
+
+/* Read object page P through @addr and check it against the model. */
+static void check_page(struct rthr *t, struct robj *o, const char *how, unsigned char *addr,
+		       uint64_t P)
+{
+	struct cell *c = t->r->c;
+	unsigned char exp[PG], got[PG];
+	struct snap a, b;
+	void *bad = NULL;
+	size_t j;
+	int bus;
+
+	snap_take(o, &a, P * PG, PG, exp);
+	bus = probe_read(got, addr, PG, &bad);
+	snap_take(o, &b, 0, 0, NULL);
+	if (bus == 2)
+		return;
+
+	if (bus && ((unsigned char *)bad < addr || (unsigned char *)bad >= addr + PG)) {
+		fail(c, "obj %d: %s: SIGBUS at %p while reading the page at %p", o->idx, how,
+		     bad, (void *)addr);
+		return;
+	}
+	if (stable(&a, &b)) {
+		if (P >= eof_pages(a.size)) {
+			if (!bus)
+				fail(c, "obj %d: %s: page %" PRIu64 " is wholly past EOF (size %" PRIu64
+				     ") but reads without SIGBUS", o->idx, how, P, a.size);
+			return;
+		}
+		if (bus) {
+			fail(c, "obj %d: %s: SIGBUS on page %" PRIu64 " inside EOF (size %" PRIu64 ")",
+			     o->idx, how, P, a.size);
+			return;
+		}
+		for (j = 0; j < PG; j++) {
+			uint64_t off = P * PG + j;
+
+			if (off >= a.size && got[j]) {
+				fail(c, "obj %d: %s: byte %" PRIu64 " past EOF (size %" PRIu64
+				     ") reads %#x, not 0", o->idx, how, off, a.size, got[j]);
+				return;
+			}
+			if (off < a.size && owner(off) == t->me && got[j] != exp[j]) {
+				fail(c, "obj %d: %s: byte %" PRIu64 " (size %" PRIu64 ") reads %#x, "
+				     "model says %#x%s", o->idx, how, off, a.size, got[j], exp[j],
+				     exp[j] ? "" : " (stale data after truncate/punch?)");
+				return;
+			}
+		}
+	} else if (!bus) {
+		for (j = 0; j < PG; j++) {
+			uint64_t off = P * PG + j;
+
+			if (owner(off) == t->me && got[j] != exp[j] && got[j]) {
+				fail(c, "obj %d: %s: byte %" PRIu64 " reads %#x during a truncate/punch, "
+				     "model says %#x or 0", o->idx, how, off, got[j], exp[j]);
+				return;
+			}
+		}
+	}
+}
+
+static void r_read_map(struct rthr *t, struct robj *o)
+{
+	struct rslot *sl = &o->slot[rnd(&t->rs, R_NSLOT)];
+
+	pthread_rwlock_rdlock(&sl->lock);
+	if (sl->addr) {
+		size_t i = rnd(&t->rs, sl->npages), k;
+		size_t n = 1 + rnd(&t->rs, sl->npages - i < 4 ? sl->npages - i : 4);
+
+		for (k = i; k < i + n && !stopped(t->r->c); k++)
+			check_page(t, o, "map read", (unsigned char *)sl->addr + k * PG, sl->pg[k]);
+	}
+	pthread_rwlock_unlock(&sl->lock);
+}
+
+/* A run of this thread's bytes in object page P, inside [0, size): *off,
+ * *len.  Return false if there is none. */
+static bool own_run(struct rthr *t, uint64_t P, uint64_t size, uint64_t *off, size_t *len)
+{
+	uint64_t blocks = PG / R_BLK;
+	uint64_t first = (t->me + R_NTHR - (P * blocks) % R_NTHR) % R_NTHR;
+	uint64_t blk = first + R_NTHR * rnd(&t->rs, blocks / R_NTHR);
+	uint64_t o = P * PG + blk * R_BLK + rnd(&t->rs, R_BLK);
+	size_t n = 1 + rnd(&t->rs, R_BLK - (o % R_BLK));
+
+	if (o >= size)
+		return false;
+	if (o + n > size)
+		n = (size_t)(size - o);
+	*off = o;
+	*len = n;
+	return true;
+}
+
+static void model_write(struct robj *o, uint64_t off, const unsigned char *buf, size_t n);
+static uint64_t model_size(struct robj *o);
+
+/* Every byte of this thread's inside [0, size) in object page P. */
+static void own_page(struct rthr *t, struct robj *o, unsigned char *addr, uint64_t P)
+{
+	struct cell *c = t->r->c;
+	uint64_t size = model_size(o), blk;
+	unsigned char buf[PG];
+	void *bad = NULL;
+	int pr;
+
+	if (P * PG >= size)
+		return;
+	if (size > (P + 1) * PG)
+		size = (P + 1) * PG;
+	pthread_mutex_lock(&o->mlock);
+	memcpy(buf, o->data + P * PG, size - P * PG);
+	pthread_mutex_unlock(&o->mlock);
+	for (blk = P * PG; blk < size; blk += R_BLK) {
+		uint64_t i;
+
+		if (owner(blk) != t->me)
+			continue;
+		for (i = blk; i < blk + R_BLK && i < size; i++)
+			buf[i - P * PG] = (unsigned char)(1 + rnd(&t->rs, 255));
+	}
+	/* others' bytes are written back as they are: each byte is copied
+	 * only where it is ours */
+	for (blk = P * PG; blk < size; blk += R_BLK) {
+		size_t n = size - blk < R_BLK ? (size_t)(size - blk) : R_BLK;
+
+		if (owner(blk) != t->me)
+			continue;
+		pr = probe_write(addr + (blk - P * PG), buf + (blk - P * PG), n, &bad);
+		if (pr == 2)
+			return;
+		if (pr) {
+			fail(c, "obj %d: SIGBUS at %p writing byte %" PRIu64 " inside EOF (size %"
+			     PRIu64 ")", o->idx, bad, blk, model_size(o));
+			return;
+		}
+		model_write(o, blk, buf + (blk - P * PG), n);
+	}
+}
+
+static void fill_values(struct rthr *t, unsigned char *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		buf[i] = (unsigned char)(1 + rnd(&t->rs, 255));
+}
+
+static void model_write(struct robj *o, uint64_t off, const unsigned char *buf, size_t n)
+{
+	pthread_mutex_lock(&o->mlock);
+	memcpy(o->data + off, buf, n);
+	pthread_mutex_unlock(&o->mlock);
+}
+
+static uint64_t model_size(struct robj *o)
+{
+	uint64_t size;
+
+	pthread_mutex_lock(&o->mlock);
+	size = o->size;
+	pthread_mutex_unlock(&o->mlock);
+	return size;
+}
+
+static void r_write_map(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	struct rslot *sl = &o->slot[rnd(&t->rs, R_NSLOT)];
+	int i, nruns = 1 + (int)rnd(&t->rs, 4);
+
+	pthread_rwlock_rdlock(&o->wlock);
+	pthread_rwlock_rdlock(&sl->lock);
+	if (sl->addr && rnd(&t->rs, 2)) {
+		/* dense: all of this thread's bytes in a few pages */
+		size_t k = rnd(&t->rs, sl->npages), e = k + 1 + rnd(&t->rs, 4);
+
+		for (; k < e && k < sl->npages && !stopped(c); k++)
+			own_page(t, o, (unsigned char *)sl->addr + k * PG, sl->pg[k]);
+		nruns = 0;
+	}
+	for (i = 0; sl->addr && i < nruns; i++) {
+		size_t k = rnd(&t->rs, sl->npages), n;
+		uint64_t P = sl->pg[k], off;
+		unsigned char buf[R_BLK];
+		void *bad = NULL;
+
+		if (!own_run(t, P, model_size(o), &off, &n))
+			continue;
+		fill_values(t, buf, n);
+		int pr = probe_write((unsigned char *)sl->addr + k * PG + (off - P * PG), buf, n, &bad);
+
+		if (pr == 2)
+			break;
+		if (pr) {
+			fail(c, "obj %d: SIGBUS at %p writing byte %" PRIu64 " inside EOF (size %"
+			     PRIu64 ")", o->idx, bad, off, model_size(o));
+			break;
+		}
+		model_write(o, off, buf, n);
+	}
+	pthread_rwlock_unlock(&sl->lock);
+	pthread_rwlock_unlock(&o->wlock);
+}
+
+static void r_pwrite(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	unsigned char buf[R_BLK];
+	uint64_t off;
+	size_t n;
+	ssize_t w;
+
+	pthread_rwlock_rdlock(&o->wlock);
+	if (own_run(t, rnd(&t->rs, R_MAXPG), model_size(o), &off, &n)) {
+		fill_values(t, buf, n);
+		w = t_pwrite(&o->t, buf, n, off);
+		if (w != (ssize_t)n)
+			fail(c, "obj %d: pwrite(%zu bytes at %" PRIu64 ") returned %zd (%s)", o->idx,
+			     n, off, w, w < 0 ? strerror((int)-w) : "short");
+		else
+			model_write(o, off, buf, n);
+	}
+	pthread_rwlock_unlock(&o->wlock);
+}
+
+static void r_pread(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	static const size_t maxlen = 2 * PG;
+	unsigned char exp[2 * PG], got[2 * PG];
+	uint64_t off = rnd(&t->rs, R_MAX);
+	size_t len = 1 + rnd(&t->rs, maxlen), j;
+	struct snap a, b;
+	ssize_t r;
+
+	if (rnd(&t->rs, 2))
+		off &= ~(uint64_t)(PG - 1);
+	if (len > R_MAX - off)
+		len = (size_t)(R_MAX - off);
+	snap_take(o, &a, off, len, exp);
+	r = t_pread(&o->t, got, len, off);
+	snap_take(o, &b, 0, 0, NULL);
+	if (r < 0) {
+		fail(c, "obj %d: pread(%zu bytes at %" PRIu64 "): %s", o->idx, len, off,
+		     strerror((int)-r));
+		return;
+	}
+	if (stable(&a, &b)) {
+		size_t want = off >= a.size ? 0 : (a.size - off < len ? (size_t)(a.size - off) : len);
+
+		if ((size_t)r != want) {
+			fail(c, "obj %d: pread(%zu bytes at %" PRIu64 ") returned %zd, size %" PRIu64
+			     " says %zu", o->idx, len, off, r, a.size, want);
+			return;
+		}
+		for (j = 0; j < (size_t)r; j++) {
+			if (owner(off + j) == t->me && got[j] != exp[j]) {
+				fail(c, "obj %d: pread: byte %" PRIu64 " (size %" PRIu64 ") reads %#x, "
+				     "model says %#x", o->idx, off + j, a.size, got[j], exp[j]);
+				return;
+			}
+		}
+	} else {
+		for (j = 0; j < (size_t)r && j < len; j++) {
+			if (owner(off + j) == t->me && got[j] != exp[j] && got[j]) {
+				fail(c, "obj %d: pread: byte %" PRIu64 " reads %#x during a "
+				     "truncate/punch, model says %#x or 0", o->idx, off + j, got[j], exp[j]);
+				return;
+			}
+		}
+	}
+}
+
+/* Begin/end a structural change.  Locking: o->wlock held exclusive. */
+static uint64_t struct_begin(struct robj *o)
+{
+	uint64_t size;
+
+	pthread_mutex_lock(&o->mlock);
+	o->seq++;
+	size = o->size;
+	pthread_mutex_unlock(&o->mlock);
+	return size;
+}
+
+static void struct_end(struct robj *o, uint64_t size, uint64_t zoff, uint64_t zlen)
+{
+	pthread_mutex_lock(&o->mlock);
+	if (zlen)
+		memset(o->data + zoff, 0, zlen);
+	o->size = size;
+	o->seq++;
+	pthread_mutex_unlock(&o->mlock);
+}
+
+static uint64_t pick_size(struct rthr *t, uint64_t old)
+{
+	uint64_t s;
+
+	/* mostly large: a stale page only shows if the data was not zero */
+	switch (rnd(&t->rs, 8)) {
+	case 0:
+		return rnd(&t->rs, R_MAX + 1);
+	case 1:
+		return rnd(&t->rs, R_MAXPG + 1) * PG;
+	case 2:
+	case 3:
+		s = old + rnd(&t->rs, 4 * PG);
+		s = s > 2 * PG ? s - 2 * PG : 0;
+		return s > R_MAX ? R_MAX : s;
+	case 7:
+		return rnd(&t->rs, 4) ? rnd(&t->rs, 8 * PG) : 0;
+	default:
+		return R_MAX - rnd(&t->rs, 8 * PG);
+	}
+}
+
+static void r_truncate(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	uint64_t old, size;
+	int ret;
+
+	pthread_rwlock_wrlock(&o->wlock);
+	old = struct_begin(o);
+	size = pick_size(t, old);
+	ret = t_truncate(&o->t, size);
+	if (ret) {
+		fail(c, "obj %d: truncate %" PRIu64 " -> %" PRIu64 ": %s", o->idx, old, size,
+		     strerror(-ret));
+		size = old;
+	}
+	struct_end(o, size, size, size < old ? old - size : 0);
+	pthread_rwlock_unlock(&o->wlock);
+}
+
+static void r_punch(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	uint64_t size, off = rnd(&t->rs, R_MAX), len = 1 + rnd(&t->rs, 6 * PG), zlen = 0;
+	int ret;
+
+	if (rnd(&t->rs, 2)) {
+		off &= ~(uint64_t)(PG - 1);
+		len = (len + PG - 1) & ~(uint64_t)(PG - 1);
+	}
+	pthread_rwlock_wrlock(&o->wlock);
+	size = struct_begin(o);
+	ret = t_punch(&o->t, off, len);
+	if (ret)
+		fail(c, "obj %d: punch %" PRIu64 "+%" PRIu64 " (size %" PRIu64 "): %s", o->idx,
+		     off, len, size, strerror(-ret));
+	else if (off < size)
+		zlen = (off + len > size ? size : off + len) - off;
+	struct_end(o, size, off, zlen);
+	pthread_rwlock_unlock(&o->wlock);
+}
+
+/*
+ * ufault only: write this thread's bytes past EOF in the last page through
+ * a mapping, then grow the object: the grown bytes must read zero.  (tmpfs
+ * itself shows such bytes after an extension, so the kernel targets skip
+ * this; ufault promises not to.)
+ */
+static void r_tail_grow(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	uint64_t size, P, newsize;
+	struct rslot *sl = NULL;
+	size_t i, k = 0;
+	int ret;
+
+	pthread_rwlock_wrlock(&o->wlock);
+	size = model_size(o);
+	P = size / PG;
+	if (!(size % PG) || size >= R_MAX - PG)
+		goto out_w;
+	for (i = 0; i < R_NSLOT && !sl; i++) {
+		pthread_rwlock_rdlock(&o->slot[i].lock);
+		for (k = 0; o->slot[i].addr && k < o->slot[i].npages; k++)
+			if (o->slot[i].pg[k] == P)
+				break;
+		if (o->slot[i].addr && k < o->slot[i].npages)
+			sl = &o->slot[i];
+		else
+			pthread_rwlock_unlock(&o->slot[i].lock);
+	}
+	if (!sl)
+		goto out_w;
+
+	struct_begin(o);
+	for (i = size % PG; i < PG; i++) {
+		unsigned char v = (unsigned char)(1 + rnd(&t->rs, 255));
+		void *bad = NULL;
+
+		if (owner(P * PG + i) != t->me)
+			continue;
+		int pr = probe_write((unsigned char *)sl->addr + k * PG + i, &v, 1, &bad);
+
+		if (pr == 2)
+			break;
+		if (pr) {
+			fail(c, "obj %d: SIGBUS at %p writing past EOF inside the last page "
+			     "(size %" PRIu64 ")", o->idx, bad, size);
+			break;
+		}
+	}
+	newsize = size + 1 + rnd(&t->rs, 3 * PG);
+	if (newsize > R_MAX)
+		newsize = R_MAX;
+	ret = t_truncate(&o->t, newsize);
+	if (ret) {
+		fail(c, "obj %d: grow %" PRIu64 " -> %" PRIu64 ": %s", o->idx, size, newsize,
+		     strerror(-ret));
+		newsize = size;
+	}
+	struct_end(o, newsize, 0, 0);
+	if (!ret)
+		check_page(t, o, "read after grow", (unsigned char *)sl->addr + k * PG, P);
+	pthread_rwlock_unlock(&sl->lock);
+out_w:
+	pthread_rwlock_unlock(&o->wlock);
+}
+
+/* Locking: sl->lock held exclusive. */
+static int slot_map(struct rthr *t, struct robj *o, struct rslot *sl, size_t first, size_t n)
+{
+	size_t i;
+	int ret = t_map(&o->t, n * PG, first * PG, &sl->addr);
+
+	if (ret) {
+		sl->addr = NULL;
+		return ret;
+	}
+	(void)t;
+	sl->npages = n;
+	for (i = 0; i < n; i++)
+		sl->pg[i] = first + i;
+	return 0;
+}
+
+static void r_map_unmap(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	struct rslot *sl = &o->slot[rnd(&t->rs, R_NSLOT)];
+	int ret;
+
+	pthread_rwlock_wrlock(&sl->lock);
+	if (sl->addr) {
+		ret = t_unmap(&o->t, sl->addr, sl->npages * PG);
+		if (ret)
+			fail(c, "obj %d: unmap: %s", o->idx, strerror(-ret));
+		sl->addr = NULL;
+	} else {
+		size_t first = rnd(&t->rs, R_MAXPG);
+		size_t n = 1 + rnd(&t->rs, R_MAXPG - first);
+
+		ret = slot_map(t, o, sl, first, n);
+		if (ret)
+			fail(c, "obj %d: map %zu pages at page %zu: %s", o->idx, n, first,
+			     strerror(-ret));
+	}
+	pthread_rwlock_unlock(&sl->lock);
+}
+
+static void r_remap(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	struct rslot *sl = &o->slot[rnd(&t->rs, R_NSLOT)];
+
+	pthread_rwlock_wrlock(&sl->lock);
+	if (sl->addr) {
+		size_t i = rnd(&t->rs, sl->npages), k;
+		size_t w = 1 + rnd(&t->rs, sl->npages - i < 4 ? sl->npages - i : 4);
+		uint64_t pgoff = rnd(&t->rs, R_MAXPG - w + 1);
+		int ret = t_remap(&o->t, sl->addr + i * PG, w * PG, pgoff);
+
+		if (ret)
+			fail(c, "obj %d: remap %zu pages to page %" PRIu64 ": %s", o->idx, w, pgoff,
+			     strerror(-ret));
+		else
+			for (k = 0; k < w; k++)
+				sl->pg[i + k] = pgoff + k;
+	}
+	pthread_rwlock_unlock(&sl->lock);
+}
+
+static void r_msync(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	struct rslot *sl = &o->slot[rnd(&t->rs, R_NSLOT)];
+	int ret;
+
+	pthread_rwlock_rdlock(&sl->lock);
+	if (sl->addr && rnd(&t->rs, 2))
+		ret = t_msync(&o->t, sl->addr, sl->npages * PG);
+	else
+		ret = t_sync(&o->t);
+	if (ret)
+		fail(c, "obj %d: msync/sync: %s", o->idx, strerror(-ret));
+	pthread_rwlock_unlock(&sl->lock);
+}
+
+/*
+ * Write everything back, drop the object and open the file again: every
+ * page is then cold in the cache while the store holds its bytes, so the
+ * next faults fill from the store while truncate and punch run.
+ */
+static void r_reopen(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	uint64_t size;
+	size_t i;
+	int ret;
+
+	pthread_rwlock_wrlock(&o->epoch);
+	for (i = 0; i < R_NSLOT; i++) {
+		struct rslot *sl = &o->slot[i];
+
+		if (sl->addr) {
+			ret = t_unmap(&o->t, sl->addr, sl->npages * PG);
+			if (ret)
+				fail(c, "obj %d: unmap: %s", o->idx, strerror(-ret));
+			sl->addr = NULL;
+		}
+	}
+	ret = t_sync(&o->t);
+	if (ret)
+		fail(c, "obj %d: sync before reopen: %s", o->idx, strerror(-ret));
+	t_close(&o->t);
+	ret = t_open(&o->t, false);
+	if (ret) {
+		fail(c, "obj %d: reopen %s: %s", o->idx, o->t.path, strerror(-ret));
+		atomic_store(&c->stop, 1);
+		goto out;	/* the object is gone: the run stops */
+	}
+	size = model_size(o);
+	if (o->t.uo && uf_object_size(o->t.uo) != size)
+		fail(c, "obj %d: reopened with size %" PRIu64 ", model says %" PRIu64, o->idx,
+		     uf_object_size(o->t.uo), size);
+	ret = slot_map(t, o, &o->slot[0], 0, R_MAXPG);
+	if (ret)
+		fail(c, "obj %d: map after reopen: %s", o->idx, strerror(-ret));
+out:
+	pthread_rwlock_unlock(&o->epoch);
+}
+
+static void *rthr_main(void *arg)
+{
+	struct rthr *t = arg;
+	struct rrun *r = t->r;
+	struct cell *c = r->c;
+	bool uf = c->tg->ufault, reopen = c->tg->dir != NULL;
+
+	__atomic_store_n(&t->tid, gettid(), __ATOMIC_RELAXED);
+	while (!stopped(c)) {
+		struct robj *o = &r->obj[rnd(&t->rs, R_NOBJ)];
+		unsigned op = (unsigned)rnd(&t->rs, 1000);
+
+		if (op < 8) {
+			if (reopen)
+				r_reopen(t, o);
+			atomic_fetch_add(&c->ops, 1);
+			continue;
+		}
+		pthread_rwlock_rdlock(&o->epoch);
+		if (!o->t.uo && o->t.fd < 0) {
+			pthread_rwlock_unlock(&o->epoch);
+			break;
+		}
+		if (op < 350)
+			r_read_map(t, o);
+		else if (op < 550)
+			r_write_map(t, o);
+		else if (op < 630)
+			r_pread(t, o);
+		else if (op < 700)
+			r_pwrite(t, o);
+		else if (op < 770)
+			r_truncate(t, o);
+		else if (op < 830)
+			r_punch(t, o);
+		else if (op < 850) {
+			if (uf)
+				r_tail_grow(t, o);
+			else
+				r_truncate(t, o);
+		} else if (op < 900)
+			r_map_unmap(t, o);
+		else if (op < 960)
+			r_remap(t, o);
+		else
+			r_msync(t, o);
+		pthread_rwlock_unlock(&o->epoch);
+		atomic_fetch_add(&c->ops, 1);
+	}
+	return NULL;
+}
+
+static void rwlock_init_wpref(pthread_rwlock_t *l)
+{
+	pthread_rwlockattr_t a;
+
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(l, &a);
+	pthread_rwlockattr_destroy(&a);
+}
+
+static void run_random(struct cell *c)
+{
+	struct rrun *r = calloc(1, sizeof(*r));
+	struct rthr th[R_NTHR];
+	pthread_t rth[R_NTHR];
+	pid_t rtid[R_NTHR];
+	uint64_t rs = seed_mix(c->seed, 2);
+	int i, j, nobj = 0, nth = 0, ret;
+	double end = now() + c->seconds;
+
+	if (!r) {
+		fail(c, "out of memory");
+		return;
+	}
+	r->c = c;
+	for (i = 0; i < R_NOBJ; i++) {
+		struct robj *o = &r->obj[i];
+
+		o->idx = i;
+		rwlock_init_wpref(&o->epoch);
+		rwlock_init_wpref(&o->wlock);
+		pthread_mutex_init(&o->mlock, NULL);
+		for (j = 0; j < R_NSLOT; j++)
+			rwlock_init_wpref(&o->slot[j].lock);
+		o->size = rnd(&rs, R_MAX + 1);
+		ret = t_create(c, &o->t, o->size);
+		if (ret) {
+			fail(c, "create object: %s", strerror(-ret));
+			break;
+		}
+		nobj++;
+		ret = slot_map(NULL, o, &o->slot[0], 0, R_MAXPG);
+		if (ret) {
+			fail(c, "map object: %s", strerror(-ret));
+			break;
+		}
+	}
+	for (i = 0; i < R_NTHR && !stopped(c); i++) {
+		th[i] = (struct rthr){ .r = r, .me = (unsigned)i, .rs = seed_mix(c->seed, 100 + i) };
+		if (pthread_create(&th[i].th, NULL, rthr_main, &th[i])) {
+			fail(c, "pthread_create failed");
+			break;
+		}
+		nth++;
+	}
+	while (!stopped(c) && now() < end)
+		usleep(10000);
+	atomic_store(&c->stop, 1);
+	for (i = 0; i < nth; i++) {
+		rth[i] = th[i].th;
+		rtid[i] = __atomic_load_n(&th[i].tid, __ATOMIC_RELAXED);
+	}
+	join_or_kick(c, rth, rtid, nth, "thread");
+
+	for (i = 0; i < nobj; i++) {
+		struct robj *o = &r->obj[i];
+
+		for (j = 0; j < R_NSLOT; j++)
+			if (o->slot[j].addr)
+				t_unmap(&o->t, o->slot[j].addr, o->slot[j].npages * PG);
+		t_destroy(&o->t);
+	}
+	for (i = 0; i < R_NOBJ; i++) {
+		pthread_rwlock_destroy(&r->obj[i].epoch);
+		pthread_rwlock_destroy(&r->obj[i].wlock);
+		pthread_mutex_destroy(&r->obj[i].mlock);
+		for (j = 0; j < R_NSLOT; j++)
+			pthread_rwlock_destroy(&r->obj[i].slot[j].lock);
+	}
+	free(r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Driver                                                              */
+/* ------------------------------------------------------------------ */
+
+struct scenario {
+	const char *name;
+	int mode;		/* enum seed_mode, or -1: random */
+};
+
+static const struct scenario scenarios[] = {
+	{ "seed-same",      SEED_SAME },
+	{ "seed-each",      SEED_EACH },
+	{ "seed-nonlinear", SEED_NONLINEAR },
+	{ "random",         -1 },
+};
+#define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: ufault-stress [--seconds N] [--scenario NAME] [--target NAME] [--seed S]\n"
+		   "  scenarios:");
+	for (i = 0; i < NSCENARIOS; i++)
+		fprintf(f, " %s", scenarios[i].name);
+	fprintf(f, "\n  targets:  ");
+	for (i = 0; i < NTARGETS; i++)
+		fprintf(f, " %s", targets[i].name);
+	fprintf(f, "\n  NAME may be a prefix (\"seed\", \"ufault\", \"kernel\").\n");
+}
+
+static bool match(const char *filter, const char *name)
+{
+	return !filter || !strncmp(filter, name, strlen(filter));
+}
+
+int main(int argc, char **argv)
+{
+	const char *fscn = NULL, *ftg = NULL;
+	double seconds = 20;
+	uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+	unsigned long long total_fail = 0;
+	size_t i, j, ncells = 0, nrun = 0, nskip = 0;
+	struct sigaction sa;
+	double per;
+
+	for (i = 1; i < (size_t)argc; i++) {
+		const char *a = argv[i], *v = i + 1 < (size_t)argc ? argv[i + 1] : NULL;
+		char *e;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!v) {
+			usage(stderr);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--seconds")) {
+			seconds = strtod(v, &e);
+			if (*e || !(seconds > 0)) {
+				fprintf(stderr, "ufault-stress: bad --seconds %s\n", v);
+				return 2;
+			}
+		} else if (!strcmp(a, "--scenario")) {
+			fscn = v;
+		} else if (!strcmp(a, "--target")) {
+			ftg = v;
+		} else if (!strcmp(a, "--seed")) {
+			seed = strtoull(v, &e, 0);
+			if (*e) {
+				fprintf(stderr, "ufault-stress: bad --seed %s\n", v);
+				return 2;
+			}
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	for (i = 0; i < NSCENARIOS; i++)
+		for (j = 0; j < NTARGETS; j++)
+			if (match(fscn, scenarios[i].name) && match(ftg, targets[j].name))
+				ncells++;
+	if (!ncells) {
+		fprintf(stderr, "ufault-stress: no scenario/target matches\n");
+		usage(stderr);
+		return 2;
+	}
+	per = seconds / (double)ncells;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_kick;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+
+	printf("ufault-stress: seed %" PRIu64 ", %.1f s per run%s\n", seed, per,
+	       getenv("UFAULT_BREAK_PROTOCOL") ? ", UFAULT_BREAK_PROTOCOL set" : "");
+	printf("%-16s %-14s %12s %12s %9s\n", "scenario", "target", "operations", "faults",
+	       "failures");
+	fflush(stdout);
+
+	for (i = 0; i < NSCENARIOS; i++) {
+		for (j = 0; j < NTARGETS; j++) {
+			const struct target *tg = &targets[j];
+			struct uf_mm_config cfg = { .handler_threads = 2 };
+			struct cell c = {
+				.scenario = scenarios[i].name, .tg = tg, .seconds = per,
+				.seed = seed_mix(seed, i * NTARGETS + j),
+			};
+			unsigned long stray0;
+			char faults[32] = "-";
+
+			if (!match(fscn, scenarios[i].name) || !match(ftg, tg->name))
+				continue;
+			if (tg->ufault) {
+				int ret = uf_mm_create(&cfg, &c.mm);
+
+				if (ret) {
+					printf("%-16s %-14s skipped: uf_mm_create: %s\n", c.scenario,
+					       tg->name, strerror(-ret));
+					nskip++;
+					continue;
+				}
+			}
+			stray0 = atomic_load(&stray_sigbus);
+			if (scenarios[i].mode < 0)
+				run_random(&c);
+			else
+				run_seed(&c, (enum seed_mode)scenarios[i].mode);
+			if (atomic_load(&stray_sigbus) != stray0)
+				fail(&c, "%lu SIGBUS delivered outside any access (for an access "
+				     "that had already completed)", atomic_load(&stray_sigbus) - stray0);
+			if (c.mm) {
+				struct uf_stats st;
+
+				if (!uf_mm_stats(c.mm, &st))
+					snprintf(faults, sizeof(faults), "%" PRIu64,
+						 st.minor_faults + st.major_faults);
+				uf_mm_destroy(c.mm);
+			}
+			printf("%-16s %-14s %12llu %12s %9llu\n", c.scenario, tg->name,
+			       (unsigned long long)atomic_load(&c.ops), faults,
+			       (unsigned long long)atomic_load(&c.failures));
+			fflush(stdout);
+			total_fail += atomic_load(&c.failures);
+			nrun++;
+		}
+	}
+	if (!nrun) {
+		printf("nothing ran\n");
+		return 77;
+	}
+	if (total_fail) {
+		printf("FAIL: %llu failure%s\n", total_fail, total_fail == 1 ? "" : "s");
+		return 1;
+	}
+	printf("PASS%s\n", nskip ? " (some runs skipped)" : "");
+	return 0;
+}
