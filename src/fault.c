@@ -42,11 +42,11 @@ static __thread struct {
 	bool installed;
 	bool eof;		/* ->fault found the page past EOF */
 } cur;
-static __thread bool in_handler;
 
-bool uf_in_handler(void)
+/* The mapping whose fault this thread is serving (uf_munmap() refuses it). */
+struct uf_vma *uf_fault_vma(void)
 {
-	return in_handler;
+	return cur.vma;
 }
 
 /* uf_filemap_fault(): the page asked for is past EOF. */
@@ -361,13 +361,11 @@ static void handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	cur.page = page_addr;
 	cur.installed = false;
 	cur.eof = false;
-	uf_set_handler_vma(vma);
 	ops = __atomic_load_n(&vma->vm_ops, __ATOMIC_ACQUIRE);
 	if (ops->fault)
 		page = ops->fault(vma, &fdata);
 	else
 		page = nopage_adapter(vma, ops, &fdata);
-	uf_set_handler_vma(NULL);
 	typed = fdata.type;
 
 	if (page) {
@@ -426,7 +424,6 @@ void *uf_handler_thread(void *arg)
 	/* Signals belong to the application's threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	in_handler = true;
 
 	for (;;) {
 		ssize_t n, i;

@@ -158,7 +158,6 @@ struct uf_object {
 };
 
 /* mm.c */
-bool uf_in_handler(void);
 void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
 void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
 
@@ -169,7 +168,6 @@ void uf_vma_put(struct uf_vma *vma);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_unmap_all(struct uf_mm *mm);
-void uf_set_handler_vma(struct uf_vma *vma);
 
 /* fault.c */
 void *uf_handler_thread(void *arg);
@@ -177,6 +175,7 @@ int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t le
 		 uint64_t mode, size_t *copied);
 void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len);
 void uf_fault_past_eof(void);
+struct uf_vma *uf_fault_vma(void);
 
 /* filemap.c */
 #define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */

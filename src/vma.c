@@ -319,13 +319,6 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 	vma_free(vma);
 }
 
-static __thread struct uf_vma *handler_vma;	/* fault being handled here */
-
-void uf_set_handler_vma(struct uf_vma *vma)
-{
-	handler_vma = vma;
-}
-
 UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 {
 	unsigned long start = (unsigned long)addr;
@@ -341,7 +334,7 @@ UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 		pthread_rwlock_unlock(&mm->vma_lock);
 		return -EINVAL;
 	}
-	if (vma == handler_vma) {
+	if (vma == uf_fault_vma()) {
 		pthread_rwlock_unlock(&mm->vma_lock);
 		return -EDEADLK;
 	}
