@@ -111,8 +111,9 @@ int main(void)
 	ret = uf_object_truncate(obj, 2 * PG + PG / 2);
 	if (ret)
 		return fail("uf_object_truncate", ret);
-	printf("   byte at 2.5 pages - 1: %d ('%c'); at 2.5 pages: %d; ", peek(map + 2 * PG + PG / 2 - 1),
-	       map[2 * PG + PG / 2 - 1] ? map[2 * PG + PG / 2 - 1] : '0', peek(map + 2 * PG + PG / 2));
+	sscanf(map + 2 * PG, "%79[^\n]", line);
+	printf("   page 2 still reads \"%.6s...\"; the byte at 2.5 pages reads %d; ", line,
+	       peek(map + 2 * PG + PG / 2));
 	if (peek(map + 3 * PG) < 0)
 		printf("page 3: SIGBUS at map+%#lx\n", (unsigned long)((char *)bus_addr - map));
 	else
