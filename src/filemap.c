@@ -493,7 +493,6 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 		close(obj->memfd);
 	free(obj->present);
 	free(obj->dirty);
-	free(obj->referenced);
 	free(obj->fifo);
 	pthread_rwlock_destroy(&obj->invalidate_lock);
 	pthread_mutex_destroy(&obj->page_lock);

@@ -7,7 +7,7 @@
  *                                 exclusive)
  *     obj->invalidate_lock       (rwlock: fillers, pread/pwrite, writeback
  *                                 shared; truncate, punch, reclaim exclusive)
- *       obj->page_lock           (mutex: the present/dirty/referenced bits
+ *       obj->page_lock           (mutex: the present/dirty bits
  *                                 and the page count)
  *
  * mm->obj_lock (the list of objects) nests inside vma_lock and outside the
@@ -144,7 +144,6 @@ struct uf_object {
 	pthread_mutex_t page_lock;
 	unsigned long *present;		/* page is in the cache */
 	unsigned long *dirty;		/* page must be written to the store */
-	unsigned long *referenced;	/* CLOCK: touched since last sweep */
 	uint64_t bitmap_pages;		/* bits allocated in each bitmap */
 	uint64_t npresent;
 	uint64_t clock_hand;

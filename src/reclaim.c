@@ -10,12 +10,16 @@
  *
  * Policies:
  *  - CLOCK (second chance, the default).  A page is "referenced" when a
- *    shared mapping has it mapped (PAGEMAP_SCAN, PAGE_IS_PRESENT), or when
- *    it is faulted in again soon after it was evicted (a refault).  The
- *    hand passes over a referenced page once, clearing the reference: for a
- *    clean page by unmapping it from the shared mappings, so that the next
- *    access maps it again (a cheap kernel minor fault) and shows it is
- *    still in use.
+ *    shared mapping has it mapped (PAGEMAP_SCAN, PAGE_IS_PRESENT): the
+ *    kernel's accessed bit, as far as user space can see it.  The hand
+ *    passes over a referenced page once and clears the reference by
+ *    unmapping the page from the shared mappings, so that the next access
+ *    maps it again (a cheap kernel minor fault) and shows it is still in
+ *    use.  A fill maps the page in the faulting mapping, so a new page
+ *    starts referenced, as in the textbook CLOCK.  Shared mappings of a
+ *    budgeted mm are registered WP, which turns the kernel's fault-around
+ *    off: a mapped page is one the program touched.  Without PAGEMAP_SCAN
+ *    (before 6.7) nothing is referenced and the hand evicts in page order.
  *  - FIFO: the page filled first goes first, whatever its use.
  *
  * Writes are never lost: an mm with a budget tracks dirty pages with
@@ -26,9 +30,9 @@
  * stays) and the write faults the page in again from the store.
  *
  * Slack: fillers add pages while they hold the invalidate lock shared, so
- * the cache can exceed the budget by the readahead windows in flight: at
- * most one window (budget/8, see filemap.c) per handler thread, plus one
- * pread/pwrite chunk per calling thread.
+ * the cache can exceed the budget by the fills in flight: at most one
+ * readahead window (budget/8, see mm.c) per handler thread, and one
+ * pread/pwrite chunk (the same size) per thread calling those.
  *
  * Lock order: mm->reclaim_lock -> mm->vma_lock -> obj->invalidate_lock
  *             -> obj->page_lock.  mm->obj_lock is taken only to list the
@@ -45,9 +49,9 @@
 #include <sys/mman.h>
 
 /*
- * A page was filled.  FIFO: append it to the object's ring, with the fill
- * sequence that tells a stale entry (the page was evicted and filled again
- * since) from the live one.  CLOCK: a refault marks it referenced.
+ * A page was filled.  FIFO: append it to the object's ring.  An entry of a
+ * page that left the cache otherwise (truncate, hole punch) is skipped
+ * when it comes up.
  * Locking: obj->invalidate_lock held (any mode); takes obj->page_lock.
  */
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff)
@@ -170,16 +174,14 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		return 0;
 
 	if (obj->mm->policy == UF_RECLAIM_FIFO) {
+		/* (a page can stand twice after a truncate: the caller
+		 * drops duplicates) */
 		while (n < want && obj->fifo_head < obj->fifo_tail) {
 			uint64_t pg = obj->fifo[obj->fifo_head++ % obj->fifo_cap];
 
-			if (pg < end && uf_test_bit(obj->present, pg) && !uf_test_bit(obj->referenced, pg)) {
-				uf_set_bit(obj->referenced, pg);	/* picked: no duplicate */
+			if (pg < end && uf_test_bit(obj->present, pg))
 				vict[n++] = pg;
-			}
 		}
-		for (size_t i = 0; i < n; i++)
-			uf_clear_bit(obj->referenced, vict[i]);
 		return n;
 	}
 
@@ -194,17 +196,15 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		scanned++;
 		if (!uf_test_bit(obj->present, pg))
 			continue;
-		if (uf_clear_bit(obj->referenced, pg) || (mapped && uf_test_bit(mapped, pg))) {
+		if (mapped && uf_test_bit(mapped, pg)) {
 			/*
 			 * Second chance.  Unmapping keeps nothing from being
 			 * written back: a clean page keeps its protection
 			 * marker, a dirty one is protected again by writeback
 			 * before its bytes are read.
 			 */
-			if (mapped && uf_test_bit(mapped, pg)) {
-				uf_clear_bit(mapped, pg);
-				__unmap_page(obj, pg);
-			}
+			uf_clear_bit(mapped, pg);
+			__unmap_page(obj, pg);
 			continue;
 		}
 		vict[n++] = pg;
@@ -239,6 +239,10 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 		goto out;
 	n = __pick_victims(obj, vict, want);
 	qsort(vict, n, sizeof(*vict), cmp_u64);
+	for (i = j = 0; i < n; i++)
+		if (!j || vict[i] != vict[j - 1])
+			vict[j++] = vict[i];
+	n = j;
 
 	for (i = 0; i < n; i = j) {
 		uint64_t k;

@@ -50,8 +50,7 @@ int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages)
 	if (bits < 2 * obj->bitmap_pages)
 		bits = 2 * obj->bitmap_pages;
 	if (grow_map(&obj->present, obj->bitmap_pages, bits) ||
-	    grow_map(&obj->dirty, obj->bitmap_pages, bits) ||
-	    grow_map(&obj->referenced, obj->bitmap_pages, bits))
+	    grow_map(&obj->dirty, obj->bitmap_pages, bits))
 		return -ENOMEM;
 	obj->bitmap_pages = DIV_ROUND_UP(bits, BITS_PER_LONG) * BITS_PER_LONG;
 	return 0;
@@ -106,7 +105,6 @@ static void clear_pages(struct uf_object *obj, uint64_t first, uint64_t last)
 		if (uf_clear_bit(obj->present, p))
 			uf_add(&obj->npresent, (uint64_t)-1);
 		uf_clear_bit(obj->dirty, p);
-		uf_clear_bit(obj->referenced, p);
 	}
 }
 

@@ -17,6 +17,17 @@
  *            event + UFFDIO_COPY of one page per fault - the floor of a
  *            round trip.  Goals: sequential ufault >= 10x cheaper per page
  *            than the floor (readahead), random <= 1.2x its cost.
+ *   zipf     ufault under a cache budget (size/8, 8 MiB by default): reads of
+ *            one byte at Zipf-distributed (s = 0.99) pages of a tmpfs file
+ *            10x the budget, a fixed number of accesses (200000 for 8 MiB,
+ *            scaled with the budget), once with the default reclaim policy
+ *            (CLOCK) and once with FIFO, each on a fresh mm and object (an
+ *            empty cache).  The popularity ranks are scattered over the file
+ *            by a random permutation, so the hot pages are not its first.
+ *            The sequence of pages is drawn once, before any timing, and is
+ *            the same for both policies.  Goal: the default needs fewer major
+ *            faults than FIFO.  Judged on major faults, not time: the median
+ *            is by major faults and there is no warm-up round.
  *
  * The disk file is fsync()ed and dropped with POSIX_FADV_DONTNEED before
  * every cold run that reads it; mincore() then says how much of it was
@@ -40,6 +51,7 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/userfaultfd.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -69,10 +81,15 @@
 #define EXIT_ERR	2
 #define EXIT_SKIP	77
 
-enum bench_order { ORDER_SEQ, ORDER_RAND, NR_ORDERS };
+#define ZIPF_S		0.99
+#define ZIPF_DATA_X	10		/* the data is 10x the cache budget */
+#define ZIPF_ACCESSES	200000		/* for an 8 MiB budget; scaled with it */
+#define ZIPF_SAMPLE	4096		/* accesses between uf_mm_stats() samples */
+
+enum bench_order { ORDER_SEQ, ORDER_RAND, ORDER_ZIPF, NR_ORDERS };
 enum bench_store { STORE_TMPFS, STORE_DISK, STORE_ANON };
 
-static const char *const order_names[] = { "sequential", "random" };
+static const char *const order_names[] = { "sequential", "random", "zipf" };
 static const char *const store_names[] = { "tmpfs", "disk", "anon" };
 
 /* The word at the start of page @p of the data; never zero. */
@@ -101,16 +118,27 @@ struct sample {
 	unsigned int svc_us;	/* ufault: median handler time per fault, upper
 				   bound in us (event read to wake); 0 n/a */
 	double cached;		/* disk: fraction cached when the run began; -1 n/a */
+	uint64_t evicted;	/* zipf: pages reclaimed */
+	uint64_t max_cache;	/* zipf: most cache_pages seen (sampled) */
 };
 
 struct bench {
 	size_t size, npages;
 	unsigned int repeat;
 	bool check;
-	uint32_t *order[NR_ORDERS];
+	const char *only;		/* run only the cases of this name */
+	uint32_t *order[NR_ORDERS];	/* [ORDER_ZIPF]: zipf.naccess pages */
 	struct bench_file file[2];	/* indexed by STORE_TMPFS, STORE_DISK */
 	struct uf_mm *mm;		/* default config, shared by the ufault cases */
 	struct uf_object *warm;		/* its cache is kept full */
+	struct {
+		uint64_t budget;	/* bytes of cache */
+		size_t size, npages;	/* the data */
+		size_t naccess;
+		double pinned_miss;	/* misses of a cache pinning the hottest
+					   budget pages: a reference */
+		struct bench_file file;	/* on the tmpfs dir */
+	} zipf;
 };
 
 struct bench_case;
@@ -120,13 +148,14 @@ enum ratio_kind {
 	RATIO_NONE,
 	RATIO_SPEEDUP,	/* ref ns / this ns: throughput, "x cheaper"; goal is a floor */
 	RATIO_COST,	/* this ns / ref ns; goal is a ceiling */
+	RATIO_MAJORS,	/* ref major faults / this; goal is a strict floor */
 };
 
 /*
  * A case: what is measured (@target over @store, in @order) and how it
  * compares.  @ref names another row of the same @name as "target/store";
- * @goal 0 prints the ratio for information only.  A new case (say, Zipf
- * reads under a cache budget) is one run function and one row.
+ * @goal 0 prints the ratio for information only.  @policy: the reclaim
+ * policy of a budgeted case.  A new case is one run function and one row.
  */
 struct bench_case {
 	const char *name;
@@ -137,6 +166,7 @@ struct bench_case {
 	const char *ref;
 	enum ratio_kind ratio;
 	double goal;
+	unsigned int policy;
 };
 
 /* ------------------------------------------------------------------ */
@@ -174,7 +204,7 @@ static int make_orders(struct bench *b)
 	uint64_t s = SEED;
 	size_t i;
 
-	for (i = 0; i < NR_ORDERS; i++) {
+	for (i = ORDER_SEQ; i <= ORDER_RAND; i++) {
 		b->order[i] = malloc(b->npages * sizeof(uint32_t));
 		if (!b->order[i])
 			return -ENOMEM;
@@ -188,6 +218,63 @@ static int make_orders(struct bench *b)
 		b->order[ORDER_RAND][i] = b->order[ORDER_RAND][j];
 		b->order[ORDER_RAND][j] = t;
 	}
+	return 0;
+}
+
+/*
+ * The zipf case's pages, drawn once.  Rank k (0 the hottest) comes with
+ * probability proportional to 1/(k+1)^s: a uniform draw is looked up in
+ * the CDF by binary search.  Rank k is page perm[k], a random permutation,
+ * so the hot pages lie anywhere in the file.
+ */
+static int make_zipf(struct bench *b)
+{
+	size_t n = b->zipf.npages, budget = b->zipf.budget / PG, i;
+	double *cdf = malloc(n * sizeof(*cdf)), sum = 0;
+	uint32_t *perm = malloc(n * sizeof(*perm));
+	uint32_t *seq = malloc(b->zipf.naccess * sizeof(*seq));
+	uint64_t s = SEED ^ 0x7a697066;		/* not the random order's stream */
+
+	if (!cdf || !perm || !seq) {
+		free(cdf);
+		free(perm);
+		free(seq);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		cdf[i] = sum += pow((double)(i + 1), -ZIPF_S);
+	for (i = 0; i < n; i++)
+		cdf[i] /= sum;
+	cdf[n - 1] = 1.0;
+	b->zipf.pinned_miss = budget < n ? 1.0 - cdf[budget - 1] : 0;
+
+	for (i = 0; i < n; i++)
+		perm[i] = (uint32_t)i;
+	for (i = n - 1; i > 0; i--) {
+		size_t j = (size_t)(splitmix64(&s) % (i + 1));
+		uint32_t t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+
+	for (i = 0; i < b->zipf.naccess; i++) {
+		double u = (double)(splitmix64(&s) >> 11) * 0x1p-53;	/* [0, 1) */
+		size_t lo = 0, hi = n - 1;
+
+		while (lo < hi) {	/* the first rank whose CDF exceeds u */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (cdf[mid] > u)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		seq[i] = perm[lo];
+	}
+	b->order[ORDER_ZIPF] = seq;
+	free(cdf);
+	free(perm);
 	return 0;
 }
 
@@ -230,7 +317,7 @@ static int timed_touch(struct bench *b, const struct bench_case *c, const char *
 /* Data files                                                          */
 /* ------------------------------------------------------------------ */
 
-static int file_create(struct bench *b, struct bench_file *f)
+static int file_create(struct bench_file *f, size_t size)
 {
 	char tmpl[PATH_MAX];
 	struct statfs sfs;
@@ -251,8 +338,8 @@ static int file_create(struct bench *b, struct bench_file *f)
 	if (!buf)
 		return -ENOMEM;
 	memset(buf, 0xa5, chunk);
-	for (off = 0; off < b->size && !ret; off += chunk) {
-		size_t len = b->size - off < chunk ? b->size - off : chunk;
+	for (off = 0; off < size && !ret; off += chunk) {
+		size_t len = size - off < chunk ? size - off : chunk;
 
 		for (i = 0; i < len; i += PG)
 			*(uint64_t *)(buf + i) = page_tag((off + i) >> PG_SHIFT);
@@ -414,6 +501,88 @@ static int run_ufault_cold(struct bench *b, const struct bench_case *c, struct s
 		return ret;
 	ret = ufault_touch(b, c, obj, s);
 	uf_object_put(obj);
+	return ret;
+}
+
+/*
+ * The timed part of the zipf case: one byte read per access, the first of
+ * the page (the low byte of its tag), and every ZIPF_SAMPLE accesses a
+ * look at the cache size.  Return the number of wrong bytes.
+ */
+static __attribute__((noinline)) size_t zipf_touch(struct uf_mm *mm, const char *base,
+						    const uint32_t *seq, size_t n,
+						    uint64_t *max_cache)
+{
+	struct uf_stats st;
+	size_t i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		uint32_t p = seq[i];
+		uint64_t tag = page_tag(p);
+		unsigned char want;
+
+		memcpy(&want, &tag, 1);
+		bad += *(const volatile unsigned char *)(base + ((size_t)p << PG_SHIFT)) != want;
+		if ((i + 1) % ZIPF_SAMPLE == 0 && !uf_mm_stats(mm, &st) &&
+		    st.cache_pages > *max_cache)
+			*max_cache = st.cache_pages;
+	}
+	return bad;
+}
+
+/* A fresh mm with the budget and c->policy, a fresh object: an empty cache. */
+static int run_ufault_zipf(struct bench *b, const struct bench_case *c, struct sample *s)
+{
+	struct uf_mm_config cfg = {
+		.cache_budget = b->zipf.budget,
+		.reclaim_policy = c->policy,
+	};
+	struct uf_stats st0, st1;
+	struct uf_object *obj = NULL;
+	struct uf_mm *mm;
+	uint64_t f0, t0, t1;
+	size_t bad;
+	void *p;
+	int ret;
+
+	s->cached = -1;
+	ret = uf_mm_create(&cfg, &mm);
+	if (ret)
+		return ret;
+	ret = uf_object_open(mm, b->zipf.file.path, O_RDONLY, &obj);
+	if (!ret)
+		ret = uf_mmap(mm, b->zipf.size, PROT_READ, UF_MAP_SHARED, obj, 0, &p);
+	if (ret)
+		goto out;
+
+	uf_mm_stats(mm, &st0);
+	s->max_cache = st0.cache_pages;
+	f0 = thread_faults();
+	t0 = now_ns();
+	bad = zipf_touch(mm, p, b->order[ORDER_ZIPF], b->zipf.naccess, &s->max_cache);
+	t1 = now_ns();
+	s->kfaults = thread_faults() - f0;
+	uf_mm_stats(mm, &st1);
+	if (st1.cache_pages > s->max_cache)
+		s->max_cache = st1.cache_pages;
+
+	s->ns_per_page = (double)(t1 - t0) / (double)b->zipf.naccess;	/* per access */
+	s->majors = st1.major_faults - st0.major_faults;
+	s->events = s->majors + st1.minor_faults - st0.minor_faults +
+		    st1.sigbus - st0.sigbus + st1.oom - st0.oom;
+	s->ra_pages = st1.readahead_pages - st0.readahead_pages;
+	s->pages_read = st1.pages_read - st0.pages_read;
+	s->evicted = st1.evicted_pages - st0.evicted_pages;
+	s->svc_us = lat_median_us(&st0, &st1);
+	if (bad) {
+		fprintf(stderr, "ufault-bench: %s %s/%s: %zu of %zu accesses read a wrong byte\n",
+			c->name, c->target, store_names[c->store], bad, b->zipf.naccess);
+		ret = -EIO;
+	}
+	uf_munmap(mm, p, b->zipf.size);
+out:
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
 	return ret;
 }
 
@@ -584,6 +753,12 @@ static const struct bench_case cases[] = {
 	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_COST, .goal = 1.2 },
 	{ .name = "cold-rand", .target = "ufault", .store = STORE_DISK, .order = ORDER_RAND,
 	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_COST },	/* info */
+
+	{ .name = "zipf", .target = "uf-fifo", .store = STORE_TMPFS, .order = ORDER_ZIPF,
+	  .run = run_ufault_zipf, .policy = UF_RECLAIM_FIFO },
+	{ .name = "zipf", .target = "uf-clock", .store = STORE_TMPFS, .order = ORDER_ZIPF,
+	  .run = run_ufault_zipf, .policy = UF_RECLAIM_CLOCK, .ref = "uf-fifo/tmpfs",
+	  .ratio = RATIO_MAJORS, .goal = 1 },
 };
 #define NR_CASES (sizeof(cases) / sizeof(cases[0]))
 
@@ -619,17 +794,48 @@ static int cmp_sample(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int cmp_sample_majors(const void *a, const void *b)
+{
+	uint64_t x = ((const struct sample *)a)->majors;
+	uint64_t y = ((const struct sample *)b)->majors;
+
+	return (x > y) - (x < y);
+}
+
+/* Is @c one of the cases to run: all, or those named --only, or whose
+ * name starts with it and a '-' (cold: cold-seq and cold-rand)? */
+static bool selected(const struct bench *b, const struct bench_case *c)
+{
+	size_t n;
+
+	if (!b->only)
+		return true;
+	n = strlen(b->only);
+	return !strncmp(c->name, b->only, n) && (!c->name[n] || c->name[n] == '-');
+}
+
+/* The median of each case's repeats, by time, or by major faults for the
+ * zipf rows; the spread is always that of the time. */
 static void summarize(struct bench *b, struct sample *runs, struct result *res)
 {
-	size_t i;
+	size_t i, k;
 
 	for (i = 0; i < NR_CASES; i++) {
 		struct sample *r = runs + i * b->repeat;
+		double lo, hi;
 
-		qsort(r, b->repeat, sizeof(*r), cmp_sample);
+		res[i] = (struct result){ .ref = -1 };
+		if (!selected(b, &cases[i]))
+			continue;
+		qsort(r, b->repeat, sizeof(*r),
+		      cases[i].order == ORDER_ZIPF ? cmp_sample_majors : cmp_sample);
 		res[i].med = r[b->repeat / 2];
-		res[i].spread = (r[b->repeat - 1].ns_per_page - r[0].ns_per_page) /
-				res[i].med.ns_per_page;
+		lo = hi = r[0].ns_per_page;
+		for (k = 1; k < b->repeat; k++) {
+			lo = r[k].ns_per_page < lo ? r[k].ns_per_page : lo;
+			hi = r[k].ns_per_page > hi ? r[k].ns_per_page : hi;
+		}
+		res[i].spread = (hi - lo) / res[i].med.ns_per_page;
 		res[i].ref = find_ref(&cases[i]);
 	}
 	for (i = 0; i < NR_CASES; i++) {
@@ -638,6 +844,13 @@ static void summarize(struct bench *b, struct sample *runs, struct result *res)
 
 		if (res[i].ref < 0)
 			continue;
+		if (c->ratio == RATIO_MAJORS) {
+			me = (double)res[i].med.majors;
+			ref = (double)res[res[i].ref].med.majors;
+			res[i].ratio = me ? ref / me : ref ? INFINITY : 1;
+			res[i].miss = c->goal > 0 && res[i].ratio <= c->goal;
+			continue;
+		}
 		me = res[i].med.ns_per_page;
 		ref = res[res[i].ref].med.ns_per_page;
 		res[i].ratio = c->ratio == RATIO_SPEEDUP ? ref / me : me / ref;
@@ -656,9 +869,21 @@ static const char *verdict(const struct bench_case *c, const struct result *r)
 	return r->miss ? "MISS" : "PASS";
 }
 
-static void print_results(struct bench *b, const struct result *res)
+static const char *ratio_kind_name(enum ratio_kind k)
+{
+	return k == RATIO_SPEEDUP ? "speedup" : k == RATIO_MAJORS ? "fewer-majors" : "cost";
+}
+
+static const char *goal_op(enum ratio_kind k)
+{
+	return k == RATIO_SPEEDUP ? ">=" : k == RATIO_MAJORS ? ">" : "<=";
+}
+
+/* The time-judged cases: a table, the ratios, a legend. */
+static void print_timed(struct bench *b, const struct result *res)
 {
 	const struct bench_file *disk = &b->file[STORE_DISK];
+	const struct bench_case *prev = NULL;
 	size_t i;
 
 	printf("\n%-9s %-8s %-5s %10s %9s %7s %8s %7s %7s %8s %7s %7s\n", "case", "target",
@@ -669,12 +894,15 @@ static void print_results(struct bench *b, const struct result *res)
 		const struct sample *s = &res[i].med;
 		char cached[16] = "-", svc[16] = "-";
 
+		if (!selected(b, c) || c->order == ORDER_ZIPF)
+			continue;
 		if (s->cached >= 0)
 			snprintf(cached, sizeof(cached), "%.1f%%", 100 * s->cached);
 		if (s->svc_us)
 			snprintf(svc, sizeof(svc), "<%uus", s->svc_us);
-		if (i && strcmp(c->name, cases[i - 1].name))
+		if (prev && strcmp(c->name, prev->name))
 			putchar('\n');
+		prev = c;
 		printf("%-9s %-8s %-5s %10.1f %9.0f %6.0f%% %8" PRIu64 " %7" PRIu64 " %7" PRIu64
 		       " %8" PRIu64 " %7s %7s\n",
 		       c->name, c->target, store_names[c->store], s->ns_per_page,
@@ -688,12 +916,11 @@ static void print_results(struct bench *b, const struct result *res)
 		const char *v = verdict(c, &res[i]);
 		char what[64], goal[32] = "";
 
-		if (!v)
+		if (!v || c->order == ORDER_ZIPF)
 			continue;
 		snprintf(what, sizeof(what), "%s/%s vs %s", c->target, store_names[c->store], c->ref);
 		if (c->goal > 0)
-			snprintf(goal, sizeof(goal), "goal %s %.2fx", c->ratio == RATIO_SPEEDUP ?
-				 ">=" : "<=", c->goal);
+			snprintf(goal, sizeof(goal), "goal %s %.2fx", goal_op(c->ratio), c->goal);
 		printf("  %-9s %-28s %-11s %7.2fx  %-14s %s\n", c->name, what,
 		       c->ratio == RATIO_SPEEDUP ?
 		       (!strncmp(c->name, "warm", 4) ? "throughput" : "cheaper") : "cost",
@@ -703,32 +930,112 @@ static void print_results(struct bench *b, const struct result *res)
 	       "userfaultfd round trips served; majors/ra-pages: uf_mm_stats() deltas;\n"
 	       "svc-p50: median ufault handler time per fault (event read to wake);\n"
 	       "cached: share of the disk file in the page cache when the run began.\n"
-	       "disk store: %s (%s); %s\n\n", disk->dir, fs_name(disk->fstype),
+	       "disk store: %s (%s); %s\n", disk->dir, fs_name(disk->fstype),
 	       disk->fstype == TMPFS_MAGIC ? "it is tmpfs: \"disk\" reads are memory reads" :
 	       "cold reads after fsync + POSIX_FADV_DONTNEED come from the block device\n"
 	       "(whatever its host caches), not from this kernel's page cache");
+}
+
+static const char *policy_name(unsigned int policy)
+{
+	return policy == UF_RECLAIM_FIFO ? "FIFO" : "CLOCK";
+}
+
+/* The budgeted case: major faults per policy, against the budget. */
+static void print_zipf(struct bench *b, const struct result *res)
+{
+	size_t budget = b->zipf.budget / PG, i;
+
+	printf("\nzipf: s=%.2f reads of one byte, %zu accesses, over %zu MiB (%zu pages) "
+	       "through a\ncache budget of %zu KiB (%zu pages); hot pages scattered (seed %#llx); "
+	       "a fresh mm\nand object over a tmpfs file (%s) per run: the cache starts empty; "
+	       "median of %u\nby major faults\n\n", ZIPF_S, b->zipf.naccess, b->zipf.size >> 20,
+	       b->zipf.npages, (size_t)(b->zipf.budget >> 10), budget, (unsigned long long)SEED,
+	       b->file[STORE_TMPFS].dir, b->repeat);
+	printf("%-9s %-6s %10s %8s %8s %9s %7s %10s %7s\n", "target", "policy", "majors/1k",
+	       "majors", "evicted", "max-cache", "budget", "ns/access", "spread");
+	for (i = 0; i < NR_CASES; i++) {
+		const struct bench_case *c = &cases[i];
+		const struct sample *s = &res[i].med;
+
+		if (!selected(b, c) || c->order != ORDER_ZIPF)
+			continue;
+		printf("%-9s %-6s %10.1f %8" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6.1f%% %10.1f %6.0f%%\n",
+		       c->target, policy_name(c->policy),
+		       1000.0 * (double)s->majors / (double)b->zipf.naccess, s->majors, s->evicted,
+		       s->max_cache, 100.0 * (double)s->max_cache / (double)budget, s->ns_per_page,
+		       100 * res[i].spread);
+	}
+	printf("%-16s %10.1f   (a cache that pins the %zu hottest pages)\n", "reference",
+	       1000 * b->zipf.pinned_miss, budget);
+
+	for (i = 0; i < NR_CASES; i++) {
+		const struct bench_case *c = &cases[i];
+		const char *v = verdict(c, &res[i]);
+		const struct bench_case *r;
+
+		if (!v || c->order != ORDER_ZIPF)
+			continue;
+		r = &cases[res[i].ref];
+		printf("  %s/%s major faults: %.2fx  goal: %s needs fewer major faults than %s"
+		       "  %s\n", policy_name(r->policy), policy_name(c->policy), res[i].ratio,
+		       c->policy == UF_RECLAIM_CLOCK ? "default" : policy_name(c->policy),
+		       policy_name(r->policy), v);
+	}
+	printf("\nmajors/1k: major faults per 1000 accesses; evicted: pages reclaimed;\n"
+	       "max-cache: the most cache_pages that uf_mm_stats() showed (every %d accesses\n"
+	       "and at the end), and its share of the budget (documented slack: one readahead\n"
+	       "window, budget/8, per handler thread); spread: of ns/access\n", ZIPF_SAMPLE);
+}
+
+static void print_results(struct bench *b, const struct result *res)
+{
+	bool timed = false, zipf = false;
+	size_t i;
+
+	for (i = 0; i < NR_CASES; i++) {
+		if (!selected(b, &cases[i]))
+			continue;
+		if (cases[i].order == ORDER_ZIPF)
+			zipf = true;
+		else
+			timed = true;
+	}
+	if (timed)
+		print_timed(b, res);
+	if (zipf)
+		print_zipf(b, res);
+	putchar('\n');
 
 	for (i = 0; i < NR_CASES; i++) {
 		const struct bench_case *c = &cases[i];
 		const struct sample *s = &res[i].med;
 		const char *v = verdict(c, &res[i]);
+		bool z = c->order == ORDER_ZIPF;
 
+		if (!selected(b, c))
+			continue;
 		printf("BENCH case=%s target=%s store=%s order=%s ns_per_page=%.1f pages=%zu"
 		       " repeat=%u spread=%.3f kfaults=%" PRIu64 " uffd_events=%" PRIu64
 		       " majors=%" PRIu64 " ra_pages=%" PRIu64 " pages_read=%" PRIu64,
 		       c->name, c->target, store_names[c->store], order_names[c->order],
-		       s->ns_per_page, b->npages, b->repeat, res[i].spread, s->kfaults,
-		       s->events, s->majors, s->ra_pages, s->pages_read);
+		       s->ns_per_page, z ? b->zipf.npages : b->npages, b->repeat, res[i].spread,
+		       s->kfaults, s->events, s->majors, s->ra_pages, s->pages_read);
 		if (s->svc_us)
 			printf(" svc_p50_us=%u", s->svc_us);
 		if (s->cached >= 0)
 			printf(" cached=%.3f", s->cached);
+		if (z)	/* ns_per_page is per access here */
+			printf(" policy=%s accesses=%zu majors_per_1k=%.2f evicted=%" PRIu64
+			       " max_cache_pages=%" PRIu64 " budget_pages=%zu",
+			       policy_name(c->policy), b->zipf.naccess,
+			       1000.0 * (double)s->majors / (double)b->zipf.naccess, s->evicted,
+			       s->max_cache, (size_t)(b->zipf.budget / PG));
 		if (v) {
 			printf(" ratio=%.3f ratio_kind=%s ref=%s", res[i].ratio,
-			       c->ratio == RATIO_SPEEDUP ? "speedup" : "cost", c->ref);
+			       ratio_kind_name(c->ratio), c->ref);
 			if (c->goal > 0)
-				printf(" goal=%s%.2f", c->ratio == RATIO_SPEEDUP ? ">=" : "<=",
-				       c->goal);
+				printf(" goal=%s%.2f", goal_op(c->ratio), c->goal);
 			printf(" result=%s", v);
 		}
 		putchar('\n');
@@ -742,12 +1049,14 @@ static void print_results(struct bench *b, const struct result *res)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: ufault-bench [--size MiB] [--repeat N] [--quick] [--check]\n"
+		"usage: ufault-bench [--size MiB] [--repeat N] [--quick] [--check] [--only NAME]\n"
 		"                    [--disk-dir DIR] [--tmpfs-dir DIR]\n"
-		"  --size MiB       bytes of data per case (default 64)\n"
+		"  --size MiB       bytes of data per case (default 64); zipf: a cache budget\n"
+		"                   of size/8 (at least 1 MiB) over 10x that data\n"
 		"  --repeat N       runs per case; the median is reported (default 3)\n"
 		"  --quick          smoke test: 8 MiB, 1 repeat (unless given)\n"
 		"  --check          exit 1 when a goal is missed\n"
+		"  --only NAME      run only the cases NAME, or NAME-* (warm, cold, zipf, ...)\n"
 		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
 		"  --tmpfs-dir DIR  where the tmpfs file lives (default /dev/shm)\n"
 		"exit: 0 done, 1 goal missed (--check), 2 error, 77 no userfaultfd\n");
@@ -769,6 +1078,7 @@ int main(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "check", no_argument, NULL, 'c' },
+		{ "only", required_argument, NULL, 'o' },
 		{ "disk-dir", required_argument, NULL, 'd' },
 		{ "tmpfs-dir", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
@@ -781,12 +1091,13 @@ int main(int argc, char **argv)
 	unsigned long size_mib = 0, repeat = 0, v;
 	struct result res[NR_CASES];
 	struct sample *runs = NULL;
-	bool quick = false, miss = false;
+	bool quick = false, miss = false, need[2] = { false, false }, need_orders = false;
+	bool need_zipf = false;
 	int opt, ret, status = 0;
 	unsigned int r;
 	size_t i;
 
-	while ((opt = getopt_long(argc, argv, "s:r:qcd:t:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:r:qco:d:t:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			if (parse_uint(optarg, 1 << 16, &v))
@@ -803,6 +1114,9 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			b.check = true;
+			break;
+		case 'o':
+			b.only = optarg;
 			break;
 		case 'd':
 			b.file[STORE_DISK].dir = optarg;
@@ -822,18 +1136,55 @@ int main(int argc, char **argv)
 	b.size = (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20;
 	b.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 3);
 	b.npages = b.size / PG;
+	/* 8 MiB over 80 MiB, 200000 accesses by default; the accesses scale
+	 * with the budget so that the cache turns over as many times */
+	b.zipf.budget = b.size / 8 < (1 << 20) ? 1 << 20 : b.size / 8;
+	b.zipf.size = ZIPF_DATA_X * b.zipf.budget;
+	b.zipf.npages = b.zipf.size / PG;
+	b.zipf.naccess = (size_t)((double)ZIPF_ACCESSES * (double)b.zipf.budget / (8 << 20));
+	b.zipf.file = (struct bench_file){ .dir = b.file[STORE_TMPFS].dir, .fd = -1 };
+
+	for (i = 0; i < NR_CASES; i++) {
+		const struct bench_case *c = &cases[i];
+
+		if (!selected(&b, c))
+			continue;
+		if (c->order == ORDER_ZIPF) {
+			need_zipf = true;
+			continue;
+		}
+		need_orders = true;
+		if (c->store <= STORE_DISK)
+			need[c->store] = true;
+	}
+	if (!need_orders && !need_zipf) {
+		fprintf(stderr, "ufault-bench: no case is named %s\n", b.only);
+		goto bad_usage;
+	}
 
 	ret = uf_mm_create(NULL, &b.mm);
 	if (ret) {
 		fprintf(stderr, "ufault-bench: uf_mm_create: %s\n", strerror(-ret));
 		return ret == -EPERM || ret == -ENOSYS ? EXIT_SKIP : EXIT_ERR;
 	}
-	ret = make_orders(&b);
+	if (need_orders)
+		ret = make_orders(&b);
 	for (i = STORE_TMPFS; !ret && i <= STORE_DISK; i++) {
-		ret = file_create(&b, &b.file[i]);
+		if (!need[i])
+			continue;
+		ret = file_create(&b.file[i], b.size);
 		if (ret)
 			fprintf(stderr, "ufault-bench: data file in %s: %s\n", b.file[i].dir,
 				strerror(-ret));
+	}
+	if (!ret && need_zipf) {
+		ret = make_zipf(&b);
+		if (!ret) {
+			ret = file_create(&b.zipf.file, b.zipf.size);
+			if (ret)
+				fprintf(stderr, "ufault-bench: zipf data file in %s: %s\n",
+					b.zipf.file.dir, strerror(-ret));
+		}
 	}
 	runs = calloc(NR_CASES * b.repeat, sizeof(*runs));
 	if (!ret && !runs)
@@ -843,25 +1194,36 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	printf("ufault-bench: %zu MiB (%zu pages of %lu bytes) per case, median of %u, "
-	       "%ld CPUs, one load per page, seed %#llx, 1 warm-up round\n", b.size >> 20, b.npages, PG,
-	       b.repeat, sysconf(_SC_NPROCESSORS_ONLN), (unsigned long long)SEED);
-	printf("stores: tmpfs %s (%s), disk %s (%s)\n", b.file[STORE_TMPFS].dir,
-	       fs_name(b.file[STORE_TMPFS].fstype), b.file[STORE_DISK].dir,
-	       fs_name(b.file[STORE_DISK].fstype));
+	if (need_orders) {
+		printf("ufault-bench: %zu MiB (%zu pages of %lu bytes) per case, median of %u, "
+		       "%ld CPUs, one load per page, seed %#llx, 1 warm-up round\n", b.size >> 20,
+		       b.npages, PG, b.repeat, sysconf(_SC_NPROCESSORS_ONLN),
+		       (unsigned long long)SEED);
+		printf("stores: tmpfs %s (%s), disk %s (%s)\n", b.file[STORE_TMPFS].dir,
+		       fs_name(b.file[STORE_TMPFS].fstype), b.file[STORE_DISK].dir,
+		       fs_name(b.file[STORE_DISK].fstype));
+	}
+	if (need_zipf)
+		printf("ufault-bench: zipf: %zu MiB budget over %zu MiB on %s (%s), %zu accesses, "
+		       "median of %u, %ld CPUs\n", (size_t)(b.zipf.budget >> 20), b.zipf.size >> 20,
+		       b.zipf.file.dir, fs_name(b.zipf.file.fstype), b.zipf.naccess, b.repeat,
+		       sysconf(_SC_NPROCESSORS_ONLN));
 	fflush(stdout);
 
 	/*
 	 * Round 0 is a warm-up whose samples are dropped: the first use of
 	 * memory in a VM pays for the host backing it, and that should not
 	 * land on whichever case happens to run first.  Then the repeats,
-	 * interleaved, so drift over the run hits every case alike.
+	 * interleaved, so drift over the run hits every case alike.  The zipf
+	 * case is judged on major faults, not time: it skips the warm-up.
 	 */
 	for (r = 0; r <= b.repeat; r++) {
 		for (i = 0; i < NR_CASES; i++) {
 			const struct bench_case *c = &cases[i];
 			struct sample warmup;
 
+			if (!selected(&b, c) || (!r && c->order == ORDER_ZIPF))
+				continue;
 			ret = c->run(&b, c, r ? &runs[i * b.repeat + r - 1] : &warmup);
 			if (ret) {
 				fprintf(stderr, "ufault-bench: %s %s/%s: %s\n", c->name, c->target,
@@ -884,6 +1246,8 @@ out:
 	for (i = STORE_TMPFS; i <= STORE_DISK; i++)
 		if (b.file[i].fd >= 0)
 			close(b.file[i].fd);
+	if (b.zipf.file.fd >= 0)
+		close(b.zipf.file.fd);
 	for (i = 0; i < NR_ORDERS; i++)
 		free(b.order[i]);
 	free(runs);
