@@ -167,7 +167,13 @@ struct bench_case {
 	enum ratio_kind ratio;
 	double goal;
 	unsigned int policy;
+	int prot;		/* of the mapping: 0 means PROT_READ */
 };
+
+static int case_prot(const struct bench_case *c)
+{
+	return c->prot ? c->prot : PROT_READ;
+}
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -412,7 +418,7 @@ static int run_kernel(struct bench *b, const struct bench_case *c, struct sample
 	int ret;
 
 	s->cached = file_make_cold(b, c->store);
-	p = mmap(NULL, b->size, PROT_READ, MAP_SHARED, b->file[c->store].fd, 0);
+	p = mmap(NULL, b->size, case_prot(c), MAP_SHARED, b->file[c->store].fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	ret = timed_touch(b, c, p, s);
@@ -447,7 +453,7 @@ static int ufault_touch(struct bench *b, const struct bench_case *c, struct uf_o
 	void *p;
 	int ret;
 
-	ret = uf_mmap(b->mm, b->size, PROT_READ, UF_MAP_SHARED, obj, 0, &p);
+	ret = uf_mmap(b->mm, b->size, case_prot(c), UF_MAP_SHARED, obj, 0, &p);
 	if (ret)
 		return ret;
 	uf_mm_stats(b->mm, &st0);
@@ -476,7 +482,7 @@ static int run_ufault_warm(struct bench *b, const struct bench_case *c, struct s
 
 		if (!buf)
 			return -ENOMEM;
-		ret = uf_object_open(b->mm, b->file[c->store].path, O_RDONLY, &b->warm);
+		ret = uf_object_open(b->mm, b->file[c->store].path, O_RDWR, &b->warm);
 		for (off = 0; !ret && off < b->size; off += chunk) {
 			n = uf_object_pread(b->warm, buf, chunk, off);
 			if (n < 0)
@@ -731,6 +737,14 @@ static const struct bench_case cases[] = {
 	  .run = run_kernel },
 	{ .name = "warm-rand", .target = "ufault", .store = STORE_TMPFS, .order = ORDER_RAND,
 	  .run = run_ufault_warm, .ref = "kernel/tmpfs", .ratio = RATIO_SPEEDUP, .goal = 0.9 },
+
+	/* a writable shared mapping is registered for write-protect (dirty
+	 * tracking), which turns the kernel's fault-around off */
+	{ .name = "warm-seq-rw", .target = "kernel", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_kernel, .prot = PROT_READ | PROT_WRITE },
+	{ .name = "warm-seq-rw", .target = "ufault", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_ufault_warm, .ref = "kernel/tmpfs", .ratio = RATIO_SPEEDUP,
+	  .prot = PROT_READ | PROT_WRITE },	/* info */
 
 	{ .name = "cold-seq", .target = "uffd-min", .store = STORE_ANON, .order = ORDER_SEQ,
 	  .run = run_uffd_min },
