@@ -108,14 +108,19 @@ static int run_ringbuf(struct ringbuf *rb, const struct uf_vm_operations *ops,
 /* 2. A file system wrapping the generic file fault                    */
 /* ------------------------------------------------------------------ */
 
-static unsigned int myfs_faults;	/* object mappings have no private data */
+/* the file system's state for one mapping (uf_vma_set_private) */
+struct myfs {
+	unsigned int faults;
+};
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 /* before */
 static struct uf_page *myfs_nopage(struct uf_vma *vma, unsigned long address, int *type)
 {
-	__atomic_add_fetch(&myfs_faults, 1, __ATOMIC_RELAXED);
+	struct myfs *fs = uf_vma_private(vma);
+
+	__atomic_add_fetch(&fs->faults, 1, __ATOMIC_RELAXED);
 	return uf_filemap_nopage(vma, address, type);
 }
 
@@ -127,7 +132,9 @@ static const struct uf_vm_operations myfs_old_vm_ops = {
 /* after */
 static struct uf_page *myfs_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
-	__atomic_add_fetch(&myfs_faults, 1, __ATOMIC_RELAXED);
+	struct myfs *fs = uf_vma_private(vma);
+
+	__atomic_add_fetch(&fs->faults, 1, __ATOMIC_RELAXED);
 	return uf_filemap_fault(vma, fdata);
 }
 
@@ -158,6 +165,7 @@ static int run_myfs(struct uf_mm *mm, const char *path,
 		    const struct uf_vm_operations *ops, const char *name)
 {
 	size_t len = RB_PAGES * UF_PAGE_SIZE, n;
+	struct myfs fs = { 0 };
 	struct uf_object *obj;
 	unsigned int faults;
 	unsigned char *map;
@@ -175,19 +183,21 @@ static int run_myfs(struct uf_mm *mm, const char *path,
 		fprintf(stderr, "%s: uf_mmap: %s\n", name, strerror(-ret));
 		return 1;
 	}
-	/* what a file system's ->mmap does: vma->vm_ops = &myfs_vm_ops */
-	ret = uf_vma_set_ops(uf_find_vma(mm, map), ops);
+	/* what a file system's ->mmap does: vma->vm_ops = &myfs_vm_ops,
+	 * vma->vm_private_data = fs */
+	ret = uf_vma_set_private(uf_find_vma(mm, map), &fs);
+	if (!ret)
+		ret = uf_vma_set_ops(uf_find_vma(mm, map), ops);
 	if (ret) {
 		fprintf(stderr, "%s: uf_vma_set_ops: %s\n", name, strerror(-ret));
 		bad = 1;
 	}
-	__atomic_store_n(&myfs_faults, 0, __ATOMIC_RELAXED);
 	for (n = 0; n < RB_PAGES; n++)
 		if (map[n * UF_PAGE_SIZE + 100] != 'a' + n)
 			bad = 1;
 	/* fault() ran on a handler thread; readahead may bring several
 	 * pages with one fault */
-	faults = __atomic_load_n(&myfs_faults, __ATOMIC_RELAXED);
+	faults = __atomic_load_n(&fs.faults, __ATOMIC_RELAXED);
 	if (faults < 1)
 		bad = 1;
 	printf("fs,     %-8s faults: %u, bytes %s\n", name, faults, bad ? "WRONG" : "ok");
