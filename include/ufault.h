@@ -91,8 +91,9 @@ int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp);
  *
  * A thread blocked in a fault on one of its mappings is woken and, like any
  * access to unmapped memory, gets SIGSEGV.  Objects still referenced by the
- * caller must be put before or after; uf_object_put() after destroy only
- * frees them.  Must not be called from fault().
+ * caller may be put before or after; after destroy they can only be
+ * synced (uf_object_sync) and put, which writes what is still dirty,
+ * releases the store and frees them.  Must not be called from fault().
  */
 void uf_mm_destroy(struct uf_mm *mm);
 
@@ -232,7 +233,7 @@ int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
  *
  * Dirty pages of a shared object mapping stay in the object's cache and are
  * written by the next sync of the object.  Threads blocked in a fault on the
- * mapping are woken and get SIGSEGV.  Must not be called from fault() on
+ * mapping are woken and get SIGSEGV, as does a write racing with the unmap.  Must not be called from fault() on
  * the same mapping.
  *
  * Return: 0, or -EINVAL (NULL @mm, @addr not the start of a ufault mapping,
@@ -389,6 +390,10 @@ struct uf_store_ops {
  * @store: passed to every method.
  * @size: the object's current size in bytes.
  * @objp: on success, the object with one reference.
+ *
+ * The cache reserves address space for the whole object and keeps two
+ * bits of state per page, so a huge sparse object costs memory up front
+ * (about 1 GiB for 16 TiB) and may fail with -ENOMEM.
  *
  * Return: 0, or -EINVAL (NULL @mm/@ops/@objp, no ->read), -EFBIG (@size
  * above 2^63 - 4096), -ENOMEM, or a kernel error (creating the cache memfd).

@@ -196,6 +196,27 @@ static void poison_expire(struct uf_mm *mm, bool all)
 	pthread_rwlock_unlock(&mm->vma_lock);
 }
 
+/* Remember a poison marker on an object page, to lift it after POISON_NS;
+ * with the table full, the oldest is lifted at once.
+ * Locking: takes mm->poison_lock (and what poison_expire() takes). */
+static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page_addr)
+{
+	const unsigned int max = sizeof(mm->poison) / sizeof(mm->poison[0]);
+
+	for (;;) {
+		pthread_mutex_lock(&mm->poison_lock);
+		if (mm->npoison < max) {
+			mm->poison[__atomic_fetch_add(&mm->npoison, 1, __ATOMIC_RELAXED)] =
+				(struct uf_poison){ .addr = page_addr, .vma_id = vma->id,
+						    .when_ns = now_ns() };
+			pthread_mutex_unlock(&mm->poison_lock);
+			return;
+		}
+		pthread_mutex_unlock(&mm->poison_lock);
+		poison_expire(mm, true);
+	}
+}
+
 /* Wait no longer than the oldest poison marker has left to live. */
 static int poll_timeout_ms(struct uf_mm *mm)
 {
@@ -256,13 +277,6 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 	if (!vma->obj && uffd_poison(mm, page_addr) == 0)
 		return;
 	if (vma->obj && thread_blocks_sigbus(tid)) {
-		bool full;
-
-		pthread_mutex_lock(&mm->poison_lock);
-		full = mm->npoison == sizeof(mm->poison) / sizeof(mm->poison[0]);
-		pthread_mutex_unlock(&mm->poison_lock);
-		if (full)
-			poison_expire(mm, true);
 		ret = uffd_poison(mm, page_addr);
 		if (ret == -EEXIST && (vma->flags & VMA_REG_WP)) {
 			/* a write-protect marker holds the PTE: lift it first
@@ -276,11 +290,7 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 				ret = uffd_poison(mm, page_addr);
 		}
 		if (ret == 0) {
-			pthread_mutex_lock(&mm->poison_lock);
-			mm->poison[__atomic_fetch_add(&mm->npoison, 1, __ATOMIC_RELAXED)] = (struct uf_poison){
-				.addr = page_addr, .vma_id = vma->id, .when_ns = now_ns(),
-			};
-			pthread_mutex_unlock(&mm->poison_lock);
+			poison_note(mm, vma, page_addr);
 			return;
 		}
 	}

@@ -386,7 +386,7 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	struct uf_object *obj;
 	int ret;
 
-	if (size > (uint64_t)INT64_MAX - PAGE_SIZE)
+	if (size > UF_MAX_SIZE)
 		return -EFBIG;
 	obj = calloc(1, sizeof(*obj));
 	if (!obj)
@@ -470,6 +470,22 @@ UF_EXPORT int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
 	return ret;
 }
 
+/*
+ * Take a reference unless the last one is gone (the object is being freed):
+ * for walks of mm->objects, which may meet an object in its last put.
+ * Locking: mm->obj_lock held.
+ */
+bool uf_object_tryget(struct uf_object *obj)
+{
+	int refs = __atomic_load_n(&obj->refs, __ATOMIC_RELAXED);
+
+	while (refs > 0)
+		if (__atomic_compare_exchange_n(&obj->refs, &refs, refs + 1, false,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
 UF_EXPORT void uf_object_get(struct uf_object *obj)
 {
 	if (obj)
@@ -480,13 +496,14 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 {
 	if (!obj || __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	/* off the mm's list first: no walk of it can reach the object now */
+	if (obj->mm)
+		uf_mm_del_object(obj->mm, obj);
 	if (obj->ops) {
 		uf_object_sync(obj);
 		if (obj->ops->release)
 			obj->ops->release(obj->store);
 	}
-	if (obj->mm)
-		uf_mm_del_object(obj->mm, obj);
 	if (obj->cache_map != MAP_FAILED)
 		munmap(obj->cache_map, obj->cache_cap);
 	if (obj->memfd >= 0)

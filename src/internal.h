@@ -33,6 +33,7 @@
 #define BITS_PER_LONG	(8 * sizeof(unsigned long))
 
 #define UF_MAX_HANDLERS	64
+#define UF_MAX_SIZE	((1ULL << 63) - PAGE_SIZE)	/* largest object size */
 #define UF_EXPORT	__attribute__((visibility("default")))
 
 /* Counters shared by struct uf_mm and struct uf_vma; updated atomically. */
@@ -183,6 +184,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		   size_t *filled, bool *major, struct uf_vma *vma);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
+bool uf_object_tryget(struct uf_object *obj);
 void *uf_bounce_buffer(size_t len);
 
 /* bitmaps (atomic where set from fillers under the shared lock) */

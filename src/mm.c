@@ -195,10 +195,10 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 		for (obj = mm->objects; obj; obj = obj->mm_next)
 			n++;
 		snap = calloc(n ? n : 1, sizeof(*snap));
-		for (obj = mm->objects, i = 0; snap && obj; obj = obj->mm_next) {
-			uf_object_get(obj);
-			snap[i++] = obj;
-		}
+		for (obj = mm->objects, i = 0; snap && obj; obj = obj->mm_next)
+			if (uf_object_tryget(obj))
+				snap[i++] = obj;
+		n = i;
 		pthread_mutex_unlock(&mm->obj_lock);
 		/* out of memory: no early sync; the last put still syncs */
 		for (i = 0; snap && i < n; i++) {

@@ -44,11 +44,31 @@ static void restore(struct uf_vma *vma, unsigned long s, unsigned long e)
 	}
 }
 
+/*
+ * Mark dirty every cached object page that [s, e) of @vma shows.
+ * Locking: mm->vma_lock held exclusive; takes obj->invalidate_lock shared.
+ */
+static void mark_range_dirty(struct uf_vma *vma, unsigned long s, unsigned long e)
+{
+	struct uf_object *obj = vma->obj;
+	unsigned long a;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	for (a = s; a < e; a += PAGE_SIZE) {
+		uint64_t pg = vma->nl_pgoff[(a - vma->start) >> PAGE_SHIFT] & ~NL_WINDOW;
+
+		if (pg < obj->bitmap_pages && uf_test_bit(obj->present, pg))
+			uf_set_bit(obj->dirty, pg);
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+}
+
 UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 				  int prot, uint64_t pgoff, int flags)
 {
 	unsigned long s = (unsigned long)start, e, i;
 	struct uf_vma *vma;
+	bool fresh;
 	void *p;
 	int ret;
 
@@ -60,6 +80,7 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	vma = __uf_vma_find(mm, s);
+	fresh = false;
 	ret = -EINVAL;
 	if (!vma || e > vma->end || !vma->obj || !(vma->flags & VMA_SHARED) ||
 	    !vma->vm_ops->fault)
@@ -73,15 +94,21 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 			goto out;
 		for (i = 0; i < n; i++)
 			vma->nl_pgoff[i] = vma->pgoff + i;
+		fresh = true;
 	}
-	/* writes to the pages leaving the range must not be forgotten */
+	/*
+	 * Writes to the pages leaving the range must not be forgotten.  A
+	 * scan cannot see a write that lands after it and before the new
+	 * mapping: take every cached page the range shows as dirty.
+	 */
 	if (vma->prot & PROT_WRITE)
-		uf_vma_collect_dirty(vma, s, e);
+		mark_range_dirty(vma, s, e);
 
 	p = mmap(start, size, vma->prot, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
 		 vma->obj->memfd, (off_t)(pgoff << PAGE_SHIFT));
 	if (p == MAP_FAILED) {
 		ret = -errno;
+		restore(vma, s, e);
 		goto out;
 	}
 	ret = uf_vma_register(vma, s, size);
@@ -92,6 +119,10 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 	for (i = 0; i < size >> PAGE_SHIFT; i++)
 		vma->nl_pgoff[((s - vma->start) >> PAGE_SHIFT) + i] = (pgoff + i) | NL_WINDOW;
 out:
+	if (ret && fresh) {
+		free(vma->nl_pgoff);
+		vma->nl_pgoff = NULL;
+	}
 	pthread_rwlock_unlock(&mm->vma_lock);
 	return ret;
 }

@@ -185,12 +185,13 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		return n;
 	}
 
-	/* CLOCK: two turns of the hand at most */
+	/* CLOCK: one turn of the hand at most: a page passed over now is
+	 * taken by a later call if nothing maps it again by then */
 	unsigned long *mapped = calloc(DIV_ROUND_UP(obj->bitmap_pages, BITS_PER_LONG),
 				       sizeof(unsigned long));
 	if (mapped)
 		__sample_mapped(obj, mapped);
-	while (n < want && scanned < 2 * end) {
+	while (n < want && scanned < end) {
 		uint64_t pg = obj->clock_hand++ % end;
 
 		scanned++;
@@ -233,8 +234,18 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 	vict = malloc(want * sizeof(*vict));
 	if (!vict)
 		return 0;
+	/*
+	 * Try, never wait: reclaim runs in handler threads, and a thread that
+	 * holds the invalidate lock (pread/pwrite copying into a ufault
+	 * mapping) may be waiting for this very handler.  A busy object is
+	 * left for the next round.
+	 */
 	pthread_rwlock_rdlock(&mm->vma_lock);
-	pthread_rwlock_wrlock(&obj->invalidate_lock);
+	if (pthread_rwlock_trywrlock(&obj->invalidate_lock)) {
+		pthread_rwlock_unlock(&mm->vma_lock);
+		free(vict);
+		return 0;
+	}
 	if (!__evictable(obj))
 		goto out;
 	n = __pick_victims(obj, vict, want);
@@ -304,28 +315,38 @@ void uf_reclaim(struct uf_mm *mm)
 	low = mm->budget_pages - mm->budget_pages / 16;
 	while ((total = cache_total(mm)) > low && rounds++ < 4) {
 		struct uf_object **snap, *obj;
-		size_t nobj = 0, i;
+		size_t nobj = 0, i, largest = 0;
 		uint64_t freed = 0;
 
 		pthread_mutex_lock(&mm->obj_lock);
 		for (obj = mm->objects; obj; obj = obj->mm_next)
 			nobj++;
 		snap = calloc(nobj ? nobj : 1, sizeof(*snap));
-		for (obj = mm->objects, i = 0; snap && obj; obj = obj->mm_next) {
-			uf_object_get(obj);
-			snap[i++] = obj;
-		}
+		for (obj = mm->objects, i = 0; snap && obj; obj = obj->mm_next)
+			if (uf_object_tryget(obj))
+				snap[i++] = obj;
+		nobj = i;
 		pthread_mutex_unlock(&mm->obj_lock);
 		if (!snap)
 			break;
-		/* each object gives in proportion to what it holds */
+		/*
+		 * Each object gives in proportion to what it holds, rounded
+		 * down: an object with a page or two (the one a fault has just
+		 * filled, say) is not made to give it back while another
+		 * object, busy, holds the cache; that would only thrash.  When
+		 * every share rounds to nothing, the largest object gives.
+		 */
 		for (i = 0; i < nobj; i++) {
 			uint64_t have = uf_load(&snap[i]->npresent);
-			uint64_t want = total ? (have * (total - low) + total - 1) / total : 0;
+			uint64_t want = have * (total - low) / total;
 
 			if (want)
 				freed += evict_object(snap[i], want);
+			if (have > uf_load(&snap[largest]->npresent))
+				largest = i;
 		}
+		if (!freed && nobj)
+			freed = evict_object(snap[largest], total - low);
 		for (i = 0; i < nobj; i++)
 			uf_object_put(snap[i]);
 		free(snap);

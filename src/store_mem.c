@@ -18,6 +18,8 @@ UF_EXPORT int uf_object_create_mem(struct uf_mm *mm, uint64_t size, struct uf_ob
 
 	if (!mm || !objp)
 		return -EINVAL;
+	if (size > UF_MAX_SIZE)
+		return -EFBIG;
 	fd = memfd_create("ufault-store", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;

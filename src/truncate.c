@@ -152,7 +152,7 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 		return -EINVAL;
 	if (obj->readonly)
 		return -EROFS;
-	if (size > (uint64_t)INT64_MAX - PAGE_SIZE)
+	if (size > UF_MAX_SIZE)
 		return -EFBIG;
 
 	pthread_rwlock_rdlock(&obj->mm->vma_lock);

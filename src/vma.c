@@ -299,8 +299,12 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 
 	if (vma->vm_ops->close)
 		vma->vm_ops->close(vma);
-	if (obj && (vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE))
+	if (obj && (vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
+		/* no write may land between the scan and the placeholder: one
+		 * racing with the unmap faults, as after it */
+		mprotect((void *)vma->start, len, vma->prot & ~PROT_WRITE);
 		uf_vma_collect_dirty(vma, vma->start, vma->end);
+	}
 
 	/* Placeholder: wakes nobody by itself, keeps the range ours. */
 	mmap((void *)vma->start, len, PROT_NONE,

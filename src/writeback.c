@@ -318,6 +318,8 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 		return -EINVAL;
 	if (!len)
 		return 0;
+	if (len > SIZE_MAX - PAGE_SIZE)
+		return -ENOMEM;
 	end = start + ((len + PAGE_SIZE - 1) & PAGE_MASK);
 	if (end < start)
 		return -ENOMEM;
