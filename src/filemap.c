@@ -411,10 +411,12 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 		ret = -errno;
 		goto fail;
 	}
-	ret = uf_object_resize_bitmaps(obj, size_pages(size));
+	/* the address space first: it says -ENOMEM for a size no bitmap
+	 * should be allocated for */
+	ret = uf_object_cache_map(obj, size);
 	if (ret)
 		goto fail;
-	ret = uf_object_cache_map(obj, size);
+	ret = uf_object_resize_bitmaps(obj, size_pages(size));
 	if (ret)
 		goto fail;
 	uf_mm_add_object(mm, obj);

@@ -173,9 +173,9 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 	} else if (size > old) {
 		uint64_t tail = old & (PAGE_SIZE - 1);
 
-		ret = uf_object_resize_bitmaps(obj, DIV_ROUND_UP(size, PAGE_SIZE));
+		ret = uf_object_cache_map(obj, size);
 		if (!ret)
-			ret = uf_object_cache_map(obj, size);
+			ret = uf_object_resize_bitmaps(obj, DIV_ROUND_UP(size, PAGE_SIZE));
 		/* cut whatever the store held past the old end, then extend */
 		if (!ret)
 			ret = store_truncate(obj, old);

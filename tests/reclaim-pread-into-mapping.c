@@ -49,9 +49,15 @@ int main(void)
 	n = uf_object_pread(src, map, SIZE, 0);
 	if (n == -EFAULT) {
 		printf("faults inside system calls are not served here\n");
+		free(pat);
 		return UT_SKIP;
 	}
 	CHECK(n == (ssize_t)SIZE, "uf_object_pread returned %zd", n);
 	CHECK(memcmp(map, pat, SIZE) == 0, "wrong bytes");
+	CHECK_RET(uf_munmap(mm, map, SIZE), 0);
+	uf_object_put(src);
+	uf_object_put(dst);
+	uf_mm_destroy(mm);
+	free(pat);
 	return UT_PASS;
 }
