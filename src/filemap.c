@@ -206,13 +206,13 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		long added;
 		int ret;
 
-		if (!uf_break_protocol && p < obj->bitmap_pages && uf_test_bit(obj->present, p)) {
+		if (!uf_protocol_broken() && p < obj->bitmap_pages && uf_test_bit(obj->present, p)) {
 			p++;
 			continue;
 		}
 		/* (broken on purpose, the whole window is read from the store
 		 * and the copy skips what is present) */
-		for (run = p; run < last && (uf_break_protocol ||
+		for (run = p; run < last && (uf_protocol_broken() ||
 		     !(run < obj->bitmap_pages && uf_test_bit(obj->present, run))); run++)
 			;
 		run -= p;
@@ -221,7 +221,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		if (off + len > size)
 			len = size - off;	/* the rest of the page reads zero */
 		ret = store_read(obj, buf, len, off);
-		if (uf_break_protocol)
+		if (uf_protocol_broken())
 			usleep(200);	/* widen the window the lock closes */
 		if (!ret) {
 			memset(buf + len, 0, (run << PAGE_SHIFT) - len);
@@ -335,11 +335,11 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	 * read and the insert, and the insert brings old bytes back.
 	 */
 	pthread_rwlock_rdlock(&vma->mm->vma_lock);
-	if (!uf_break_protocol)
+	if (!uf_protocol_broken())
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 	/* one store read per run of holes, one wake (by the caller) */
 	ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major, vma);
-	if (!uf_break_protocol)
+	if (!uf_protocol_broken())
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 	pthread_rwlock_unlock(&vma->mm->vma_lock);
 

@@ -223,7 +223,12 @@ int uf_object_cache_map(struct uf_object *obj, uint64_t size);
 extern const struct uf_store_ops uf_file_store_ops;
 int uf_file_store_new(int fd, void **storep);
 
-/* test switch: skip the i_size re-check under the invalidate lock */
+/* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip
+ * the invalidate lock, so that ufault-stress can show it finds the race. */
 extern int uf_break_protocol;
+static inline bool uf_protocol_broken(void)
+{
+	return __atomic_load_n(&uf_break_protocol, __ATOMIC_RELAXED);
+}
 
 #endif /* UF_INTERNAL_H */
