@@ -328,7 +328,43 @@ static struct uf_page *nopage_adapter(struct uf_vma *vma, const struct uf_vm_ope
 	return page;
 }
 
-static void handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
+/*
+ * Serve one address at a time across handler threads.  Two threads that
+ * fault on one page raise two events; were they served at once, one
+ * handler's wake could let a thread through whose own fault the other
+ * handler is answering with SIGBUS, which would then land after the
+ * access.  Served in turn, the second finds the page present (minor), or
+ * fails in turn.  @slot is this handler's index.
+ * Locking: takes mm->inflight_lock; no other lock held.
+ */
+static void inflight_begin(struct uf_mm *mm, unsigned int slot, unsigned long page_addr)
+{
+	unsigned int i;
+
+	if (mm->nthreads == 1)
+		return;
+	pthread_mutex_lock(&mm->inflight_lock);
+	for (i = 0; i < mm->nthreads; i++) {
+		if (i != slot && mm->inflight[i] == page_addr) {
+			pthread_cond_wait(&mm->inflight_cond, &mm->inflight_lock);
+			i = (unsigned int)-1;	/* look again from the start */
+		}
+	}
+	mm->inflight[slot] = page_addr;
+	pthread_mutex_unlock(&mm->inflight_lock);
+}
+
+static void inflight_end(struct uf_mm *mm, unsigned int slot)
+{
+	if (mm->nthreads == 1)
+		return;
+	pthread_mutex_lock(&mm->inflight_lock);
+	mm->inflight[slot] = 0;
+	pthread_cond_broadcast(&mm->inflight_cond);
+	pthread_mutex_unlock(&mm->inflight_lock);
+}
+
+static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 {
 	unsigned long addr = msg->arg.pagefault.address;
 	unsigned long page_addr = addr & PAGE_MASK;
@@ -421,9 +457,19 @@ static void handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 		uf_reclaim(mm);
 }
 
+static void handle_fault(struct uf_mm *mm, unsigned int slot, const struct uffd_msg *msg)
+{
+	unsigned long page_addr = msg->arg.pagefault.address & PAGE_MASK;
+
+	inflight_begin(mm, slot, page_addr);
+	__handle_fault(mm, msg);
+	inflight_end(mm, slot);
+}
+
 void *uf_handler_thread(void *arg)
 {
-	struct uf_mm *mm = arg;
+	struct uf_handler *h = arg;
+	struct uf_mm *mm = h->mm;
 	struct pollfd pfd[2] = {
 		{ .fd = mm->uffd, .events = POLLIN },
 		{ .fd = mm->stopfd, .events = POLLIN },
@@ -451,7 +497,7 @@ void *uf_handler_thread(void *arg)
 			continue;	/* EAGAIN: another handler took them */
 		for (i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++) {
 			if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-				handle_fault(mm, &msgs[i]);
+				handle_fault(mm, h->slot, &msgs[i]);
 		}
 	}
 	return NULL;

@@ -57,6 +57,10 @@ struct uf_mm {
 
 	unsigned int nthreads;
 	pthread_t threads[UF_MAX_HANDLERS];
+	struct uf_handler {
+		struct uf_mm *mm;
+		unsigned int slot;
+	} handlers[UF_MAX_HANDLERS];
 
 	pthread_rwlock_t vma_lock;
 	struct uf_vma **vmas;		/* sorted by start */
@@ -64,6 +68,15 @@ struct uf_mm {
 
 	pthread_mutex_t obj_lock;
 	struct uf_object *objects;	/* list through obj->mm_next */
+
+	/*
+	 * The page address each handler thread is serving (0: none), so
+	 * that two handlers never serve faults at one address at once: the
+	 * outcome of one (a wake, or a SIGBUS) must not race the other's.
+	 */
+	pthread_mutex_t inflight_lock;
+	pthread_cond_t inflight_cond;
+	unsigned long inflight[UF_MAX_HANDLERS];
 
 	/* poison markers on object pages, to lift again (fault.c) */
 	pthread_mutex_t poison_lock;

@@ -150,6 +150,8 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	pthread_mutex_init(&mm->obj_lock, NULL);
 	pthread_mutex_init(&mm->reclaim_lock, NULL);
 	pthread_mutex_init(&mm->poison_lock, NULL);
+	pthread_mutex_init(&mm->inflight_lock, NULL);
+	pthread_cond_init(&mm->inflight_cond, NULL);
 
 	ret = mm_open_uffd(mm, cfg->flags, cfg->cache_budget != 0);
 	if (ret)
@@ -161,7 +163,8 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	}
 	mm->nthreads = cfg->handler_threads ? cfg->handler_threads : 1;
 	for (i = 0; i < mm->nthreads; i++) {
-		ret = -pthread_create(&mm->threads[i], NULL, uf_handler_thread, mm);
+		mm->handlers[i] = (struct uf_handler){ .mm = mm, .slot = i };
+		ret = -pthread_create(&mm->threads[i], NULL, uf_handler_thread, &mm->handlers[i]);
 		if (ret) {
 			mm->nthreads = i;
 			goto fail;
@@ -232,6 +235,8 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	pthread_mutex_destroy(&mm->obj_lock);
 	pthread_mutex_destroy(&mm->reclaim_lock);
 	pthread_mutex_destroy(&mm->poison_lock);
+	pthread_mutex_destroy(&mm->inflight_lock);
+	pthread_cond_destroy(&mm->inflight_cond);
 	free(mm);
 }
 
