@@ -85,7 +85,7 @@ int main(void)
 	struct uf_mm *mm = ut_mm_create(&cfg);
 	struct uf_object *obj;
 	pthread_t t[2];
-	int i, sigbus = 0, ok = 0;
+	int i, sigbus = 0, ok = 0, reads, overlapped;
 
 	ut_catch_signals();
 	CHECK_RET(uf_object_create(mm, &ops, &c, NPAGES * UF_PAGE_SIZE, &obj), 0);
@@ -103,9 +103,13 @@ int main(void)
 		else if (r[i].sig == 0 && r[i].val == 0x5a)
 			ok++;
 	}
+	pthread_mutex_lock(&c.lock);
+	reads = c.reads;
+	overlapped = c.overlapped;
+	pthread_mutex_unlock(&c.lock);
 	printf("store reads %d, overlapped %d, readers: %d SIGBUS, %d read the page\n",
-	       c.reads, c.overlapped, sigbus, ok);
-	CHECK(!c.overlapped, "two fills of one page ran at once");
+	       reads, overlapped, sigbus, ok);
+	CHECK(!overlapped, "two fills of one page ran at once");
 	CHECK(sigbus + ok == 2, "a reader saw neither the page nor SIGBUS");
 	CHECK(sigbus <= 1, "both readers got SIGBUS though the second read succeeds");
 	CHECK_RET(uf_munmap(mm, c.map, NPAGES * UF_PAGE_SIZE), 0);
