@@ -217,7 +217,7 @@ static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page
 	}
 }
 
-/* Wait no longer than the oldest poison marker has left to live. */
+/* While poison markers wait to be lifted, wake up to lift them. */
 static int poll_timeout_ms(struct uf_mm *mm)
 {
 	unsigned int n = __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED);
@@ -561,11 +561,10 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 	    address < vma->start || address >= vma->end)
 		return -EINVAL;
 	if (vma->obj) {
-		uint64_t idx = (page_addr - vma->start) >> PAGE_SHIFT;
 		uint64_t pgoff;
 
 		pthread_rwlock_rdlock(&vma->mm->vma_lock);
-		pgoff = vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
+		pgoff = __uf_vma_pgoff(vma, page_addr);
 		pthread_rwlock_unlock(&vma->mm->vma_lock);
 		ret = uf_object_insert(vma->obj, pgoff, kaddr);
 		if ((ret == 0 || ret == -EEXIST) && !(cur.vma == vma && cur.page == page_addr))

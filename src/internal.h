@@ -178,6 +178,8 @@ void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
 				 bool *nonlinear);
 void uf_vma_put(struct uf_vma *vma);
+uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
+void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_unmap_all(struct uf_mm *mm);

@@ -44,25 +44,6 @@ static void restore(struct uf_vma *vma, unsigned long s, unsigned long e)
 	}
 }
 
-/*
- * Mark dirty every cached object page that [s, e) of @vma shows.
- * Locking: mm->vma_lock held exclusive; takes obj->invalidate_lock shared.
- */
-static void mark_range_dirty(struct uf_vma *vma, unsigned long s, unsigned long e)
-{
-	struct uf_object *obj = vma->obj;
-	unsigned long a;
-
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	for (a = s; a < e; a += PAGE_SIZE) {
-		uint64_t pg = vma->nl_pgoff[(a - vma->start) >> PAGE_SHIFT] & ~NL_WINDOW;
-
-		if (pg < obj->bitmap_pages && uf_test_bit(obj->present, pg))
-			uf_set_bit(obj->dirty, pg);
-	}
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-}
-
 UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 				  int prot, uint64_t pgoff, int flags)
 {
@@ -101,8 +82,11 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 	 * scan cannot see a write that lands after it and before the new
 	 * mapping: take every cached page the range shows as dirty.
 	 */
-	if (vma->prot & PROT_WRITE)
-		mark_range_dirty(vma, s, e);
+	if (vma->prot & PROT_WRITE) {
+		pthread_rwlock_rdlock(&vma->obj->invalidate_lock);
+		__uf_vma_mark_dirty(vma, s, e);
+		pthread_rwlock_unlock(&vma->obj->invalidate_lock);
+	}
 
 	p = mmap(start, size, vma->prot, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
 		 vma->obj->memfd, (off_t)(pgoff << PAGE_SHIFT));

@@ -115,9 +115,7 @@ static void __sample_mapped(struct uf_object *obj, unsigned long *mapped)
 				break;
 			for (i = 0; i < n; i++) {
 				for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE) {
-					uint64_t idx = (a - vma->start) >> PAGE_SHIFT;
-					uint64_t pg = vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW
-								    : vma->pgoff + idx;
+					uint64_t pg = __uf_vma_pgoff(vma, a);
 
 					if (pg < obj->bitmap_pages)
 						uf_set_bit(mapped, pg);

@@ -90,6 +90,15 @@ static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 	}
 }
 
+/* The object page @addr of @vma shows.
+ * Locking: mm->vma_lock held (any mode), for vma->nl_pgoff. */
+uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
+{
+	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
+
+	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
+}
+
 /*
  * Find the VMA at @addr and take a reference; compute the object page the
  * address shows.  Return NULL if no ufault mapping is there.
@@ -105,13 +114,8 @@ struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t 
 	if (vma) {
 		uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
 
-		if (vma->nl_pgoff) {
-			*pgoff = vma->nl_pgoff[idx] & ~NL_WINDOW;
-			*nonlinear = vma->nl_pgoff[idx] & NL_WINDOW;
-		} else {
-			*pgoff = vma->pgoff + idx;
-			*nonlinear = false;
-		}
+		*pgoff = __uf_vma_pgoff(vma, addr);
+		*nonlinear = vma->nl_pgoff && (vma->nl_pgoff[idx] & NL_WINDOW);
 		pthread_mutex_lock(&vma->ref_lock);
 		vma->refs++;
 		pthread_mutex_unlock(&vma->ref_lock);

@@ -38,23 +38,20 @@ int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long l
 	return 0;
 }
 
-/* Locking: mm->vma_lock held (any mode) for vma->nl_pgoff. */
-static uint64_t __vma_pgoff(struct uf_vma *vma, unsigned long addr)
-{
-	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
-}
-
-static void mark_dirty_range(struct uf_vma *vma, unsigned long start, unsigned long end)
+/*
+ * Mark dirty the cached object pages that [start, end) of @vma shows (a
+ * page not in the cache has nothing to write).
+ * Locking: mm->vma_lock held (any mode), obj->invalidate_lock shared.
+ */
+void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
 {
 	struct uf_object *obj = vma->obj;
 	unsigned long a;
 
 	for (a = start; a < end; a += PAGE_SIZE) {
-		uint64_t pgoff = __vma_pgoff(vma, a);
+		uint64_t pgoff = __uf_vma_pgoff(vma, a);
 
-		if (pgoff < obj->bitmap_pages)
+		if (pgoff < obj->bitmap_pages && uf_test_bit(obj->present, pgoff))
 			uf_set_bit(obj->dirty, pgoff);
 	}
 }
@@ -96,7 +93,7 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 				break;
 			}
 			for (i = 0; i < n; i++)
-				mark_dirty_range(vma, vec[i].start, vec[i].end);
+				__uf_vma_mark_dirty(vma, vec[i].start, vec[i].end);
 			if (arg.walk_end <= start)
 				break;
 			start = arg.walk_end;
@@ -111,7 +108,7 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 		} else {
 			for (i = 0; i < npages; i++)
 				if (vec[i] & 1)
-					mark_dirty_range(vma, start + (i << PAGE_SHIFT),
+					__uf_vma_mark_dirty(vma, start + (i << PAGE_SHIFT),
 							 start + ((i + 1) << PAGE_SHIFT));
 		}
 		free(vec);
@@ -353,8 +350,8 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 				parts[nparts].first = 0;
 				parts[nparts].last = UINT64_MAX;
 			} else {
-				parts[nparts].first = __vma_pgoff(vma, a);
-				parts[nparts].last = __vma_pgoff(vma, e - PAGE_SIZE);
+				parts[nparts].first = __uf_vma_pgoff(vma, a);
+				parts[nparts].last = __uf_vma_pgoff(vma, e - PAGE_SIZE);
 			}
 			nparts++;
 		}
