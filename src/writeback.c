@@ -178,6 +178,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 {
 	bool sync_wp = obj->mm && obj->mm->wp_sync;
 	uint64_t size, end, p;
+	struct uf_bounce *bounce;
 	char *buf;
 	int err = 0;
 
@@ -187,8 +188,8 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		last = end ? end - 1 : 0;
 	if (last >= obj->bitmap_pages)
 		last = obj->bitmap_pages ? obj->bitmap_pages - 1 : 0;
-	buf = uf_bounce_buffer(WB_BATCH << PAGE_SHIFT);
-	if (!buf)
+	bounce = uf_bounce_get(WB_BATCH << PAGE_SHIFT, (void **)&buf);
+	if (!bounce)
 		return -ENOMEM;
 	for (p = first; end && p <= last; ) {
 		uint64_t run, off, i;
@@ -230,6 +231,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		}
 		p += run;
 	}
+	uf_bounce_put(bounce);
 	return err;
 }
 
