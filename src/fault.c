@@ -4,7 +4,7 @@
  *
  *   a thread touches a missing page
  *     -> the kernel queues a userfaultfd event and puts the thread to sleep
- *   uf_handler_thread() reads the event
+ *   a handler thread of the engine (uffd.c) reads the event
  *     -> handle_fault(): find the VMA and the object page (pgoff)
  *     -> the VMA's ->fault() (or the ->nopage adapter) finds the page:
  *          returns a page         -> install_page() copies it in
@@ -24,7 +24,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,60 +39,12 @@ static __thread struct {
 	struct uf_vma *vma;
 	unsigned long page;
 	bool installed;
-	bool eof;		/* ->fault found the page past EOF */
 } cur;
 
 /* The mapping whose fault this thread is serving (uf_munmap() refuses it). */
 struct uf_vma *uf_fault_vma(void)
 {
 	return cur.vma;
-}
-
-/* uf_filemap_fault(): the page asked for is past EOF. */
-void uf_fault_past_eof(void)
-{
-	cur.eof = true;
-}
-
-void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len)
-{
-	struct uffdio_range r = { .start = addr, .len = len };
-
-	ioctl(mm->uffd, UFFDIO_WAKE, &r);
-}
-
-/*
- * UFFDIO_COPY @len bytes to @dst with @mode (UFFDIO_COPY_MODE_*).  *copied
- * (if given) grows by the bytes that landed, also before an error (EEXIST:
- * a page is already present there).
- */
-int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t len,
-		 uint64_t mode, size_t *copied)
-{
-	struct uffdio_copy c = {
-		.dst = dst, .src = (unsigned long)src, .len = len, .mode = mode,
-	};
-
-	while (ioctl(mm->uffd, UFFDIO_COPY, &c) < 0) {
-		int ret = -errno;
-
-		if (c.copy > 0) {
-			/* partial: go on from where it stopped */
-			c.dst += c.copy;
-			c.src += c.copy;
-			c.len -= c.copy;
-			if (copied)
-				*copied += c.copy;
-			c.copy = 0;
-			continue;
-		}
-		if (ret == -EAGAIN)	/* mappings changing: retry */
-			continue;
-		return ret;
-	}
-	if (copied)
-		*copied += c.copy;
-	return 0;
 }
 
 static void count_fault(struct uf_vma *vma, int type)
@@ -146,20 +97,6 @@ static uint64_t now_ns(void)
 /* How long an object page stays poisoned after a failed fault: enough for
  * the woken thread to retry its access and take the SIGBUS. */
 #define POISON_NS	(5 * 1000 * 1000)
-
-static int uffd_poison(struct uf_mm *mm, unsigned long page_addr)
-{
-	struct uffdio_poison {
-		struct uffdio_range range;
-		__u64 mode;
-		__s64 updated;
-	} p = { .range = { page_addr, PAGE_SIZE } };
-
-	if (!(mm->features & UFFD_FEATURE_POISON))
-		return -ENOSYS;
-	/* wakes the thread, whose retry takes SIGBUS from the kernel */
-	return ioctl(mm->uffd, _IOWR(UFFDIO, 0x08, struct uffdio_poison), &p) < 0 ? -errno : 0;
-}
 
 /*
  * Lift the poison markers put on object pages more than POISON_NS ago (all
@@ -252,7 +189,7 @@ static bool thread_blocks_sigbus(pid_t tid)
  *  - An object page past EOF (truncated while the fault was queued): a
  *    wake is enough; the retried access meets the memfd's size and the
  *    kernel raises SIGBUS (BUS_ADRERR) itself.
- *  - An operation mapping: the page gets a poison marker (UFFDIO_POISON,
+ *  - An operation mapping: the page gets a poison marker (the kernel's poison,
  *    6.6+) and keeps it: every later touch takes SIGBUS (BUS_ADRERR) from
  *    the kernel, and a system call touching it fails with EFAULT.
  *  - An object page inside EOF (a store error): SIGBUS is queued to the
@@ -271,23 +208,18 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 	int ret;
 
 	if (eof) {
-		uf_uffd_wake(mm, page_addr, PAGE_SIZE);
+		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
 		return;
 	}
-	if (!vma->obj && uffd_poison(mm, page_addr) == 0)
+	if (!vma->obj && uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE) == 0)
 		return;
 	if (vma->obj && thread_blocks_sigbus(tid)) {
-		ret = uffd_poison(mm, page_addr);
+		ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
 		if (ret == -EEXIST && (vma->flags & VMA_REG_WP)) {
 			/* a write-protect marker holds the PTE: lift it first
 			 * (poison_expire() puts it back) */
-			struct uffdio_writeprotect wp = {
-				.range = { page_addr, PAGE_SIZE },
-				.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE,
-			};
-
-			if (ioctl(mm->uffd, UFFDIO_WRITEPROTECT, &wp) == 0)
-				ret = uffd_poison(mm, page_addr);
+			if (uf_uffd_writeprotect(&mm->uffd, page_addr, PAGE_SIZE, false, true) == 0)
+				ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
 		}
 		if (ret == 0) {
 			poison_note(mm, vma, page_addr);
@@ -299,7 +231,7 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 	si.si_code = SI_QUEUE;
 	si.si_addr = (void *)addr;
 	if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGBUS, &si) < 0)
-		uf_uffd_wake(mm, page_addr, PAGE_SIZE);	/* gone: let it retry */
+		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);	/* gone: let it retry */
 }
 
 /* Install a page returned by ->fault. */
@@ -341,10 +273,10 @@ static void inflight_begin(struct uf_mm *mm, unsigned int slot, unsigned long pa
 {
 	unsigned int i;
 
-	if (mm->nthreads == 1)
+	if (mm->uffd.nthreads == 1)
 		return;
 	pthread_mutex_lock(&mm->inflight_lock);
-	for (i = 0; i < mm->nthreads; i++) {
+	for (i = 0; i < mm->uffd.nthreads; i++) {
 		if (i != slot && mm->inflight[i] == page_addr) {
 			pthread_cond_wait(&mm->inflight_cond, &mm->inflight_lock);
 			i = (unsigned int)-1;	/* look again from the start */
@@ -356,7 +288,7 @@ static void inflight_begin(struct uf_mm *mm, unsigned int slot, unsigned long pa
 
 static void inflight_end(struct uf_mm *mm, unsigned int slot)
 {
-	if (mm->nthreads == 1)
+	if (mm->uffd.nthreads == 1)
 		return;
 	pthread_mutex_lock(&mm->inflight_lock);
 	mm->inflight[slot] = 0;
@@ -382,7 +314,7 @@ static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	vma = uf_vma_lookup_get(mm, addr, &pgoff, &nonlinear);
 	if (!vma) {
 		/* unmapped meanwhile: the retry meets the placeholder */
-		uf_uffd_wake(mm, page_addr, PAGE_SIZE);
+		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
 		return;
 	}
 
@@ -406,7 +338,6 @@ static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	cur.vma = vma;
 	cur.page = page_addr;
 	cur.installed = false;
-	cur.eof = false;
 	ops = __atomic_load_n(&vma->vm_ops, __ATOMIC_ACQUIRE);
 	if (ops->fault)
 		page = ops->fault(vma, &fdata);
@@ -439,7 +370,7 @@ static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 		/* unmapped while fault() ran: the retry meets the placeholder
 		 * and takes SIGSEGV, as for any unmapped address */
 		count_fault(vma, typed);
-		uf_uffd_wake(mm, page_addr, PAGE_SIZE);
+		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
 		uf_vma_put(vma);
 		return;
 	}
@@ -448,17 +379,18 @@ static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	count_fault(vma, fdata.type);
 	count_latency(vma, &t0);
 	if (fdata.type == UF_FAULT_MINOR || fdata.type == UF_FAULT_MAJOR)
-		uf_uffd_wake(mm, page_addr, PAGE_SIZE);
+		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
 	else
-		deliver_sigbus(vma, addr, tid, cur.eof);
+		deliver_sigbus(vma, addr, tid, fdata.flags & UF_FAULT_FLAG_EOF);
 	uf_vma_put(vma);
 
 	if (mm->budget_pages)
 		uf_reclaim(mm);
 }
 
-static void handle_fault(struct uf_mm *mm, unsigned int slot, const struct uffd_msg *msg)
+static void handle_fault(void *owner, unsigned int slot, const struct uffd_msg *msg)
 {
+	struct uf_mm *mm = owner;
 	unsigned long page_addr = msg->arg.pagefault.address & PAGE_MASK;
 
 	inflight_begin(mm, slot, page_addr);
@@ -466,42 +398,25 @@ static void handle_fault(struct uf_mm *mm, unsigned int slot, const struct uffd_
 	inflight_end(mm, slot);
 }
 
-void *uf_handler_thread(void *arg)
+static int fault_idle_ms(void *owner)
 {
-	struct uf_handler *h = arg;
-	struct uf_mm *mm = h->mm;
-	struct pollfd pfd[2] = {
-		{ .fd = mm->uffd, .events = POLLIN },
-		{ .fd = mm->stopfd, .events = POLLIN },
-	};
-	struct uffd_msg msgs[16];
-	sigset_t all;
-
-	/* Signals belong to the application's threads. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-
-	for (;;) {
-		ssize_t n, i;
-
-		int ready = poll(pfd, 2, poll_timeout_ms(mm));
-
-		if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
-			poison_expire(mm, false);
-		if (ready <= 0)
-			continue;	/* EINTR, or time to expire poison */
-		if (pfd[1].revents)
-			break;
-		n = read(mm->uffd, msgs, sizeof(msgs));
-		if (n <= 0)
-			continue;	/* EAGAIN: another handler took them */
-		for (i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++) {
-			if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-				handle_fault(mm, h->slot, &msgs[i]);
-		}
-	}
-	return NULL;
+	return poll_timeout_ms(owner);
 }
+
+static void fault_idle(void *owner)
+{
+	struct uf_mm *mm = owner;
+
+	if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
+		poison_expire(mm, false);
+}
+
+/* What the engine's handler threads call (uffd.c). */
+const struct uf_uffd_ops uf_fault_uffd_ops = {
+	.fault		= handle_fault,
+	.idle_ms	= fault_idle_ms,
+	.idle		= fault_idle,
+};
 
 /* ------------------------------------------------------------------ */
 /* Pages, and installing them from ->fault                             */
@@ -568,16 +483,16 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 		pthread_rwlock_unlock(&vma->mm->vma_lock);
 		ret = uf_object_insert(vma->obj, pgoff, kaddr);
 		if ((ret == 0 || ret == -EEXIST) && !(cur.vma == vma && cur.page == page_addr))
-			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
 	} else {
 		/* the page being faulted on is woken by handle_fault(),
 		 * after the fault is counted; any other page now */
 		bool current = cur.vma == vma && cur.page == page_addr;
 
-		ret = uf_uffd_copy(vma->mm, page_addr, kaddr, PAGE_SIZE,
-				   current ? UFFDIO_COPY_MODE_DONTWAKE : 0, NULL);
+		ret = uf_uffd_copy(&vma->mm->uffd, page_addr, kaddr, PAGE_SIZE,
+				   current ? UF_UFFD_DONTWAKE : 0, NULL);
 		if (ret == -EEXIST && !current)
-			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
 	}
 	if ((ret == 0 || ret == -EEXIST) && cur.vma == vma && cur.page == page_addr)
 		cur.installed = true;

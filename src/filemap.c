@@ -3,7 +3,7 @@
  * Objects and their page cache: uf_filemap_fault(), readahead, filling the
  * cache from the store, uf_object_pread()/pwrite(), object lifetime.
  *
- * The cache of an object is a memfd.  A page is filled by UFFDIO_COPY into
+ * The cache of an object is a memfd.  A page is filled by a uffd copy into
  * obj->cache_map, a mapping of the whole memfd that nothing ever touches:
  * the copy inserts the page into the memfd atomically and refuses a page
  * that is already present (EEXIST), so a fill never overwrites a page that
@@ -148,17 +148,17 @@ static int store_read(struct uf_object *obj, void *buf, size_t len, uint64_t off
 }
 
 /*
- * Where object page @pg goes by UFFDIO_COPY: straight into @vma when it is
+ * Where object page @pg goes by a uffd copy: straight into @vma when it is
  * a shared linear mapping of it (the copy fills the cache and maps the page
  * there at once, saving the faulting thread a second fault), else into
  * obj->cache_map.  *run: how many pages from @pg go to the same place.
  * Locking: mm->vma_lock held shared when @vma is given.
  */
 static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64_t pg,
-			       size_t n, size_t *run, uint64_t *mode)
+			       size_t n, size_t *run, unsigned int *mode)
 {
 	*run = n;
-	*mode = UFFDIO_COPY_MODE_DONTWAKE;
+	*mode = UF_UFFD_DONTWAKE;
 	if (vma && (vma->flags & VMA_SHARED) && !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) &&
 	    !vma->nl_pgoff) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
@@ -167,7 +167,7 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 			if (*run > vend - pg)
 				*run = vend - pg;
 			if (vma->flags & VMA_REG_WP)	/* keep it write-protected */
-				*mode |= UFFDIO_COPY_MODE_WP;
+				*mode |= UF_UFFD_WP;
 			return vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);
 		}
 		if (pg < vma->pgoff && *run > vma->pgoff - pg)
@@ -191,11 +191,11 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 	while (i < npages) {
 		size_t copied = 0, run, k;
 		unsigned long dst;
-		uint64_t mode;
+		unsigned int mode;
 		int ret;
 
 		dst = copy_dest(obj, direct ? vma : NULL, pgoff + i, npages - i, &run, &mode);
-		ret = uf_uffd_copy(obj->mm, dst, buf + (i << PAGE_SHIFT), run << PAGE_SHIFT, mode, &copied);
+		ret = uf_uffd_copy(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT), run << PAGE_SHIFT, mode, &copied);
 		for (k = 0; k < copied >> PAGE_SHIFT; k++)
 			mark_present(obj, pgoff + i + k);
 		added += copied >> PAGE_SHIFT;
@@ -402,7 +402,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 		fdata->type = UF_FAULT_OOM;
 	} else if (ret) {
 		if (ret == -ERANGE)
-			uf_fault_past_eof();
+			fdata->flags |= UF_FAULT_FLAG_EOF;
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;

@@ -47,20 +47,58 @@ struct uf_counters {
 #define uf_add(p, n)	__atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
 #define uf_load(p)	__atomic_load_n((p), __ATOMIC_RELAXED)
 
-struct uf_mm {
-	int uffd;
+/*
+ * The engine (uffd.c): the userfaultfd, its features and the handler
+ * threads that read it.  Events go up through the ops its owner gave.
+ */
+struct uf_uffd;
+struct uf_uffd_ops {
+	/* a page fault; @slot is the reading handler's index */
+	void (*fault)(void *owner, unsigned int slot, const struct uffd_msg *msg);
+	/* any other event (unmap, remap, remove) */
+	void (*event)(void *owner, const struct uffd_msg *msg);
+	/* how long a handler may sleep with no event (ms, -1: forever);
+	 * ->idle runs each time a handler wakes */
+	int (*idle_ms)(void *owner);
+	void (*idle)(void *owner);
+};
+
+struct uf_uffd {
+	int fd;
 	int stopfd;			/* eventfd: handler threads exit */
 	uint64_t features;		/* granted by UFFDIO_API */
+	const struct uf_uffd_ops *ops;
+	void *owner;
+	unsigned int nthreads;
+	pthread_t threads[UF_MAX_HANDLERS];
+	struct uf_uffd_handler {
+		struct uf_uffd *uffd;
+		unsigned int slot;
+	} handlers[UF_MAX_HANDLERS];
+};
+
+#define UF_UFFD_DONTWAKE	0x01	/* uf_uffd_copy: leave waiters asleep */
+#define UF_UFFD_WP		0x02	/* uf_uffd_copy: map write-protected */
+
+int uf_uffd_probe(bool user_mode_only, uint64_t *avail);
+int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want);
+int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
+		  void *owner);
+void uf_uffd_stop(struct uf_uffd *u);
+void uf_uffd_close(struct uf_uffd *u);
+int uf_uffd_register(struct uf_uffd *u, unsigned long start, unsigned long len, bool wp);
+int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
+			 bool protect, bool dontwake);
+void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len);
+int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
+		 unsigned int flags, size_t *copied);
+int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len);
+
+struct uf_mm {
+	struct uf_uffd uffd;		/* the engine */
 	bool wp_async;			/* dirty tracking by PAGEMAP_SCAN */
 	bool wp_sync;			/* dirty tracking by write-protect faults */
 	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
-
-	unsigned int nthreads;
-	pthread_t threads[UF_MAX_HANDLERS];
-	struct uf_handler {
-		struct uf_mm *mm;
-		unsigned int slot;
-	} handlers[UF_MAX_HANDLERS];
 
 	pthread_rwlock_t vma_lock;
 	struct uf_vma **vmas;		/* sorted by start */
@@ -185,12 +223,11 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_unmap_all(struct uf_mm *mm);
 
 /* fault.c */
-void *uf_handler_thread(void *arg);
-int uf_uffd_copy(struct uf_mm *mm, unsigned long dst, const void *src, size_t len,
-		 uint64_t mode, size_t *copied);
-void uf_uffd_wake(struct uf_mm *mm, unsigned long addr, size_t len);
-void uf_fault_past_eof(void);
+extern const struct uf_uffd_ops uf_fault_uffd_ops;
 struct uf_vma *uf_fault_vma(void);
+/* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
+ * kernel raises SIGBUS itself on the retry) */
+#define UF_FAULT_FLAG_EOF	0x80000000u
 
 /* filemap.c */
 #define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */

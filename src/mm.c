@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * struct uf_mm: the userfaultfd, the handler threads, the VMA table and the
- * statistics of one address-space manager.  No global state.
+ * struct uf_mm: one address-space manager: its engine (the userfaultfd and
+ * handler threads, uffd.c), the VMA table, the objects and the statistics.
+ * No global state.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -10,57 +11,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 int uf_break_protocol;
-
-/*
- * Open a userfaultfd: /dev/userfaultfd first (faults taken inside system
- * calls are then served too), then the system call, then the system call
- * restricted to user-mode faults.  Return the fd or -errno of the first
- * attempt that says why the others failed.
- */
-static int uffd_open(unsigned int flags)
-{
-	int fd, err = -ENOSYS;
-
-	if (!(flags & UF_MM_USER_MODE_ONLY)) {
-		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
-
-		if (dev >= 0) {
-			fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-			err = fd < 0 ? -errno : 0;
-			close(dev);
-			if (fd >= 0)
-				return fd;
-		}
-		fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-		if (fd >= 0)
-			return fd;
-		err = -errno;
-	}
-	fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	if (fd >= 0)
-		return fd;
-	/* EINVAL here means the kernel lacks UFFD_USER_MODE_ONLY: keep the
-	 * earlier, more telling error */
-	if (errno != EINVAL || err == -ENOSYS)
-		err = -errno;
-	return err;
-}
-
-/* Ask for @want; the kernel answers with everything it supports. */
-static int uffd_api(int fd, uint64_t want, uint64_t *got)
-{
-	struct uffdio_api api = { .api = UFFD_API, .features = want };
-
-	if (ioctl(fd, UFFDIO_API, &api) < 0)
-		return -errno;
-	*got = api.features;
-	return 0;
-}
 
 /*
  * Dirty tracking for shared writable object mappings, best first:
@@ -72,15 +25,11 @@ static int uffd_api(int fd, uint64_t want, uint64_t *got)
  */
 static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 {
+	bool umo = flags & UF_MM_USER_MODE_ONLY;
 	uint64_t avail = 0, want;
-	int fd, ret;
+	int ret;
 
-	/* Probe with a throwaway fd: UFFDIO_API may be called once per fd. */
-	fd = uffd_open(flags);
-	if (fd < 0)
-		return fd;
-	ret = uffd_api(fd, 0, &avail);
-	close(fd);
+	ret = uf_uffd_probe(umo, &avail);
 	if (ret)
 		return ret;
 	if (!(avail & UFFD_FEATURE_MISSING_SHMEM) || !(avail & UFFD_FEATURE_THREAD_ID))
@@ -96,16 +45,9 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 	else if (avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM)
 		want |= UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
 
-	fd = uffd_open(flags);
-	if (fd < 0)
-		return fd;
-	ret = uffd_api(fd, want, &avail);
-	if (ret) {
-		close(fd);
+	ret = uf_uffd_open(&mm->uffd, umo, want);
+	if (ret)
 		return ret;
-	}
-	mm->uffd = fd;
-	mm->features = want;
 	mm->wp_async = want & UFFD_FEATURE_WP_ASYNC;
 	mm->wp_sync = !mm->wp_async && (want & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
 	/* PAGEMAP_SCAN: written pages (async mode), mapped pages (reclaim) */
@@ -119,7 +61,6 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 {
 	struct uf_mm_config def = { 0 };
 	struct uf_mm *mm;
-	unsigned int i;
 	int ret;
 
 	if (!mmp)
@@ -135,7 +76,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	mm = calloc(1, sizeof(*mm));
 	if (!mm)
 		return -ENOMEM;
-	mm->uffd = mm->stopfd = mm->pagemap_fd = -1;
+	mm->uffd.fd = mm->uffd.stopfd = mm->pagemap_fd = -1;
 	/* Test switch for ufault-stress: break the truncate protocol on
 	 * purpose (see filemap.c), to show that the race finder finds it. */
 	if (getenv("UFAULT_BREAK_PROTOCOL"))
@@ -156,20 +97,10 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	ret = mm_open_uffd(mm, cfg->flags, cfg->cache_budget != 0);
 	if (ret)
 		goto fail;
-	mm->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (mm->stopfd < 0) {
-		ret = -errno;
+	ret = uf_uffd_start(&mm->uffd, cfg->handler_threads ? cfg->handler_threads : 1,
+			    &uf_fault_uffd_ops, mm);
+	if (ret)
 		goto fail;
-	}
-	mm->nthreads = cfg->handler_threads ? cfg->handler_threads : 1;
-	for (i = 0; i < mm->nthreads; i++) {
-		mm->handlers[i] = (struct uf_handler){ .mm = mm, .slot = i };
-		ret = -pthread_create(&mm->threads[i], NULL, uf_handler_thread, &mm->handlers[i]);
-		if (ret) {
-			mm->nthreads = i;
-			goto fail;
-		}
-	}
 	*mmp = mm;
 	return 0;
 fail:
@@ -180,8 +111,6 @@ fail:
 UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 {
 	struct uf_object *obj;
-	uint64_t one = 1;
-	unsigned int i;
 
 	if (!mm)
 		return;
@@ -211,11 +140,7 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 		free(snap);
 	}
 
-	if (mm->stopfd >= 0 && write(mm->stopfd, &one, sizeof(one)) < 0) {
-		/* an eventfd write fails only on overflow: cannot happen */
-	}
-	for (i = 0; i < mm->nthreads; i++)
-		pthread_join(mm->threads[i], NULL);
+	uf_uffd_stop(&mm->uffd);
 
 	pthread_mutex_lock(&mm->obj_lock);
 	while ((obj = mm->objects)) {
@@ -224,10 +149,7 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	}
 	pthread_mutex_unlock(&mm->obj_lock);
 
-	if (mm->stopfd >= 0)
-		close(mm->stopfd);
-	if (mm->uffd >= 0)
-		close(mm->uffd);
+	uf_uffd_close(&mm->uffd);
 	if (mm->pagemap_fd >= 0)
 		close(mm->pagemap_fd);
 	free(mm->vmas);

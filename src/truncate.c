@@ -58,15 +58,15 @@ int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages)
 
 /*
  * Make obj->cache_map cover @size bytes: a MAP_SHARED mapping of the
- * memfd, registered MISSING, target of UFFDIO_COPY.  Past i_size it is
+ * memfd, registered MISSING, target of uffd copies.  Past i_size it is
  * never used.
  * Locking: obj->invalidate_lock held exclusive (or the object is new).
  */
 int uf_object_cache_map(struct uf_object *obj, uint64_t size)
 {
 	uint64_t cap = obj->cache_cap;
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	void *p;
+	int ret;
 
 	if (size <= cap && obj->cache_map != MAP_FAILED)
 		return 0;
@@ -77,12 +77,10 @@ int uf_object_cache_map(struct uf_object *obj, uint64_t size)
 	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, obj->memfd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	reg.range.start = (unsigned long)p;
-	reg.range.len = cap;
-	if (ioctl(obj->mm->uffd, UFFDIO_REGISTER, &reg) < 0 ||
-	    madvise(p, cap, MADV_DONTFORK) < 0) {
-		int ret = -errno;
-
+	ret = uf_uffd_register(&obj->mm->uffd, (unsigned long)p, cap, false);
+	if (!ret && madvise(p, cap, MADV_DONTFORK) < 0)
+		ret = -errno;
+	if (ret) {
 		munmap(p, cap);
 		return ret;
 	}

@@ -139,23 +139,19 @@ void uf_vma_put(struct uf_vma *vma)
  */
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 {
-	struct uffdio_register reg = {
-		.range = { .start = start, .len = len },
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
-	};
-
 	/*
 	 * WP mode also turns the kernel's fault-around off for the range:
 	 * under a cache budget, a mapped page must be one the program
 	 * touched, since reclaim reads "mapped" as "referenced".
 	 */
-	if ((vma->flags & VMA_WP) ||
-	    (vma->mm->budget_pages && vma->mm->wp_sync && (vma->flags & VMA_SHARED)))
-		reg.mode |= UFFDIO_REGISTER_MODE_WP;
-	if (ioctl(vma->mm->uffd, UFFDIO_REGISTER, &reg) < 0)
-		return -errno;
+	bool wp = (vma->flags & VMA_WP) ||
+		  (vma->mm->budget_pages && vma->mm->wp_sync && (vma->flags & VMA_SHARED));
+	int ret = uf_uffd_register(&vma->mm->uffd, start, len, wp);
+
+	if (ret)
+		return ret;
 	/* (a window registers again with the mode the VMA already has) */
-	if ((reg.mode & UFFDIO_REGISTER_MODE_WP) && !(vma->flags & VMA_REG_WP))
+	if (wp)
 		vma->flags |= VMA_REG_WP;
 	/* A child must never touch an unregistered copy: it would fill the
 	 * shared cache with zero pages. */
@@ -313,7 +309,7 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 	/* Placeholder: wakes nobody by itself, keeps the range ours. */
 	mmap((void *)vma->start, len, PROT_NONE,
 	     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	uf_uffd_wake(mm, vma->start, len);
+	uf_uffd_wake(&mm->uffd, vma->start, len);
 
 	pthread_mutex_lock(&vma->ref_lock);
 	vma->refs--;

@@ -28,14 +28,7 @@
 
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len)
 {
-	struct uffdio_writeprotect wp = {
-		.range = { .start = start, .len = len },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-
-	if (ioctl(vma->mm->uffd, UFFDIO_WRITEPROTECT, &wp) < 0)
-		return -errno;
-	return 0;
+	return uf_uffd_writeprotect(&vma->mm->uffd, start, len, true, false);
 }
 
 /*
@@ -271,22 +264,18 @@ void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff)
 	unsigned long page_addr = addr & PAGE_MASK;
 
 	if (!obj) {
-		uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+		uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
 		return;
 	}
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	pthread_mutex_lock(&obj->page_lock);
 	if (pgoff < obj->bitmap_pages && uf_test_bit(obj->present, pgoff)) {
-		struct uffdio_writeprotect wp = {
-			.range = { .start = page_addr, .len = PAGE_SIZE },
-			.mode = 0,
-		};
-
 		uf_set_bit(obj->dirty, pgoff);
-		if (ioctl(vma->mm->uffd, UFFDIO_WRITEPROTECT, &wp) < 0)
-			uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+		/* lifting the protection wakes the writer */
+		if (uf_uffd_writeprotect(&vma->mm->uffd, page_addr, PAGE_SIZE, false, false) < 0)
+			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
 	} else {
-		uf_uffd_wake(vma->mm, page_addr, PAGE_SIZE);
+		uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
 	}
 	pthread_mutex_unlock(&obj->page_lock);
 	pthread_rwlock_unlock(&obj->invalidate_lock);

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine: one userfaultfd and the handler threads that read it.
+ *
+ * This is the lowest layer of ufault and the only file that issues
+ * userfaultfd ioctls.  It opens the fd and negotiates features, registers
+ * and write-protects ranges, fills (copy), wakes and poisons pages, and
+ * runs the event loop.  It knows nothing of VMAs or objects: every event
+ * goes up through the struct uf_uffd_ops its owner (the mm) gave it —
+ * page faults to the fault path (fault.c), address-space events (unmap,
+ * remap, remove) to the VMA code.
+ *
+ * Locking: none of its own.  The handler threads call the ops with no
+ * lock held.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* UFFDIO_POISON (6.6) is newer than the installed headers */
+struct uf_uffdio_poison {
+	struct uffdio_range range;
+	__u64 mode;
+	__s64 updated;
+};
+#define UF_UFFDIO_POISON	_IOWR(UFFDIO, 0x08, struct uf_uffdio_poison)
+
+/*
+ * Open a userfaultfd: /dev/userfaultfd first (faults taken inside system
+ * calls are then served too), then the system call, then the system call
+ * restricted to user-mode faults.  Return the fd or -errno of the first
+ * attempt that says why the others failed.
+ */
+static int uffd_open(bool user_mode_only)
+{
+	int fd, err = -ENOSYS;
+
+	if (!user_mode_only) {
+		int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+
+		if (dev >= 0) {
+			fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+			err = fd < 0 ? -errno : 0;
+			close(dev);
+			if (fd >= 0)
+				return fd;
+		}
+		fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0)
+			return fd;
+		err = -errno;
+	}
+	fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd >= 0)
+		return fd;
+	/* EINVAL here means the kernel lacks UFFD_USER_MODE_ONLY: keep the
+	 * earlier, more telling error */
+	if (errno != EINVAL || err == -ENOSYS)
+		err = -errno;
+	return err;
+}
+
+/* Ask for @want; the kernel answers with everything it supports. */
+static int uffd_api(int fd, uint64_t want, uint64_t *got)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = want };
+
+	if (ioctl(fd, UFFDIO_API, &api) < 0)
+		return -errno;
+	*got = api.features;
+	return 0;
+}
+
+/*
+ * uf_uffd_probe - the features this kernel offers, through a throwaway fd
+ * (UFFDIO_API may be called once per fd).
+ */
+int uf_uffd_probe(bool user_mode_only, uint64_t *avail)
+{
+	int fd = uffd_open(user_mode_only), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = uffd_api(fd, 0, avail);
+	close(fd);
+	return ret;
+}
+
+/* uf_uffd_open - open the engine's fd with exactly the features @want. */
+int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
+{
+	uint64_t got;
+	int fd, ret;
+
+	u->fd = u->stopfd = -1;
+	fd = uffd_open(user_mode_only);
+	if (fd < 0)
+		return fd;
+	ret = uffd_api(fd, want, &got);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	u->fd = fd;
+	u->features = want;
+	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (u->stopfd < 0)
+		return -errno;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The event loop                                                      */
+/* ------------------------------------------------------------------ */
+
+static void *handler_thread(void *arg)
+{
+	struct uf_uffd_handler *h = arg;
+	struct uf_uffd *u = h->uffd;
+	struct pollfd pfd[2] = {
+		{ .fd = u->fd, .events = POLLIN },
+		{ .fd = u->stopfd, .events = POLLIN },
+	};
+	struct uffd_msg msgs[16];
+	sigset_t all;
+
+	/* Signals belong to the application's threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+	for (;;) {
+		int ready = poll(pfd, 2, u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1);
+		ssize_t n, i;
+
+		if (u->ops->idle)
+			u->ops->idle(u->owner);
+		if (ready <= 0)
+			continue;	/* EINTR, or the owner's timer */
+		if (pfd[1].revents)
+			break;
+		n = read(u->fd, msgs, sizeof(msgs));
+		if (n <= 0)
+			continue;	/* EAGAIN: another handler took them */
+		for (i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++) {
+			if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+				u->ops->fault(u->owner, h->slot, &msgs[i]);
+			else if (u->ops->event)
+				u->ops->event(u->owner, &msgs[i]);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * uf_uffd_start - start @nthreads handler threads that hand each event to
+ * @ops with @owner.  On failure the threads started are stopped again.
+ */
+int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
+		  void *owner)
+{
+	unsigned int i;
+	int ret;
+
+	u->ops = ops;
+	u->owner = owner;
+	for (i = 0; i < nthreads; i++) {
+		u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i };
+		ret = -pthread_create(&u->threads[i], NULL, handler_thread, &u->handlers[i]);
+		if (ret) {
+			u->nthreads = i;
+			uf_uffd_stop(u);
+			return ret;
+		}
+	}
+	u->nthreads = nthreads;
+	return 0;
+}
+
+/* uf_uffd_stop - make the handler threads exit and wait for them. */
+void uf_uffd_stop(struct uf_uffd *u)
+{
+	uint64_t one = 1;
+	unsigned int i;
+
+	if (u->stopfd >= 0 && write(u->stopfd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only on overflow: cannot happen */
+	}
+	for (i = 0; i < u->nthreads; i++)
+		pthread_join(u->threads[i], NULL);
+	u->nthreads = 0;
+}
+
+/* uf_uffd_close - close the fds (the threads are stopped). */
+void uf_uffd_close(struct uf_uffd *u)
+{
+	if (u->stopfd >= 0)
+		close(u->stopfd);
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = u->stopfd = -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Ranges and pages                                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * uf_uffd_register - register [start, start + len) for missing-page
+ * events, and for write-protect events with @wp.
+ */
+int uf_uffd_register(struct uf_uffd *u, unsigned long start, unsigned long len, bool wp)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	if (wp)
+		reg.mode |= UFFDIO_REGISTER_MODE_WP;
+	return ioctl(u->fd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
+}
+
+/*
+ * uf_uffd_writeprotect - set (@protect) or lift the write protection of
+ * [start, start + len).  Lifting wakes threads waiting on the range unless
+ * @dontwake.
+ */
+int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
+			 bool protect, bool dontwake)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = start, .len = len },
+		.mode = (protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
+			(dontwake ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0),
+	};
+
+	return ioctl(u->fd, UFFDIO_WRITEPROTECT, &wp) < 0 ? -errno : 0;
+}
+
+/* uf_uffd_wake - let threads waiting on [addr, addr + len) retry. */
+void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len)
+{
+	struct uffdio_range r = { .start = addr, .len = len };
+
+	ioctl(u->fd, UFFDIO_WAKE, &r);
+}
+
+/*
+ * uf_uffd_copy - copy @len bytes from @src into the missing pages at @dst
+ * (UF_UFFD_DONTWAKE: do not wake; UF_UFFD_WP: map them write-protected).
+ * *copied (if given) grows by the bytes that landed, also before an error
+ * (-EEXIST: a page is already present there).
+ */
+int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
+		 unsigned int flags, size_t *copied)
+{
+	struct uffdio_copy c = {
+		.dst = dst, .src = (unsigned long)src, .len = len,
+		.mode = ((flags & UF_UFFD_DONTWAKE) ? UFFDIO_COPY_MODE_DONTWAKE : 0) |
+			((flags & UF_UFFD_WP) ? UFFDIO_COPY_MODE_WP : 0),
+	};
+
+	while (ioctl(u->fd, UFFDIO_COPY, &c) < 0) {
+		int ret = -errno;
+
+		if (c.copy > 0) {
+			/* partial: go on from where it stopped */
+			c.dst += c.copy;
+			c.src += c.copy;
+			c.len -= c.copy;
+			if (copied)
+				*copied += c.copy;
+			c.copy = 0;
+			continue;
+		}
+		if (ret == -EAGAIN)	/* mappings changing: retry */
+			continue;
+		return ret;
+	}
+	if (copied)
+		*copied += c.copy;
+	return 0;
+}
+
+/*
+ * uf_uffd_poison - put the kernel's poison marker on the missing pages of
+ * [addr, addr + len) and wake their waiters: every access there takes
+ * SIGBUS (BUS_ADRERR) from the kernel, and a system call fails with
+ * EFAULT, until the marker is zapped.  -ENOSYS before Linux 6.6.
+ */
+int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len)
+{
+	struct uf_uffdio_poison p = { .range = { addr, len } };
+
+	if (!(u->features & UFFD_FEATURE_POISON))
+		return -ENOSYS;
+	return ioctl(u->fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
+}
