@@ -467,9 +467,13 @@ ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t o
 
 /**
  * uf_object_pwrite - write object bytes, coherent with every mapping.
- * Writes do not extend the object: they stop at its end.
+ * Like pwrite(2), a write ending past the object's end first extends it
+ * (as uf_object_truncate() does: the gap reads zero, bytes written through
+ * a mapping past the old end never reappear); a write passing the size
+ * limit, 2^63 - 4096, is cut there.
  * Return: bytes written, or -EINVAL (NULL argument, or the object's mm
- * was destroyed), -EROFS, or the store's error.
+ * was destroyed), -EROFS, -EFBIG (@offset at or past the size limit), an
+ * error of the extension as for uf_object_truncate(), or the store's error.
  */
 ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len, uint64_t offset);
 

@@ -644,22 +644,15 @@ out:
 	return ret;
 }
 
-UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len,
-				   uint64_t offset)
+/*
+ * Write [offset, offset + len), inside i_size, into the cache and mark it
+ * dirty.  Locking: obj->invalidate_lock held (either mode).
+ */
+static ssize_t cache_write(struct uf_object *obj, const void *buf, size_t len, uint64_t offset)
 {
-	uint64_t size, first, last, p;
+	uint64_t size = obj->size, first, last, p;
 	ssize_t ret = 0;
 
-	if (!obj || (!buf && len) || !obj->mm)
-		return -EINVAL;
-	if (obj->readonly)
-		return -EROFS;
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	size = obj->size;
-	if (offset >= size || !len)
-		goto out;
-	if (len > size - offset)
-		len = (size_t)(size - offset);
 	first = offset >> PAGE_SHIFT;
 	last = (offset + len - 1) >> PAGE_SHIFT;
 	/* a partly written page must hold the store's bytes around the write */
@@ -668,17 +661,60 @@ UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_
 	if (!ret && ((offset + len) & (PAGE_SIZE - 1)) && offset + len < size)
 		ret = fill_range(obj, last, last);
 	if (ret)
-		goto out;
+		return ret;
 	ret = memfd_io(obj->memfd, (void *)buf, len, offset, true);
 	if (ret < 0)
-		goto out;
+		return ret;
 	for (p = first; p <= last; p++) {
 		mark_present(obj, p);
 		uf_set_bit(obj->dirty, p);
 	}
-out:
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-	if (obj->mm->budget_pages)
-		uf_reclaim(obj->mm);
+	return ret;
+}
+
+/*
+ * Like pwrite(2): a write past the end extends the object first (the gap
+ * reads zero), up to UF_MAX_SIZE.  The write itself runs under the shared
+ * lock, as a fault from @buf (a ufault mapping) needs it too; a truncate
+ * that comes between the extension and the write is ordered before the
+ * write, which extends again.
+ */
+UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len,
+				   uint64_t offset)
+{
+	struct uf_mm *mm;
+	ssize_t ret = 0;
+
+	if (!obj || (!buf && len) || !(mm = obj->mm))
+		return -EINVAL;
+	if (obj->readonly)
+		return -EROFS;
+	if (!len)
+		return 0;
+	if (offset >= UF_MAX_SIZE)
+		return -EFBIG;
+	if (len > UF_MAX_SIZE - offset)
+		len = (size_t)(UF_MAX_SIZE - offset);
+
+	for (;;) {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		if (offset + len <= obj->size) {
+			ret = cache_write(obj, buf, len, offset);
+			pthread_rwlock_unlock(&obj->invalidate_lock);
+			break;
+		}
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		/* extend, in truncate's lock order */
+		pthread_rwlock_rdlock(&mm->vma_lock);
+		pthread_rwlock_wrlock(&obj->invalidate_lock);
+		if (offset + len > obj->size)
+			ret = __uf_object_set_size(obj, offset + len);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		pthread_rwlock_unlock(&mm->vma_lock);
+		if (ret)
+			break;
+	}
+	if (mm->budget_pages)
+		uf_reclaim(mm);
 	return ret;
 }

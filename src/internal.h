@@ -272,6 +272,7 @@ void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff);
 /* truncate.c */
 int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages);
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);
+int __uf_object_set_size(struct uf_object *obj, uint64_t size);
 
 /* store_file.c */
 extern const struct uf_store_ops uf_file_store_ops;

@@ -141,32 +141,26 @@ static int store_truncate(struct uf_object *obj, uint64_t size)
 	return obj->ops->truncate ? obj->ops->truncate(obj->store, size) : 0;
 }
 
-UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
+/*
+ * Set i_size to @size: the store, the memfd (which zaps PTEs past EOF) and
+ * the cache state.  On error the size is unchanged.
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
+ */
+int __uf_object_set_size(struct uf_object *obj, uint64_t size)
 {
 	uint64_t old;
 	int ret = 0;
 
-	if (!obj || !obj->ops || !obj->mm)
-		return -EINVAL;
-	if (obj->readonly)
-		return -EROFS;
-	if (size > UF_MAX_SIZE)
-		return -EFBIG;
-
-	pthread_rwlock_rdlock(&obj->mm->vma_lock);
-	pthread_rwlock_wrlock(&obj->invalidate_lock);
 	old = obj->size;
 	if (size < old) {
 		ret = store_truncate(obj, size);
 		if (ret)
-			goto out;
+			return ret;
 		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
 		/* Zaps every PTE past EOF in every mapping, nonlinear windows
 		 * included, and zeroes the cache page's tail past EOF. */
-		if (ftruncate(obj->memfd, (off_t)size) < 0) {
-			ret = -errno;
-			goto out;
-		}
+		if (ftruncate(obj->memfd, (off_t)size) < 0)
+			return -errno;
 		clear_pages(obj, DIV_ROUND_UP(size, PAGE_SIZE), DIV_ROUND_UP(old, PAGE_SIZE));
 	} else if (size > old) {
 		uint64_t tail = old & (PAGE_SIZE - 1);
@@ -180,7 +174,7 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 		if (!ret)
 			ret = store_truncate(obj, size);
 		if (ret)
-			goto out;
+			return ret;
 		/*
 		 * Bytes written through a mapping past the old EOF sit in the
 		 * cached last page; tmpfs would expose them now.  Zero the
@@ -194,20 +188,36 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 				ret = -errno;
 				ftruncate(obj->memfd, (off_t)old);
 				store_truncate(obj, old);
-				goto out;
+				return ret;
 			}
 		}
 		if (ftruncate(obj->memfd, (off_t)size) < 0) {
 			ret = -errno;
 			ftruncate(obj->memfd, (off_t)old);
 			store_truncate(obj, old);
-			goto out;
+			return ret;
 		}
 		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
 	}
 	if (obj->mm->wp_sync)
 		reprotect(obj, DIV_ROUND_UP(size < old ? size : old, PAGE_SIZE));
-out:
+	return 0;
+}
+
+UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
+{
+	int ret;
+
+	if (!obj || !obj->ops || !obj->mm)
+		return -EINVAL;
+	if (obj->readonly)
+		return -EROFS;
+	if (size > UF_MAX_SIZE)
+		return -EFBIG;
+
+	pthread_rwlock_rdlock(&obj->mm->vma_lock);
+	pthread_rwlock_wrlock(&obj->invalidate_lock);
+	ret = __uf_object_set_size(obj, size);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	pthread_rwlock_unlock(&obj->mm->vma_lock);
 	return ret;
