@@ -4,7 +4,8 @@
  * (its writes stay private); unaligned offset, length 0, unaligned length,
  * flags with both or neither of SHARED/PRIVATE, prot without PROT_READ are
  * -EINVAL; uf_object_open of a missing file is -ENOENT, of a directory
- * -EISDIR, with other oflags -EINVAL; uf_object_pwrite and
+ * -EISDIR, with other oflags -EINVAL; uf_object_pwrite past the size
+ * limit is -EFBIG; uf_object_pwrite and
  * uf_object_truncate on a read-only object are -EROFS; uf_object_create
  * without a read op is -EINVAL; uf_msync on a bad address or flags fails.
  */
@@ -102,16 +103,18 @@ int main(void)
 	CHECK_RET(uf_msync(mm, buf - ((uintptr_t)buf & (UF_PAGE_SIZE - 1)), UF_PAGE_SIZE, 0), -ENOMEM);
 	CHECK_RET(uf_msync(mm, map, SIZE, UF_MS_SYNC), 0);
 
-	/* pread/pwrite arguments; writes never extend the object */
+	/* pread/pwrite arguments; a write past the end extends the object
+	 * (tests/object-pwrite-extend.c checks how) */
 	CHECK_RET(uf_object_pread(NULL, buf, 1, 0), -EINVAL);
 	CHECK_RET(uf_object_pwrite(NULL, buf, 1, 0), -EINVAL);
 	CHECK_RET(uf_object_pread(rw, NULL, 1, 0), -EINVAL);
 	CHECK_RET(uf_object_pread(rw, buf, 16, SIZE - 4), 4);
 	CHECK_RET(uf_object_pread(rw, buf, 16, SIZE), 0);
-	CHECK_RET(uf_object_pwrite(rw, "abcdefgh", 8, SIZE - 4), 4);
-	CHECK_RET(uf_object_pwrite(rw, "abcdefgh", 8, SIZE + 10), 0);
-	CHECK(uf_object_size(rw) == SIZE, "pwrite changed the size to %lu",
+	CHECK_RET(uf_object_pwrite(rw, "abcdefgh", 8, SIZE - 4), 8);
+	CHECK(uf_object_size(rw) == SIZE + 4, "pwrite made the size %lu",
 	      (unsigned long)uf_object_size(rw));
+	CHECK_RET(uf_object_pwrite(rw, "abcdefgh", 8, 1ULL << 63), -EFBIG);
+	CHECK_RET(uf_object_truncate(rw, SIZE), 0);
 	CHECK(ut_read(map + SIZE - 1, &v, &f) == 0 && v == 'd', "last byte %u", v);
 	CHECK_RET(uf_object_truncate(NULL, 0), -EINVAL);
 	CHECK_RET(uf_object_punch_hole(rw, 0, 0), -EINVAL);

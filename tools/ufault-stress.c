@@ -395,8 +395,8 @@ static ssize_t t_pread(struct tobj *t, void *buf, size_t len, uint64_t off)
 	return (ssize_t)done;
 }
 
-/* The caller keeps writes inside EOF: ufault's pwrite stops at EOF, the
- * kernel's would extend the file. */
+/* The caller keeps writes inside EOF: a write past it would extend the
+ * object (both pwrites do), which the model does not follow. */
 static ssize_t t_pwrite(struct tobj *t, const void *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
