@@ -93,7 +93,11 @@ int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp);
  * access to unmapped memory, gets SIGSEGV.  Objects still referenced by the
  * caller may be put before or after; after destroy they can only be
  * synced (uf_object_sync) and put, which writes what is still dirty,
- * releases the store and frees them.  Must not be called from fault().
+ * releases the store and frees them.  A uf_object_* call running in
+ * another thread while destroy runs completes or fails with -EINVAL;
+ * calls made after it fail with -EINVAL (sync and put excepted).  The
+ * userfaultfd stays open until the last such object is put.  Must not be
+ * called from fault().
  */
 void uf_mm_destroy(struct uf_mm *mm);
 

@@ -571,6 +571,8 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	pthread_rwlock_destroy(&obj->invalidate_lock);
 	pthread_mutex_destroy(&obj->page_lock);
 	pthread_mutex_destroy(&obj->sync_lock);
+	if (obj->mm)
+		uf_mm_put(obj->mm);	/* its memory may go now (destroyed before) */
 	free(obj);
 }
 
@@ -624,7 +626,7 @@ UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, 
 	uint64_t size;
 	ssize_t ret;
 
-	if (!obj || (!buf && len) || !obj->mm)
+	if (!obj || (!buf && len) || uf_object_orphaned(obj))
 		return -EINVAL;
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	size = obj->size;
@@ -685,8 +687,9 @@ UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_
 	struct uf_mm *mm;
 	ssize_t ret = 0;
 
-	if (!obj || (!buf && len) || !(mm = obj->mm))
+	if (!obj || (!buf && len) || uf_object_orphaned(obj))
 		return -EINVAL;
+	mm = obj->mm;
 	if (obj->readonly)
 		return -EROFS;
 	if (!len)

@@ -108,6 +108,15 @@ struct uf_mm {
 	struct uf_object *objects;	/* list through obj->mm_next */
 
 	/*
+	 * uf_mm_destroy() sets @dead and drops one reference; every object
+	 * holds one until it is freed.  A uf_object_* call that started
+	 * before the destroy thus still finds the mm's memory, locks and
+	 * userfaultfd; calls that start after see @dead and fail.
+	 */
+	int refs;
+	bool dead;			/* atomic */
+
+	/*
 	 * The page address each handler thread is serving (0: none), so
 	 * that two handlers never serve faults at one address at once: the
 	 * outcome of one (a wake, or a SIGBUS) must not race the other's.
@@ -211,6 +220,12 @@ struct uf_object {
 /* mm.c */
 void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
 void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
+void uf_mm_put(struct uf_mm *mm);
+/* Was the object's mm destroyed (object calls other than sync fail)? */
+static inline bool uf_object_orphaned(const struct uf_object *obj)
+{
+	return !obj->mm || __atomic_load_n(&obj->mm->dead, __ATOMIC_ACQUIRE);
+}
 
 /* vma.c */
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,

@@ -77,6 +77,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	if (!mm)
 		return -ENOMEM;
 	mm->uffd.fd = mm->uffd.stopfd = mm->pagemap_fd = -1;
+	mm->refs = 1;		/* dropped by uf_mm_destroy() */
 	/* Test switch for ufault-stress: break the truncate protocol on
 	 * purpose (see filemap.c), to show that the race finder finds it. */
 	if (getenv("UFAULT_BREAK_PROTOCOL"))
@@ -108,12 +109,32 @@ fail:
 	return ret;
 }
 
+/* The last reference: the objects that outlived the destroy are gone. */
+void uf_mm_put(struct uf_mm *mm)
+{
+	if (__atomic_sub_fetch(&mm->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	uf_uffd_close(&mm->uffd);
+	if (mm->pagemap_fd >= 0)
+		close(mm->pagemap_fd);
+	free(mm->vmas);
+	pthread_rwlock_destroy(&mm->vma_lock);
+	pthread_mutex_destroy(&mm->obj_lock);
+	pthread_mutex_destroy(&mm->reclaim_lock);
+	pthread_mutex_destroy(&mm->poison_lock);
+	pthread_mutex_destroy(&mm->inflight_lock);
+	pthread_cond_destroy(&mm->inflight_cond);
+	free(mm);
+}
+
 UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 {
 	struct uf_object *obj;
 
 	if (!mm)
 		return;
+	/* object calls starting from now fail; those under way complete */
+	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
 	uf_unmap_all(mm);
 
 	/* Objects the caller still holds: write them back now; afterwards
@@ -142,28 +163,17 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 
 	uf_uffd_stop(&mm->uffd);
 
+	/* orphaned objects keep their pointer (and reference) to the mm:
+	 * the mm's memory and fds go with the last of them */
 	pthread_mutex_lock(&mm->obj_lock);
-	while ((obj = mm->objects)) {
-		mm->objects = obj->mm_next;
-		obj->mm = NULL;		/* orphaned: put only frees it */
-	}
+	mm->objects = NULL;
 	pthread_mutex_unlock(&mm->obj_lock);
-
-	uf_uffd_close(&mm->uffd);
-	if (mm->pagemap_fd >= 0)
-		close(mm->pagemap_fd);
-	free(mm->vmas);
-	pthread_rwlock_destroy(&mm->vma_lock);
-	pthread_mutex_destroy(&mm->obj_lock);
-	pthread_mutex_destroy(&mm->reclaim_lock);
-	pthread_mutex_destroy(&mm->poison_lock);
-	pthread_mutex_destroy(&mm->inflight_lock);
-	pthread_cond_destroy(&mm->inflight_cond);
-	free(mm);
+	uf_mm_put(mm);
 }
 
 void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj)
 {
+	__atomic_add_fetch(&mm->refs, 1, __ATOMIC_RELAXED);	/* dropped by the object's free */
 	pthread_mutex_lock(&mm->obj_lock);
 	obj->mm_next = mm->objects;
 	mm->objects = obj;

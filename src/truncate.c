@@ -208,7 +208,7 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 {
 	int ret;
 
-	if (!obj || !obj->ops || !obj->mm)
+	if (!obj || !obj->ops || uf_object_orphaned(obj))
 		return -EINVAL;
 	if (obj->readonly)
 		return -EROFS;
@@ -228,7 +228,7 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 	uint64_t end, first, last;
 	int ret = 0;
 
-	if (!obj || !obj->ops || !obj->mm || !len)
+	if (!obj || !obj->ops || uf_object_orphaned(obj) || !len)
 		return -EINVAL;
 	if (obj->readonly)
 		return -EROFS;
