@@ -410,8 +410,17 @@ int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
  * uf_object_open - an object backed by the file at @path.
  * @oflags: O_RDONLY or O_RDWR, optionally with O_CREAT (mode 0644).
  *
+ * An O_RDWR object holds an open-file-description write lock on the
+ * whole file (F_OFD_SETLK) until its last put, so two ufault users never
+ * write one file at once.  A sync, truncate or punch that finds the file
+ * changed behind ufault's back (size, mtime or ctime moved since ufault
+ * last wrote it) fails with -ESTALE and writes nothing; the pages stay
+ * dirty.  See "File consistency" in ufault(7).
+ *
  * Return: 0, or -EINVAL (NULL argument, other @oflags, not a regular
- * file), -ENOENT, -EACCES, -EISDIR, or another error from open(2)/fstat(2).
+ * file), -ENOENT, -EACCES, -EISDIR, -EBUSY (O_RDWR and the file is locked
+ * by another open file description), or another error from
+ * open(2)/fstat(2)/fcntl(2).
  */
 int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
 		   struct uf_object **objp);
@@ -484,7 +493,8 @@ ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len, uin
 /**
  * uf_object_sync - write every dirty page of @obj (written through shared
  * mappings or uf_object_pwrite()) to the store, then ->sync it.
- * Return: 0, or the first store error; pages that failed stay dirty.
+ * Return: 0, or the first store error (-ESTALE for a file written behind
+ * ufault's back, see uf_object_open()); pages that failed stay dirty.
  */
 int uf_object_sync(struct uf_object *obj);
 

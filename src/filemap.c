@@ -515,7 +515,7 @@ UF_EXPORT int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
 		close(fd);
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	}
-	ret = uf_file_store_new(fd, &store);
+	ret = uf_file_store_open(fd, acc == O_RDWR, &store);
 	if (ret) {
 		close(fd);
 		return ret;

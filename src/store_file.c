@@ -2,6 +2,17 @@
 /*
  * The file store: an object's bytes live in a file (any file system).  The
  * memory store (store_mem.c) uses the same methods on a memfd.
+ *
+ * Consistency (ufault.7): a writable file object holds an open file
+ * description lock (F_OFD_SETLK, a write lock on the whole file), so two
+ * ufault users never write one file at once.  A process that does not
+ * take the lock can still write the file; ufault notices it before its
+ * own next write: the file's size, mtime and ctime are recorded after
+ * each of ufault's writes, and a write that finds them moved fails with
+ * -ESTALE instead of overwriting the other writer's bytes (writeback then
+ * keeps the pages dirty).  A change that lands within the file system's
+ * timestamp granularity of ufault's own last write and keeps the size is
+ * not seen.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -10,21 +21,82 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct file_store {
 	int fd;
+	bool check;			/* a shared file: watch for other writers */
+	pthread_mutex_t lock;		/* @seen; one write at a time when @check */
+	struct stat seen;		/* the file as ufault last left it */
 };
 
-int uf_file_store_new(int fd, void **storep)
+static int store_new(int fd, bool check, void **storep)
 {
-	struct file_store *fs = malloc(sizeof(*fs));
+	struct file_store *fs = calloc(1, sizeof(*fs));
 
 	if (!fs)
 		return -ENOMEM;
 	fs->fd = fd;
+	fs->check = check;
+	pthread_mutex_init(&fs->lock, NULL);
+	if (check && fstat(fd, &fs->seen) < 0) {
+		int ret = -errno;
+
+		pthread_mutex_destroy(&fs->lock);
+		free(fs);
+		return ret;
+	}
 	*storep = fs;
 	return 0;
+}
+
+/* A store over @fd that only ufault uses (the memory store's memfd). */
+int uf_file_store_new(int fd, void **storep)
+{
+	return store_new(fd, false, storep);
+}
+
+/*
+ * A store over the file @fd of uf_object_open().  @writer: take the
+ * open file description lock that keeps other ufault writers out (-EBUSY
+ * when one holds it) and check for foreign writes before each write.
+ */
+int uf_file_store_open(int fd, bool writer, void **storep)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+
+	if (writer && fcntl(fd, F_OFD_SETLK, &fl) < 0)
+		return errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;
+	return store_new(fd, writer, storep);
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Has someone else changed the file since ufault last wrote it?
+ * Locking: fs->lock held. */
+static int __changed_behind(struct file_store *fs)
+{
+	struct stat st;
+
+	if (!fs->check)
+		return 0;
+	if (fstat(fs->fd, &st) < 0)
+		return -errno;
+	if (st.st_size != fs->seen.st_size || !same_time(&st.st_mtim, &fs->seen.st_mtim) ||
+	    !same_time(&st.st_ctim, &fs->seen.st_ctim))
+		return -ESTALE;
+	return 0;
+}
+
+/* Record the file as ufault's own write left it.  Locking: fs->lock held. */
+static void __seen(struct file_store *fs)
+{
+	if (fs->check)
+		fstat(fs->fd, &fs->seen);
 }
 
 static ssize_t file_read(void *store, void *buf, size_t len, uint64_t off)
@@ -51,34 +123,56 @@ static int file_write(void *store, const void *buf, size_t len, uint64_t off)
 {
 	struct file_store *fs = store;
 	size_t done = 0;
+	int ret;
 
-	while (done < len) {
+	pthread_mutex_lock(&fs->lock);
+	ret = __changed_behind(fs);
+	while (!ret && done < len) {
 		ssize_t n = pwrite(fs->fd, (const char *)buf + done, len - done, (off_t)(off + done));
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			ret = -errno;
+			break;
 		}
 		done += (size_t)n;
 	}
-	return 0;
+	if (done)
+		__seen(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
 }
 
 static int file_truncate(void *store, uint64_t size)
 {
 	struct file_store *fs = store;
+	int ret;
 
-	return ftruncate(fs->fd, (off_t)size) < 0 ? -errno : 0;
+	pthread_mutex_lock(&fs->lock);
+	ret = __changed_behind(fs);
+	if (!ret && ftruncate(fs->fd, (off_t)size) < 0)
+		ret = -errno;
+	if (!ret)
+		__seen(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
 }
 
 static int file_punch_hole(void *store, uint64_t off, uint64_t len)
 {
 	struct file_store *fs = store;
+	int ret;
 
-	if (fallocate(fs->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) < 0)
-		return errno == EOPNOTSUPP || errno == ENOSYS ? -EOPNOTSUPP : -errno;
-	return 0;
+	pthread_mutex_lock(&fs->lock);
+	ret = __changed_behind(fs);
+	if (!ret && fallocate(fs->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+			      (off_t)len) < 0)
+		ret = errno == EOPNOTSUPP || errno == ENOSYS ? -EOPNOTSUPP : -errno;
+	if (!ret)
+		__seen(fs);
+	pthread_mutex_unlock(&fs->lock);
+	return ret;
 }
 
 static int file_sync(void *store)
@@ -92,7 +186,8 @@ static void file_release(void *store)
 {
 	struct file_store *fs = store;
 
-	close(fs->fd);
+	close(fs->fd);		/* drops the OFD lock */
+	pthread_mutex_destroy(&fs->lock);
 	free(fs);
 }
 
