@@ -347,33 +347,11 @@ out:
 /* ->fault for object mappings                                         */
 /* ------------------------------------------------------------------ */
 
-/*
- * The readahead window for a fault at @pgoff: sequential faults (at the
- * page after the previous window) double it up to mm->ra_max pages; any
- * other fault reads only its page.
- */
-static size_t readahead_window(struct uf_vma *vma, uint64_t pgoff)
-{
-	size_t n;
-
-	pthread_mutex_lock(&vma->ra_lock);
-	if (pgoff == vma->ra_next || (vma->ra_next == UINT64_MAX && pgoff == vma->pgoff)) {
-		n = vma->ra_size ? 2 * vma->ra_size : 16;
-		if (n > vma->mm->ra_max)
-			n = vma->mm->ra_max;
-	} else {
-		n = 1;
-	}
-	vma->ra_size = n;
-	vma->ra_next = pgoff + n;
-	pthread_mutex_unlock(&vma->ra_lock);
-	return n;
-}
-
 UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
 	struct uf_object *obj;
-	size_t n, filled = 0;
+	struct uf_ra_req ra;
+	size_t filled = 0;
 	bool major = false;
 	int ret;
 
@@ -382,7 +360,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->type = UF_FAULT_SIGBUS;
 		return NULL;
 	}
-	n = readahead_window(vma, fdata->pgoff);
+	uf_readahead_window(vma, fdata->pgoff, &ra);
 
 	/*
 	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
@@ -393,10 +371,11 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	if (!uf_protocol_broken())
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 	/* one store read per run of holes, one wake (by the caller) */
-	ret = uf_object_fill(obj, fdata->pgoff, n, fdata->pgoff, &filled, &major, vma);
+	ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
 	if (!uf_protocol_broken())
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 	pthread_rwlock_unlock(&vma->mm->vma_lock);
+	uf_readahead_submit(vma, &ra);
 
 	if (ret == -ENOMEM) {
 		fdata->type = UF_FAULT_OOM;

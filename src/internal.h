@@ -136,6 +136,7 @@ struct uf_mm {
 	uint64_t next_vma_id;
 
 	size_t ra_max;			/* readahead pages */
+	struct uf_worker *worker;	/* background work (worker.c) */
 	uint64_t budget_pages;		/* 0 = none */
 	unsigned int policy;
 	pthread_mutex_t reclaim_lock;
@@ -173,10 +174,7 @@ struct uf_vma {
 	 */
 	uint64_t *nl_pgoff;
 
-	/* readahead state (the kernel's file_ra_state) */
-	pthread_mutex_t ra_lock;
-	uint64_t ra_next;		/* first page after the last window */
-	size_t ra_size;			/* pages in the last window */
+	struct uf_ra_state *ra;		/* readahead streams (readahead.c) */
 
 	struct uf_counters stats;
 };
@@ -283,6 +281,29 @@ void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 /* reclaim.c */
 void uf_reclaim(struct uf_mm *mm);
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff);
+
+/* worker.c: background work of an mm, one thread */
+struct uf_work {
+	void (*fn)(struct uf_work *work, bool run);	/* run, or drop */
+	struct uf_work *next;
+};
+int uf_worker_start(struct uf_mm *mm);
+void uf_worker_stop(struct uf_mm *mm);
+bool uf_worker_queue(struct uf_mm *mm, struct uf_work *work);
+
+/* readahead.c */
+struct uf_ra_req {
+	uint64_t first;			/* fill [first, first + n) now */
+	size_t n;
+	uint64_t bg_first;		/* then [bg_first, bg_first + bg_n) */
+	size_t bg_n;			/* in the background (0: none) */
+	int idx;
+	uint64_t gen;
+};
+int uf_readahead_init(struct uf_vma *vma);
+void uf_readahead_free(struct uf_vma *vma);
+void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *req);
+void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req);
 
 /* truncate.c */
 int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages);

@@ -102,6 +102,9 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 			    &uf_fault_uffd_ops, mm);
 	if (ret)
 		goto fail;
+	ret = uf_worker_start(mm);
+	if (ret)
+		goto fail;
 	*mmp = mm;
 	return 0;
 fail:
@@ -136,6 +139,7 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	/* object calls starting from now fail; those under way complete */
 	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
 	uf_unmap_all(mm);
+	uf_worker_stop(mm);	/* after the mappings: its items hold them */
 
 	/* Objects the caller still holds: write them back now; afterwards
 	 * uf_object_put() only frees them.  Sync takes mm->vma_lock, which

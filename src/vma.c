@@ -175,7 +175,10 @@ static struct uf_vma *vma_alloc(struct uf_mm *mm, size_t len, int prot)
 	vma->end = len;		/* start is added once mapped */
 	pthread_mutex_init(&vma->ref_lock, NULL);
 	pthread_cond_init(&vma->ref_cond, NULL);
-	pthread_mutex_init(&vma->ra_lock, NULL);
+	if (uf_readahead_init(vma)) {
+		free(vma);
+		return NULL;
+	}
 	return vma;
 }
 
@@ -183,7 +186,7 @@ static void vma_free(struct uf_vma *vma)
 {
 	pthread_mutex_destroy(&vma->ref_lock);
 	pthread_cond_destroy(&vma->ref_cond);
-	pthread_mutex_destroy(&vma->ra_lock);
+	uf_readahead_free(vma);
 	free(vma->nl_pgoff);
 	free(vma);
 }
@@ -247,7 +250,6 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	vma->obj = obj;
 	vma->pgoff = offset >> PAGE_SHIFT;
 	vma->vm_ops = &uf_file_vm_ops;
-	vma->ra_next = UINT64_MAX;
 	if (flags == UF_MAP_SHARED) {
 		vma->flags = VMA_SHARED;
 		if ((prot & PROT_WRITE) && (mm->wp_async || mm->wp_sync))

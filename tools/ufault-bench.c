@@ -510,6 +510,76 @@ static int run_ufault_cold(struct bench *b, const struct bench_case *c, struct s
 	return ret;
 }
 
+/* One of the two readers of the streams case: its half of the pages. */
+struct half_reader {
+	const char *base;
+	const uint32_t *order;
+	size_t n, bad;
+	uint64_t kfaults;
+};
+
+static void *half_touch(void *arg)
+{
+	struct half_reader *h = arg;
+	uint64_t f0 = thread_faults();
+
+	h->bad = touch(h->base, h->order, h->n);
+	h->kfaults = thread_faults() - f0;
+	return NULL;
+}
+
+/*
+ * Two sequential streams in one mapping: a new object, one thread per half
+ * of the mapping, both at once.  ns/page is the wall time over all pages.
+ */
+static int run_ufault_streams(struct bench *b, const struct bench_case *c, struct sample *s)
+{
+	struct half_reader h[2];
+	struct uf_stats st0, st1;
+	struct uf_object *obj;
+	pthread_t thr;
+	uint64_t t0, t1;
+	size_t half = b->npages / 2;
+	void *p;
+	int ret, k;
+
+	s->cached = file_make_cold(b, c->store);
+	ret = uf_object_open(b->mm, b->file[c->store].path, O_RDONLY, &obj);
+	if (ret)
+		return ret;
+	ret = uf_mmap(b->mm, b->size, case_prot(c), UF_MAP_SHARED, obj, 0, &p);
+	if (ret)
+		goto out;
+	for (k = 0; k < 2; k++)
+		h[k] = (struct half_reader){ .base = p, .order = b->order[c->order] + k * half,
+					     .n = k ? b->npages - half : half };
+	uf_mm_stats(b->mm, &st0);
+	t0 = now_ns();
+	ret = -pthread_create(&thr, NULL, half_touch, &h[1]);
+	half_touch(&h[0]);
+	if (!ret)
+		pthread_join(thr, NULL);
+	t1 = now_ns();
+	uf_mm_stats(b->mm, &st1);
+	s->ns_per_page = (double)(t1 - t0) / (double)b->npages;
+	s->kfaults = h[0].kfaults + h[1].kfaults;
+	s->majors = st1.major_faults - st0.major_faults;
+	s->events = s->majors + st1.minor_faults - st0.minor_faults +
+		    st1.sigbus - st0.sigbus + st1.oom - st0.oom;
+	s->ra_pages = st1.readahead_pages - st0.readahead_pages;
+	s->pages_read = st1.pages_read - st0.pages_read;
+	s->svc_us = lat_median_us(&st0, &st1);
+	if (!ret && h[0].bad + h[1].bad) {
+		fprintf(stderr, "ufault-bench: %s %s/%s: %zu of %zu pages read wrong bytes\n",
+			c->name, c->target, store_names[c->store], h[0].bad + h[1].bad, b->npages);
+		ret = -EIO;
+	}
+	uf_munmap(b->mm, p, b->size);
+out:
+	uf_object_put(obj);
+	return ret;
+}
+
 /*
  * The timed part of the zipf case: one byte read per access, the first of
  * the page (the low byte of its tag), and every ZIPF_SAMPLE accesses a
@@ -756,6 +826,13 @@ static const struct bench_case cases[] = {
 	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_SPEEDUP, .goal = 10 },
 	{ .name = "cold-seq", .target = "ufault", .store = STORE_DISK, .order = ORDER_SEQ,
 	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_SPEEDUP },	/* info */
+
+	/* two threads reading the two halves of one mapping keep a readahead
+	 * stream each: per-page cost and major faults as one stream's */
+	{ .name = "streams", .target = "1-stream", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_ufault_cold },
+	{ .name = "streams", .target = "2-stream", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_ufault_streams, .ref = "1-stream/tmpfs", .ratio = RATIO_COST, .goal = 1.1 },
 
 	{ .name = "cold-rand", .target = "uffd-min", .store = STORE_ANON, .order = ORDER_RAND,
 	  .run = run_uffd_min },

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Readahead per stream: the kernel's file_ra_state, one per sequential
+ * stream of a mapping.
+ *
+ * A mapping keeps a small table of streams.  A fault at the page where a
+ * stream's last window ended is sequential: the window grows (16 pages,
+ * then x4 while under ra_max/4, then x2, up to mm->ra_max) and is filled
+ * now; from the stream's second window on, the window after it is filled
+ * in the background by the mm's worker
+ * (worker.c), on the other CPU while the faulting thread goes on.  A fault inside a background window still
+ * queued takes the window over and fills it now; one inside a window being
+ * filled waits for it, then finds its page (a minor fault).  Any other fault
+ * reads its own page only, and notes a candidate stream starting at the
+ * next page, so two threads reading two halves of one mapping each keep
+ * their stream.  A fault at the first page of the mapping starts a stream.
+ *
+ * Fills never overwrite a present page (filemap.c fills holes only), so a
+ * background window that overlaps pages a program wrote loses nothing.
+ * Under a cache budget there is no background window: reclaim's slack
+ * (reclaim.c) counts one window per handler thread.
+ *
+ * Locking: ra->lock guards the table; it is a leaf, except that a thread
+ * that waits for a background window sleeps on ra->cond with it.  The
+ * worker fills under mm->vma_lock and obj->invalidate_lock shared (the
+ * order of internal.h), never with ra->lock held.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define RA_STREAMS	8
+#define RA_INIT		16	/* pages: a new stream's first window */
+
+enum ra_job_state { RA_IDLE, RA_QUEUED, RA_RUNNING };
+
+struct ra_stream {
+	uint64_t next;		/* the page after the stream's last window */
+	uint64_t used;		/* LRU clock */
+	size_t size;		/* pages in the last window; 0: candidate */
+	/* the background window: [job_first, job_first + job_n) */
+	uint64_t job_first;
+	size_t job_n;
+	unsigned int job_state;
+	uint64_t job_gen;	/* a queued item with another gen is stale */
+};
+
+struct uf_ra_state {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;	/* a background window is done */
+	uint64_t clock;
+	struct ra_stream s[RA_STREAMS];
+};
+
+struct ra_work {
+	struct uf_work work;
+	struct uf_vma *vma;	/* holds a reference */
+	unsigned int idx;
+	uint64_t gen;
+};
+
+int uf_readahead_init(struct uf_vma *vma)
+{
+	struct uf_ra_state *ra = calloc(1, sizeof(*ra));
+	int i;
+
+	if (!ra)
+		return -ENOMEM;
+	pthread_mutex_init(&ra->lock, NULL);
+	pthread_cond_init(&ra->cond, NULL);
+	for (i = 0; i < RA_STREAMS; i++)
+		ra->s[i].next = UINT64_MAX;
+	vma->ra = ra;
+	return 0;
+}
+
+void uf_readahead_free(struct uf_vma *vma)
+{
+	struct uf_ra_state *ra = vma->ra;
+
+	if (!ra)
+		return;
+	pthread_mutex_destroy(&ra->lock);
+	pthread_cond_destroy(&ra->cond);
+	free(ra);
+	vma->ra = NULL;
+}
+
+static void vma_get(struct uf_vma *vma)
+{
+	pthread_mutex_lock(&vma->ref_lock);
+	vma->refs++;
+	pthread_mutex_unlock(&vma->ref_lock);
+}
+
+/* Fill a background window.  Runs in the worker, no lock held. */
+static void ra_work_fn(struct uf_work *work, bool run)
+{
+	struct ra_work *w = (struct ra_work *)work;
+	struct uf_vma *vma = w->vma;
+	struct uf_ra_state *ra = vma->ra;
+	struct ra_stream *s = &ra->s[w->idx];
+	struct uf_object *obj = vma->obj;
+	size_t filled = 0;
+	uint64_t first;
+	size_t n;
+
+	pthread_mutex_lock(&ra->lock);
+	if (!run || s->job_gen != w->gen || s->job_state != RA_QUEUED) {
+		if (s->job_gen == w->gen && s->job_state == RA_QUEUED)
+			s->job_state = RA_IDLE;		/* dropped */
+		pthread_mutex_unlock(&ra->lock);
+		goto out;
+	}
+	s->job_state = RA_RUNNING;
+	first = s->job_first;
+	n = s->job_n;
+	pthread_mutex_unlock(&ra->lock);
+
+	pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		/* best effort: a page the store cannot give stays a hole, and
+		 * its own fault reports the error */
+		uf_object_fill(obj, first, n, UF_FILL_ANY, &filled, NULL, vma);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+	}
+	pthread_rwlock_unlock(&vma->mm->vma_lock);
+	/* counted before the waiters go on: they may read the statistics */
+	uf_add(&vma->stats.readahead_pages, filled);
+	uf_add(&vma->mm->stats.readahead_pages, filled);
+
+	pthread_mutex_lock(&ra->lock);
+	s->job_state = RA_IDLE;
+	pthread_cond_broadcast(&ra->cond);
+	pthread_mutex_unlock(&ra->lock);
+out:
+	uf_vma_put(vma);
+	free(w);
+}
+
+/* Locking: ra->lock held. */
+static struct ra_stream *__ra_victim(struct uf_ra_state *ra)
+{
+	struct ra_stream *v = NULL;
+	int i;
+
+	for (i = 0; i < RA_STREAMS; i++) {
+		struct ra_stream *s = &ra->s[i];
+
+		if (s->job_state != RA_IDLE)
+			continue;
+		if (!v || s->used < v->used)
+			v = s;
+	}
+	return v;
+}
+
+/*
+ * uf_readahead_window - the window to fill now for a fault at @pgoff.
+ * Sets [req->first, req->first + req->n) to fill before the wake (it holds
+ * @pgoff) and
+ * may set a background window (req->bg_n pages from req->bg_first) for
+ * uf_readahead_submit() once the fill is done.  May sleep while a
+ * background window holding @pgoff is being filled.
+ * Locking: no ufault lock held; takes ra->lock.
+ */
+void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *req)
+{
+	struct uf_mm *mm = vma->mm;
+	struct uf_ra_state *ra = vma->ra;
+	bool async = mm->worker && !mm->budget_pages;
+	struct ra_stream *s = NULL;
+	size_t n;
+	int i;
+
+	req->first = pgoff;
+	req->n = 1;
+	req->bg_n = 0;
+	req->idx = -1;
+	pthread_mutex_lock(&ra->lock);
+	ra->clock++;
+again:
+	for (i = 0; i < RA_STREAMS; i++) {
+		s = &ra->s[i];
+		if (s->job_state != RA_IDLE && pgoff >= s->job_first &&
+		    pgoff - s->job_first < s->job_n)
+			break;
+	}
+	if (i < RA_STREAMS) {
+		if (s->job_state == RA_RUNNING) {
+			/* the worker is filling it: wait, then find the page */
+			pthread_cond_wait(&ra->cond, &ra->lock);
+			goto again;
+		}
+		/* still queued: take the window over (the queued item is
+		 * stale now) and go on from its end */
+		s->job_gen++;
+		s->job_state = RA_IDLE;
+		s->used = ra->clock;
+		req->first = s->job_first;
+		req->n = s->job_n;
+		n = s->size;
+		goto background;
+	}
+	for (i = 0; i < RA_STREAMS; i++)
+		if (ra->s[i].next == pgoff)
+			break;
+	if (i < RA_STREAMS || pgoff == vma->pgoff) {
+		/* sequential: this window now, the next in the background */
+		if (i == RA_STREAMS) {
+			s = __ra_victim(ra);
+			if (!s) {
+				pthread_mutex_unlock(&ra->lock);
+				return;
+			}
+			s->size = 0;
+		} else {
+			s = &ra->s[i];
+		}
+		/* a stream's first window is read alone: one fault at the
+		 * start of a mapping is no stream yet */
+		if (!s->size)
+			async = false;
+		/* quadruple while small, as the kernel ramps a new stream */
+		n = !s->size ? RA_INIT : s->size < mm->ra_max / 4 ? 4 * s->size : 2 * s->size;
+		if (n > mm->ra_max)
+			n = mm->ra_max;
+		s->size = n;
+		s->used = ra->clock;
+		req->n = n;
+		goto background;
+	}
+	/* not part of a stream: this page only; a fault at the next page
+	 * would start one */
+	s = __ra_victim(ra);
+	if (s) {
+		s->next = pgoff + 1;
+		s->size = 0;
+		s->used = ra->clock;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return;
+
+background:
+	s->next = req->first + req->n;
+	if (async && !s->job_state &&
+	    s->next < DIV_ROUND_UP(__atomic_load_n(&vma->obj->size, __ATOMIC_ACQUIRE), PAGE_SIZE)) {
+		s->job_first = s->next;
+		s->job_n = n;
+		s->job_state = RA_QUEUED;
+		s->job_gen++;
+		s->next += n;
+		req->bg_first = s->job_first;
+		req->bg_n = n;
+		req->idx = (int)(s - ra->s);
+		req->gen = s->job_gen;
+	}
+	pthread_mutex_unlock(&ra->lock);
+}
+
+/*
+ * Hand the background window of @req to the worker.
+ * Locking: no ufault lock held (@vma referenced by the caller).
+ */
+void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
+{
+	struct uf_ra_state *ra = vma->ra;
+	struct ra_work *w;
+
+	if (!req->bg_n)
+		return;
+	w = malloc(sizeof(*w));
+	if (w) {
+		w->work.fn = ra_work_fn;
+		w->vma = vma;
+		w->idx = (unsigned int)req->idx;
+		w->gen = req->gen;
+		vma_get(vma);
+		if (uf_worker_queue(vma->mm, &w->work))
+			return;
+		uf_vma_put(vma);
+		free(w);
+	}
+	/* no worker: the window is simply not read ahead */
+	pthread_mutex_lock(&ra->lock);
+	if (ra->s[req->idx].job_gen == req->gen)
+		ra->s[req->idx].job_state = RA_IDLE;
+	pthread_mutex_unlock(&ra->lock);
+}
