@@ -159,6 +159,25 @@ static void *handler_thread(void *arg)
 	return NULL;
 }
 
+static void stop_threads(struct uf_uffd *u, unsigned int n)
+{
+	uint64_t one = 1;
+	unsigned int i;
+
+	if (u->stopfd >= 0 && write(u->stopfd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only on overflow: cannot happen */
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(u->threads[i], NULL);
+	u->nthreads = 0;
+}
+
+/* uf_uffd_stop - make the handler threads exit and wait for them. */
+void uf_uffd_stop(struct uf_uffd *u)
+{
+	stop_threads(u, u->nthreads);
+}
+
 /*
  * uf_uffd_start - start @nthreads handler threads that hand each event to
  * @ops with @owner.  On failure the threads started are stopped again.
@@ -171,31 +190,16 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 
 	u->ops = ops;
 	u->owner = owner;
+	u->nthreads = nthreads;		/* read by the threads: set before */
 	for (i = 0; i < nthreads; i++) {
 		u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i };
 		ret = -pthread_create(&u->threads[i], NULL, handler_thread, &u->handlers[i]);
 		if (ret) {
-			u->nthreads = i;
-			uf_uffd_stop(u);
+			stop_threads(u, i);
 			return ret;
 		}
 	}
-	u->nthreads = nthreads;
 	return 0;
-}
-
-/* uf_uffd_stop - make the handler threads exit and wait for them. */
-void uf_uffd_stop(struct uf_uffd *u)
-{
-	uint64_t one = 1;
-	unsigned int i;
-
-	if (u->stopfd >= 0 && write(u->stopfd, &one, sizeof(one)) < 0) {
-		/* an eventfd write fails only on overflow: cannot happen */
-	}
-	for (i = 0; i < u->nthreads; i++)
-		pthread_join(u->threads[i], NULL);
-	u->nthreads = 0;
 }
 
 /* uf_uffd_close - close the fds (the threads are stopped). */
