@@ -151,7 +151,7 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	if (ret)
 		return ret;
 	/* (a window registers again with the mode the VMA already has) */
-	if (wp)
+	if (wp && !(vma->flags & VMA_REG_WP))
 		vma->flags |= VMA_REG_WP;
 	/* A child must never touch an unregistered copy: it would fill the
 	 * shared cache with zero pages. */
