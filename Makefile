@@ -28,7 +28,7 @@ LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 SONAME  := libufault.so.$(SOVERSION)
 
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
-TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c,$(wildcard tests/*.c)))
+TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c,$(wildcard tests/*.c)))
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 SCRIPTS := $(wildcard tests/*.sh)
 
@@ -66,8 +66,11 @@ $(B) $(B)/pic $(B)/obj $(B)/tests $(B)/examples:
 
 tests: all $(TESTS) $(EXAMPLES)
 
+# the whole run has a throwaway Redis Cluster (tests/redis-cluster) for
+# the tests that need one
 test: tests
-	B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS)
+	B=$(B) CC="$(CC)" SAN="$(SAN)" tests/redis-cluster run \
+		tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS)
 
 # the main job: what this machine allows, the tour, then the race finder
 # against ufault and against the kernel's own mmap
@@ -92,5 +95,57 @@ install: all
 clean:
 	rm -rf build build-*
 
-.PHONY: all tests test run install clean
+# ---- Redis: libufault-redis, objects in a Redis Cluster -------------------
+# A library of its own, so that the core never depends on hiredis.
+# redis/deps.sh installs redis-server, libhiredis-dev and pkg-config when
+# missing (as root), or says what to run.
+REDIS_SONAME := libufault-redis.so.$(SOVERSION)
+REDIS_SRC    := $(wildcard redis/*.c)
+REDIS_PIC    := $(REDIS_SRC:redis/%.c=$(B)/redis-pic/%.o)
+REDIS_OBJ    := $(REDIS_SRC:redis/%.c=$(B)/redis-obj/%.o)
+REDIS_TESTS  := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/redis-*.c))
+REDIS_HDRS   := redis/internal.h include/ufault-redis.h include/ufault.h
+HIREDIS_CFLAGS = $(shell pkg-config --cflags hiredis 2>/dev/null || echo -I/usr/include/hiredis)
+HIREDIS_LIBS   = $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
+
+all: redis
+tests: redis $(REDIS_TESTS)
+install: install-redis
+
+redis: $(B)/$(REDIS_SONAME) $(B)/libufault-redis.a $(B)/ufault-redis.pc
+
+redis-deps:
+	@redis/deps.sh
+
+$(B)/redis-pic/%.o: redis/%.c $(REDIS_HDRS) | redis-deps $(B)/redis-pic
+	$(CC) $(LIBCFLAGS) $(HIREDIS_CFLAGS) -c -o $@ $<
+$(B)/redis-obj/%.o: redis/%.c $(REDIS_HDRS) | redis-deps $(B)/redis-obj
+	$(CC) $(LIBCFLAGS) $(HIREDIS_CFLAGS) -c -o $@ $<
+
+$(B)/$(REDIS_SONAME): $(REDIS_PIC) redis/libufault-redis.map $(B)/$(SONAME)
+	$(CC) -shared -Wl,-soname,$(REDIS_SONAME) -Wl,--version-script=redis/libufault-redis.map \
+		-Wl,-z,defs -o $@ $(REDIS_PIC) -L$(B) -l:$(SONAME) $(HIREDIS_LIBS) $(LDFLAGS)
+	ln -sf $(REDIS_SONAME) $(B)/libufault-redis.so
+$(B)/libufault-redis.a: $(REDIS_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/ufault-redis.pc: ufault-redis.pc.in Makefile | $(B)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(B)/tests/redis-%: tests/redis-%.c tests/helpers.c tests/helpers.h $(B)/libufault-redis.a $(B)/libufault.a $(REDIS_HDRS) | $(B)/tests
+	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault-redis.a $(B)/libufault.a $(HIREDIS_LIBS) $(LDFLAGS) -lm
+
+$(B)/redis-pic $(B)/redis-obj:
+	mkdir -p $@
+
+install-redis: redis
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/ufault-redis.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(B)/$(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/libufault-redis.so
+	install -m 644 $(B)/libufault-redis.a $(DESTDIR)$(PREFIX)/lib/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault-redis.pc
+
+.PHONY: all tests test run install clean redis redis-deps install-redis
 .SECONDARY:

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libufault-redis internals: the URL (url.c), the cluster client with its
+ * routing (cluster.c) and the store (store.c).
+ */
+#ifndef UF_REDIS_INTERNAL_H
+#define UF_REDIS_INTERNAL_H
+
+#include <hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RC_EXPORT	__attribute__((visibility("default")))
+
+#define RC_SLOTS	16384
+#define RC_NO_NODE	(-1)
+#define RC_PAGE		4096u
+#define RC_EXTENT_PAGES	512u	/* pages per hash tag: the largest readahead window */
+#define RC_NAME_MAX	512
+
+/* ------------------------------------------------------------------ */
+/* url.c                                                               */
+/* ------------------------------------------------------------------ */
+
+struct rc_seed {
+	char *host;
+	int port;
+};
+
+/* What a redis:// URL says (see uf_redis_open()). */
+struct rc_config {
+	char *user;		/* NULL: the default user */
+	char *pass;		/* NULL: no AUTH */
+	struct rc_seed *seeds;
+	unsigned int nseeds;
+	char *name;
+	int replicas;		/* -1: 1 when the cluster has replicas, else 0 */
+	unsigned int timeout_ms;
+	unsigned int lease_ms;
+};
+
+int rc_parse_url(const char *url, struct rc_config *cfg);
+void rc_config_free(struct rc_config *cfg);
+
+/* ------------------------------------------------------------------ */
+/* cluster.c                                                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * One command, routed by the slot of argv[keyarg].  The argument bytes are not
+ * copied: they must stay valid until rc_exec() returns.  With @dest set,
+ * the elements of the command's array reply (HMGET) are copied straight
+ * into @dest: element i to @dest + i * 4096, at most @destlen bytes in all,
+ * a nil or short element zero-filled; the reply then holds each element's
+ * length as an integer (nil stays nil).
+ */
+struct rc_cmd {
+	int argc;
+	int keyarg;		/* argv index of the routing key; 0 means 1 */
+	const char **argv;
+	size_t *argvlen;
+	char *dest;
+	size_t destlen;
+	redisReply *reply;	/* set by rc_exec(); rc_cmds_clear() frees it */
+
+	/* rc_exec()'s own */
+	int slot, node, ask_node;
+	bool done;
+};
+
+struct rc_cluster;
+
+int rc_cluster_new(const struct rc_config *cfg, struct rc_cluster **clp);
+void rc_cluster_free(struct rc_cluster *cl);
+/* Does any master of the last slot map have a replica that is not failed? */
+bool rc_cluster_has_replicas(struct rc_cluster *cl);
+
+/*
+ * Run @cmds (in any order across nodes, in order on each node), following
+ * MOVED and ASK, refreshing the slot map and backing off on TRYAGAIN,
+ * CLUSTERDOWN, LOADING, MASTERDOWN, READONLY and lost connections, for at
+ * most @timeout_ms.  With @replicas > 0 every node written to must then
+ * acknowledge WAIT @replicas, or its commands are sent again.
+ * Return: 0 when every command has a reply (which may be an error reply
+ * other than those above), or -ETIMEDOUT / -EHOSTUNREACH when the time ran
+ * out, -EACCES, -EPROTO, -ENOMEM.
+ */
+int rc_exec(struct rc_cluster *cl, struct rc_cmd *cmds, size_t n, int replicas,
+	    unsigned int timeout_ms);
+void rc_cmds_clear(struct rc_cmd *cmds, size_t n);
+
+/* The -errno an error reply stands for (0 for a reply that is no error). */
+int rc_reply_errno(const redisReply *r);
+
+unsigned int rc_key_slot(const char *key, size_t len);
+
+#endif

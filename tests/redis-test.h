@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * For the redis-* tests: the cluster tests/redis-cluster started (its
+ * environment), object URLs unique to one run, and redis-cli to look at
+ * what reached the cluster without going through the library.
+ * Not a test program itself.
+ */
+#ifndef UT_REDIS_TEST_H
+#define UT_REDIS_TEST_H
+
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <ufault-redis.h>
+
+#define RT_UNUSED __attribute__((unused))
+
+struct rt_cluster {
+	const char *base;	/* redis://host:port,... */
+	const char *dir;	/* where tests/redis-cluster keeps its servers */
+	int ports[6];
+	int nports;
+	char prefix[64];	/* object names start with it: one run's own */
+};
+
+/* The cluster from the environment, or exit 77 when there is none. */
+static RT_UNUSED void rt_cluster(struct rt_cluster *c, const char *test)
+{
+	const char *ports = getenv("UFAULT_TEST_REDIS_PORTS");
+	char *end;
+
+	memset(c, 0, sizeof(*c));
+	c->base = getenv("UFAULT_TEST_REDIS");
+	c->dir = getenv("UFAULT_TEST_REDIS_DIR");
+	if (!c->base || !*c->base) {
+		printf("skip: no cluster (UFAULT_TEST_REDIS unset; make test starts one)\n");
+		exit(UT_SKIP);
+	}
+	while (ports && *ports && c->nports < 6) {
+		c->ports[c->nports++] = (int)strtol(ports, &end, 10);
+		ports = end;
+	}
+	snprintf(c->prefix, sizeof(c->prefix), "%s-%d-%ld", test, (int)getpid(), (long)time(NULL));
+}
+
+/* The URL of object @name of this run, with @params ("" or "?k=v..."). */
+static RT_UNUSED void rt_url(const struct rt_cluster *c, char *buf, size_t len, const char *name,
+			     const char *params)
+{
+	snprintf(buf, len, "%s/%s-%s%s", c->base, c->prefix, name, params);
+}
+
+/* Run redis-cli in cluster mode against the first node; its output's first
+ * line into @out.  Return its exit status. */
+static RT_UNUSED int rt_cli(const struct rt_cluster *c, char *out, size_t outlen, const char *fmt, ...)
+{
+	char args[1024], cmd[1200];
+	va_list ap;
+	FILE *f;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof(cmd), "REDISCLI_AUTH=\"$UFAULT_REDIS_PASSWORD\" redis-cli -c -h 127.0.0.1 -p %d %s 2>&1",
+		 c->ports[0], args);
+	f = popen(cmd, "r");
+	CHECK(f, "popen: %s", strerror(errno));
+	if (!fgets(out, (int)outlen, f))
+		out[0] = 0;
+	out[strcspn(out, "\n")] = 0;
+	while (fgetc(f) != EOF)
+		;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The integer redis-cli prints for a command (HLEN, EXISTS, ...). */
+static RT_UNUSED long rt_cli_int(const struct rt_cluster *c, const char *fmt, const char *arg)
+{
+	char out[256], args[512];
+
+	snprintf(args, sizeof(args), fmt, arg);
+	CHECK(rt_cli(c, out, sizeof(out), "%s", args) == 0, "redis-cli %s: %s", args, out);
+	return strtol(out, NULL, 10);
+}
+
+#endif
