@@ -51,7 +51,9 @@ struct uf_page;
 /**
  * struct uf_mm_config - parameters of uf_mm_create(); zero means default.
  * @handler_threads: threads that read faults and call fault() (default 1,
- *	at most 64).
+ *	at most 64).  Each takes one event at a time.  When every handler
+ *	has been busy for 5 ms, ufault starts a spare (up to 64 in all), so
+ *	that a fault() that touches another ufault mapping is served.
  * @flags: UF_MM_* above.
  * @cache_budget: bytes of page cache across all objects of this mm above
  *	which clean pages are reclaimed (0 = no limit).  See uf_mm_stats().

@@ -273,10 +273,8 @@ static void inflight_begin(struct uf_mm *mm, unsigned int slot, unsigned long pa
 {
 	unsigned int i;
 
-	if (mm->uffd.nthreads == 1)
-		return;
 	pthread_mutex_lock(&mm->inflight_lock);
-	for (i = 0; i < mm->uffd.nthreads; i++) {
+	for (i = 0; i < __atomic_load_n(&mm->uffd.nthreads, __ATOMIC_ACQUIRE); i++) {
 		if (i != slot && mm->inflight[i] == page_addr) {
 			pthread_cond_wait(&mm->inflight_cond, &mm->inflight_lock);
 			i = (unsigned int)-1;	/* look again from the start */
@@ -288,8 +286,6 @@ static void inflight_begin(struct uf_mm *mm, unsigned int slot, unsigned long pa
 
 static void inflight_end(struct uf_mm *mm, unsigned int slot)
 {
-	if (mm->uffd.nthreads == 1)
-		return;
 	pthread_mutex_lock(&mm->inflight_lock);
 	mm->inflight[slot] = 0;
 	pthread_cond_broadcast(&mm->inflight_cond);

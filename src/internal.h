@@ -69,12 +69,28 @@ struct uf_uffd {
 	uint64_t features;		/* granted by UFFDIO_API */
 	const struct uf_uffd_ops *ops;
 	void *owner;
+
+	/*
+	 * Handler threads: the configured ones, plus spares the monitor
+	 * starts when every handler has been busy for a while (a fault()
+	 * that touches another ufault mapping waits for another handler).
+	 * @nthreads grows under @lock and is read atomically; @nidle counts
+	 * handlers waiting for an event (atomic).
+	 */
+	pthread_mutex_t lock;
+	bool stopping;			/* under @lock: start no more spares */
 	unsigned int nthreads;
+	unsigned int nidle;
 	pthread_t threads[UF_MAX_HANDLERS];
 	struct uf_uffd_handler {
 		struct uf_uffd *uffd;
 		unsigned int slot;
+		uint64_t busy_since;	/* ns, 0 while idle (atomic) */
 	} handlers[UF_MAX_HANDLERS];
+	int timerfd;			/* the monitor's alarm */
+	bool timer_armed;		/* atomic */
+	bool monitor_started;
+	pthread_t monitor;
 };
 
 #define UF_UFFD_DONTWAKE	0x01	/* uf_uffd_copy: leave waiters asleep */

@@ -10,8 +10,8 @@
  * page faults to the fault path (fault.c), address-space events (unmap,
  * remap, remove) to the VMA code.
  *
- * Locking: none of its own.  The handler threads call the ops with no
- * lock held.
+ * Locking: u->lock (a mutex) only guards starting handler threads.  The
+ * handler threads call the ops with no lock held.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -21,7 +21,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -101,6 +103,7 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 	int fd, ret;
 
 	u->fd = u->stopfd = -1;
+	pthread_mutex_init(&u->lock, NULL);
 	fd = uffd_open(user_mode_only);
 	if (fd < 0)
 		return fd;
@@ -121,6 +124,58 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 /* The event loop                                                      */
 /* ------------------------------------------------------------------ */
 
+/*
+ * How long every handler may be busy before the monitor starts a spare.
+ * A fault() that touches another ufault mapping blocks its handler until
+ * another handler serves that fault; with every handler busy, nobody
+ * would.  Short enough that nesting costs little, long enough that an
+ * ordinary burst of faults does not grow the pool.
+ */
+#define SPARE_AFTER_NS	(5 * 1000 * 1000)
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
+}
+
+static void arm_timer(struct uf_uffd *u, uint64_t ns)
+{
+	struct itimerspec its = {
+		.it_value = { .tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000) },
+	};
+
+	timerfd_settime(u->timerfd, 0, &its, NULL);
+}
+
+/*
+ * A handler took an event.  The last idle handler arms the monitor's
+ * timer (unless armed already), so that no event waits for long behind
+ * handlers that are all busy.  Costs an atomic and a clock read per event.
+ */
+static void busy_begin(struct uf_uffd_handler *h)
+{
+	struct uf_uffd *u = h->uffd;
+
+	__atomic_store_n(&h->busy_since, now_ns(), __ATOMIC_RELAXED);
+	if (__atomic_sub_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    !__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+		arm_timer(u, SPARE_AFTER_NS);
+}
+
+static void busy_end(struct uf_uffd_handler *h)
+{
+	__atomic_store_n(&h->busy_since, 0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&h->uffd->nidle, 1, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Each handler reads one event at a time: an idle handler takes the next
+ * event while another runs a slow fault() (no event waits in one
+ * handler's batch behind another).
+ */
 static void *handler_thread(void *arg)
 {
 	struct uf_uffd_handler *h = arg;
@@ -129,7 +184,6 @@ static void *handler_thread(void *arg)
 		{ .fd = u->fd, .events = POLLIN },
 		{ .fd = u->stopfd, .events = POLLIN },
 	};
-	struct uffd_msg msgs[16];
 	sigset_t all;
 
 	/* Signals belong to the application's threads. */
@@ -138,7 +192,7 @@ static void *handler_thread(void *arg)
 
 	for (;;) {
 		int ready = poll(pfd, 2, u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1);
-		ssize_t n, i;
+		struct uffd_msg msg;
 
 		if (u->ops->idle)
 			u->ops->idle(u->owner);
@@ -146,41 +200,94 @@ static void *handler_thread(void *arg)
 			continue;	/* EINTR, or the owner's timer */
 		if (pfd[1].revents)
 			break;
-		n = read(u->fd, msgs, sizeof(msgs));
-		if (n <= 0)
-			continue;	/* EAGAIN: another handler took them */
-		for (i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++) {
-			if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-				u->ops->fault(u->owner, h->slot, &msgs[i]);
-			else if (u->ops->event)
-				u->ops->event(u->owner, &msgs[i]);
+		if (read(u->fd, &msg, sizeof(msg)) != sizeof(msg))
+			continue;	/* EAGAIN: another handler took it */
+		busy_begin(h);
+		if (msg.event == UFFD_EVENT_PAGEFAULT)
+			u->ops->fault(u->owner, h->slot, &msg);
+		else if (u->ops->event)
+			u->ops->event(u->owner, &msg);
+		busy_end(h);
+	}
+	return NULL;
+}
+
+/* Locking: u->lock held. */
+static int __start_handler(struct uf_uffd *u)
+{
+	unsigned int i = u->nthreads;
+	int ret;
+
+	if (i == UF_MAX_HANDLERS || u->stopping)
+		return -EAGAIN;
+	u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i };
+	__atomic_add_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
+	ret = -pthread_create(&u->threads[i], NULL, handler_thread, &u->handlers[i]);
+	if (ret) {
+		__atomic_sub_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
+		return ret;
+	}
+	__atomic_store_n(&u->nthreads, i + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/*
+ * The monitor sleeps until the timer busy_begin() armed runs out.  If
+ * every handler is still busy and one has been for SPARE_AFTER_NS, it
+ * starts a spare handler (up to UF_MAX_HANDLERS in all); if they are busy
+ * with faults that began later, it looks again when the oldest is due.
+ * Spares stay for the life of the engine.
+ */
+static void *monitor_thread(void *arg)
+{
+	struct uf_uffd *u = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = u->timerfd, .events = POLLIN },
+		{ .fd = u->stopfd, .events = POLLIN },
+	};
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		uint64_t ticks, now, oldest = UINT64_MAX;
+		unsigned int i, n;
+
+		if (poll(pfd, 2, -1) <= 0)
+			continue;
+		if (pfd[1].revents)
+			break;
+		if (read(u->timerfd, &ticks, sizeof(ticks)) != sizeof(ticks))
+			continue;
+		/* cleared before nidle is read: a handler that goes busy
+		 * after this arms the timer again */
+		__atomic_store_n(&u->timer_armed, false, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&u->nidle, __ATOMIC_SEQ_CST) != 0)
+			continue;
+		n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
+		for (i = 0; i < n; i++) {
+			uint64_t t = __atomic_load_n(&u->handlers[i].busy_since, __ATOMIC_RELAXED);
+
+			if (t && t < oldest)
+				oldest = t;
+		}
+		now = now_ns();
+		if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS) {
+			pthread_mutex_lock(&u->lock);
+			__start_handler(u);	/* at the limit: as before */
+			pthread_mutex_unlock(&u->lock);
+		} else if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST)) {
+			arm_timer(u, oldest == UINT64_MAX ? SPARE_AFTER_NS
+							  : SPARE_AFTER_NS - (now - oldest));
 		}
 	}
 	return NULL;
 }
 
-static void stop_threads(struct uf_uffd *u, unsigned int n)
-{
-	uint64_t one = 1;
-	unsigned int i;
-
-	if (u->stopfd >= 0 && write(u->stopfd, &one, sizeof(one)) < 0) {
-		/* an eventfd write fails only on overflow: cannot happen */
-	}
-	for (i = 0; i < n; i++)
-		pthread_join(u->threads[i], NULL);
-	u->nthreads = 0;
-}
-
-/* uf_uffd_stop - make the handler threads exit and wait for them. */
-void uf_uffd_stop(struct uf_uffd *u)
-{
-	stop_threads(u, u->nthreads);
-}
-
 /*
  * uf_uffd_start - start @nthreads handler threads that hand each event to
- * @ops with @owner.  On failure the threads started are stopped again.
+ * @ops with @owner, and the monitor that adds spares.  On failure the
+ * threads started are stopped again.
  */
 int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
 		  void *owner)
@@ -190,16 +297,44 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 
 	u->ops = ops;
 	u->owner = owner;
-	u->nthreads = nthreads;		/* read by the threads: set before */
-	for (i = 0; i < nthreads; i++) {
-		u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i };
-		ret = -pthread_create(&u->threads[i], NULL, handler_thread, &u->handlers[i]);
-		if (ret) {
-			stop_threads(u, i);
-			return ret;
-		}
+	u->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (u->timerfd < 0)
+		return -errno;
+	ret = -pthread_create(&u->monitor, NULL, monitor_thread, u);
+	if (ret) {
+		close(u->timerfd);
+		return ret;
 	}
-	return 0;
+	u->monitor_started = true;
+	pthread_mutex_lock(&u->lock);
+	for (i = 0; i < nthreads && !ret; i++)
+		ret = __start_handler(u);
+	pthread_mutex_unlock(&u->lock);
+	if (ret)
+		uf_uffd_stop(u);
+	return ret;
+}
+
+/* uf_uffd_stop - make the handler threads exit and wait for them. */
+void uf_uffd_stop(struct uf_uffd *u)
+{
+	uint64_t one = 1;
+	unsigned int i;
+
+	if (u->stopfd >= 0 && write(u->stopfd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only on overflow: cannot happen */
+	}
+	pthread_mutex_lock(&u->lock);
+	u->stopping = true;		/* no spare starts after this */
+	pthread_mutex_unlock(&u->lock);
+	if (u->monitor_started) {
+		pthread_join(u->monitor, NULL);
+		close(u->timerfd);
+		u->monitor_started = false;
+	}
+	for (i = 0; i < u->nthreads; i++)
+		pthread_join(u->threads[i], NULL);
+	u->nthreads = 0;
 }
 
 /* uf_uffd_close - close the fds (the threads are stopped). */
