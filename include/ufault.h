@@ -398,9 +398,10 @@ struct uf_store_ops {
  * @size: the object's current size in bytes.
  * @objp: on success, the object with one reference.
  *
- * The cache reserves address space for the whole object and keeps two
- * bits of state per page, so a huge sparse object costs memory up front
- * (about 1 GiB for 16 TiB) and may fail with -ENOMEM.
+ * The cache reserves address space for the whole object (no memory): an
+ * object larger than the free address space (user space is 128 TiB on
+ * x86-64) fails with -ENOMEM.  Page state costs memory only for what is
+ * cached (a few KiB per 128 MiB of object with cached pages).
  *
  * Return: 0, or -EINVAL (NULL @mm/@ops/@objp, no ->read), -EFBIG (@size
  * above 2^63 - 4096), -ENOMEM, or a kernel error (creating the cache memfd).
@@ -459,9 +460,14 @@ uint64_t uf_object_size(const struct uf_object *obj);
  * page read zero, and the store is truncated too.  Growing: the new bytes
  * read zero, including any written through a mapping past the old end.
  *
+ * Shrinking costs what is cached past the new end, not the object's size.
+ *
  * Return: 0, or -EINVAL (NULL @obj, or its mm was destroyed), -EROFS
- * (read-only object), -EFBIG, or the store's error (then the size is
- * unchanged).
+ * (read-only object), -EFBIG (@size above 2^63 - 4096), -ENOMEM (growing:
+ * no address space to cache an object of @size, or no memory), -ESTALE
+ * (a file changed behind ufault's back, see uf_object_open()), the
+ * store's error, or the kernel's error resizing the cache memfd.  On any
+ * error the size is unchanged.
  */
 int uf_object_truncate(struct uf_object *obj, uint64_t size);
 

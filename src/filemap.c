@@ -111,7 +111,8 @@ static inline uint64_t size_pages(uint64_t size)
 /* A page became present.  Locking: invalidate_lock held (any mode). */
 static void mark_present(struct uf_object *obj, uint64_t pgoff)
 {
-	if (!uf_set_bit(obj->present, pgoff)) {
+	/* (the caller reserved the page's leaf: this cannot fail) */
+	if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, pgoff) == 0) {
 		uf_add(&obj->npresent, 1);
 		if (obj->mm && obj->mm->budget_pages)
 			__uf_reclaim_note_fill(obj, pgoff);
@@ -247,6 +248,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	last = first + n < end ? first + n : end;
 	if (first >= last)
 		return 0;
+	if (uf_pagemap_reserve(&obj->pages, first, last - first))
+		return -ENOMEM;
 	bounce = uf_bounce_get((last - first) << PAGE_SHIFT, (void **)&buf);
 	if (!bounce)
 		return -ENOMEM;
@@ -258,14 +261,14 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		long added;
 		int ret;
 
-		if (!uf_protocol_broken() && p < obj->bitmap_pages && uf_test_bit(obj->present, p)) {
+		if (!uf_protocol_broken() && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p)) {
 			p++;
 			continue;
 		}
 		/* (broken on purpose, the whole window is read from the store
 		 * and the copy skips what is present) */
 		for (run = p; run < last && (uf_protocol_broken() ||
-		     !(run < obj->bitmap_pages && uf_test_bit(obj->present, run))); run++)
+		     !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, run)); run++)
 			;
 		run -= p;
 		off = p << PAGE_SHIFT;
@@ -301,7 +304,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		p += run;
 	}
 	uf_bounce_put(bounce);
-	if (!err && must < UF_FILL_ANY && !uf_test_bit(obj->present, must))
+	if (!err && must < UF_FILL_ANY && !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, must))
 		err = -EIO;
 	return err;
 }
@@ -325,7 +328,7 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 		goto out;
 	}
 	bounce = uf_bounce_get(PAGE_SIZE, (void **)&buf);
-	if (!bounce) {
+	if (!bounce || uf_pagemap_reserve(&obj->pages, pgoff, 1)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -450,7 +453,7 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	ret = uf_object_cache_map(obj, size);
 	if (ret)
 		goto fail;
-	ret = uf_object_resize_bitmaps(obj, size_pages(size));
+	ret = uf_pagemap_grow(&obj->pages, size_pages(size));
 	if (ret)
 		goto fail;
 	uf_mm_add_object(mm, obj);
@@ -544,8 +547,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 		munmap(obj->cache_map, obj->cache_cap);
 	if (obj->memfd >= 0)
 		close(obj->memfd);
-	free(obj->present);
-	free(obj->dirty);
+	uf_pagemap_free(&obj->pages);
 	free(obj->fifo);
 	pthread_rwlock_destroy(&obj->invalidate_lock);
 	pthread_mutex_destroy(&obj->page_lock);
@@ -636,6 +638,8 @@ static ssize_t cache_write(struct uf_object *obj, const void *buf, size_t len, u
 
 	first = offset >> PAGE_SHIFT;
 	last = (offset + len - 1) >> PAGE_SHIFT;
+	if (uf_pagemap_reserve(&obj->pages, first, last - first + 1))
+		return -ENOMEM;
 	/* a partly written page must hold the store's bytes around the write */
 	if (offset & (PAGE_SIZE - 1))
 		ret = fill_range(obj, first, first);
@@ -648,7 +652,7 @@ static ssize_t cache_write(struct uf_object *obj, const void *buf, size_t len, u
 		return ret;
 	for (p = first; p <= last; p++) {
 		mark_present(obj, p);
-		uf_set_bit(obj->dirty, p);
+		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
 	}
 	return ret;
 }

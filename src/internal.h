@@ -196,6 +196,12 @@ struct uf_vma {
 };
 #define NL_WINDOW	(1ULL << 63)
 
+/* A sparse map of per-page bits (pagemap.c): the root node, with the
+ * tree's height in its low bits. */
+struct uf_pagemap {
+	uintptr_t root;
+};
+
 struct uf_object {
 	struct uf_mm *mm;
 	int refs;
@@ -217,9 +223,9 @@ struct uf_object {
 	uint64_t cache_cap;		/* bytes mapped at cache_map */
 
 	pthread_mutex_t page_lock;
-	unsigned long *present;		/* page is in the cache */
-	unsigned long *dirty;		/* page must be written to the store */
-	uint64_t bitmap_pages;		/* bits allocated in each bitmap */
+	/* UF_PG_PRESENT: the page is in the cache; UF_PG_DIRTY: it must be
+	 * written to the store (pagemap.c) */
+	struct uf_pagemap pages;
 	uint64_t npresent;
 	uint64_t clock_hand;
 	uint64_t *fifo;			/* FIFO policy: ring of pgoffs */
@@ -270,22 +276,30 @@ struct uf_bounce;
 struct uf_bounce *uf_bounce_get(size_t len, void **bufp);
 void uf_bounce_put(struct uf_bounce *b);
 
-/* bitmaps (atomic where set from fillers under the shared lock) */
-static inline bool uf_test_bit(const unsigned long *map, uint64_t nr)
-{
-	return (__atomic_load_n(&map[nr / BITS_PER_LONG], __ATOMIC_ACQUIRE)
-		>> (nr % BITS_PER_LONG)) & 1;
-}
-static inline bool uf_set_bit(unsigned long *map, uint64_t nr)
-{
-	unsigned long m = 1UL << (nr % BITS_PER_LONG);
-	return __atomic_fetch_or(&map[nr / BITS_PER_LONG], m, __ATOMIC_ACQ_REL) & m;
-}
-static inline bool uf_clear_bit(unsigned long *map, uint64_t nr)
-{
-	unsigned long m = 1UL << (nr % BITS_PER_LONG);
-	return __atomic_fetch_and(&map[nr / BITS_PER_LONG], ~m, __ATOMIC_ACQ_REL) & m;
-}
+/*
+ * pagemap.c: the present and dirty bits of an object's pages, sparse.
+ * Bit operations need obj->invalidate_lock held (any mode); growing the
+ * map and freeing its empty parts (uf_pagemap_grow, uf_pagemap_clear_range)
+ * need it exclusive.
+ */
+enum uf_pg { UF_PG_PRESENT, UF_PG_DIRTY, UF_PG_NMAPS };
+#define UF_PG_MASK_ALL	((1U << UF_PG_PRESENT) | (1U << UF_PG_DIRTY))
+bool uf_pagemap_test(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg);
+/* 1: was set, 0: newly set, -ENOMEM (no leaf; uf_pagemap_reserve() first) */
+int uf_pagemap_set(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg);
+bool uf_pagemap_clear(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg);
+/* Make sure setting bits of [first, first + n) needs no allocation. */
+int uf_pagemap_reserve(struct uf_pagemap *pm, uint64_t first, uint64_t n);
+/* The first page in [from, end) whose bit is set, or @end. */
+uint64_t uf_pagemap_next(struct uf_pagemap *pm, enum uf_pg map, uint64_t from, uint64_t end);
+/* Are the bits of all of [first, first + n) set (e.g. a 2 MiB extent)? */
+bool uf_pagemap_full(struct uf_pagemap *pm, enum uf_pg map, uint64_t first, uint64_t n);
+/* Clear the maps in @mask over [first, end) and free the parts left
+ * empty; return how many present bits were cleared.  @mask 0: only free. */
+uint64_t uf_pagemap_clear_range(struct uf_pagemap *pm, unsigned int mask, uint64_t first,
+				uint64_t end);
+int uf_pagemap_grow(struct uf_pagemap *pm, uint64_t pages);
+void uf_pagemap_free(struct uf_pagemap *pm);
 
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
@@ -322,7 +336,6 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req);
 
 /* truncate.c */
-int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages);
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);
 int __uf_object_set_size(struct uf_object *obj, uint64_t size);
 

@@ -84,7 +84,7 @@ out:
  * Mark referenced every page that a shared mapping of @obj has mapped now.
  * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
  */
-static void __sample_mapped(struct uf_object *obj, unsigned long *mapped)
+static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, uint64_t end)
 {
 	struct uf_mm *mm = obj->mm;
 	struct uf_vma *vma;
@@ -117,8 +117,9 @@ static void __sample_mapped(struct uf_object *obj, unsigned long *mapped)
 				for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE) {
 					uint64_t pg = __uf_vma_pgoff(vma, a);
 
-					if (pg < obj->bitmap_pages)
-						uf_set_bit(mapped, pg);
+					/* (out of memory: the page looks unmapped) */
+					if (pg < end)
+						uf_pagemap_set(mapped, UF_PG_PRESENT, pg);
 				}
 			}
 			if (arg.walk_end <= start)
@@ -166,8 +167,6 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 	uint64_t end = DIV_ROUND_UP(obj->size, PAGE_SIZE), scanned = 0;
 	size_t n = 0;
 
-	if (end > obj->bitmap_pages)
-		end = obj->bitmap_pages;
 	if (!end)
 		return 0;
 
@@ -177,7 +176,7 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		while (n < want && obj->fifo_head < obj->fifo_tail) {
 			uint64_t pg = obj->fifo[obj->fifo_head++ % obj->fifo_cap];
 
-			if (pg < end && uf_test_bit(obj->present, pg))
+			if (pg < end && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg))
 				vict[n++] = pg;
 		}
 		return n;
@@ -185,30 +184,36 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 
 	/* CLOCK: one turn of the hand at most: a page passed over now is
 	 * taken by a later call if nothing maps it again by then */
-	unsigned long *mapped = calloc(DIV_ROUND_UP(obj->bitmap_pages, BITS_PER_LONG),
-				       sizeof(unsigned long));
-	if (mapped)
-		__sample_mapped(obj, mapped);
-	while (n < want && scanned < end) {
-		uint64_t pg = obj->clock_hand++ % end;
+	struct uf_pagemap mapped = { 0 };
 
-		scanned++;
-		if (!uf_test_bit(obj->present, pg))
+	if (!uf_pagemap_grow(&mapped, end))
+		__sample_mapped(obj, &mapped, end);
+	while (n < want && scanned < end) {
+		uint64_t from = obj->clock_hand % end;
+		uint64_t pg = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, from, end);
+
+		/* the hand passes over what is not cached at once */
+		if (pg == end) {
+			scanned += end - from;
+			obj->clock_hand += end - from;
 			continue;
-		if (mapped && uf_test_bit(mapped, pg)) {
+		}
+		scanned += pg - from + 1;
+		obj->clock_hand += pg - from + 1;
+		if (uf_pagemap_test(&mapped, UF_PG_PRESENT, pg)) {
 			/*
 			 * Second chance.  Unmapping keeps nothing from being
 			 * written back: a clean page keeps its protection
 			 * marker, a dirty one is protected again by writeback
 			 * before its bytes are read.
 			 */
-			uf_clear_bit(mapped, pg);
+			uf_pagemap_clear(&mapped, UF_PG_PRESENT, pg);
 			__unmap_page(obj, pg);
 			continue;
 		}
 		vict[n++] = pg;
 	}
-	free(mapped);
+	uf_pagemap_free(&mapped);
 	return n;
 }
 
@@ -261,7 +266,7 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 			;
 		/* dirty victims go to the store first; on error they stay */
 		for (k = i; k < j; k++)
-			if (uf_test_bit(obj->dirty, vict[k]))
+			if (uf_pagemap_test(&obj->pages, UF_PG_DIRTY, vict[k]))
 				break;
 		if ((k < j && __uf_object_writeback(obj, vict[i], vict[j - 1])) ||
 		    fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -272,10 +277,13 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 			continue;
 		}
 		for (k = i; k < j; k++)
-			if (uf_clear_bit(obj->present, vict[k]))
+			if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, vict[k]))
 				uf_add(&obj->npresent, (uint64_t)-1);
 		done += j - i;
 	}
+	/* the page state memory of what is left empty goes too */
+	if (n)
+		uf_pagemap_clear_range(&obj->pages, 0, vict[0], vict[n - 1] + 1);
 	uf_add(&mm->stats.evicted_pages, done);
 out:
 	pthread_rwlock_unlock(&obj->invalidate_lock);

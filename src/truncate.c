@@ -22,40 +22,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int grow_map(unsigned long **map, uint64_t old_bits, uint64_t bits)
-{
-	size_t ow = DIV_ROUND_UP(old_bits, BITS_PER_LONG), nw = DIV_ROUND_UP(bits, BITS_PER_LONG);
-	unsigned long *m;
-
-	if (nw <= ow && *map)
-		return 0;
-	m = realloc(*map, (nw ? nw : 1) * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	memset(m + ow, 0, (nw - ow) * sizeof(*m));
-	*map = m;
-	return 0;
-}
-
-/*
- * Make the page bitmaps hold at least @pages bits.  They only grow.
- * Locking: obj->invalidate_lock held exclusive (or the object is new).
- */
-int uf_object_resize_bitmaps(struct uf_object *obj, uint64_t pages)
-{
-	uint64_t bits = pages;
-
-	if (bits <= obj->bitmap_pages && obj->present)
-		return 0;
-	if (bits < 2 * obj->bitmap_pages)
-		bits = 2 * obj->bitmap_pages;
-	if (grow_map(&obj->present, obj->bitmap_pages, bits) ||
-	    grow_map(&obj->dirty, obj->bitmap_pages, bits))
-		return -ENOMEM;
-	obj->bitmap_pages = DIV_ROUND_UP(bits, BITS_PER_LONG) * BITS_PER_LONG;
-	return 0;
-}
-
 /*
  * Make obj->cache_map cover @size bytes: a MAP_SHARED mapping of the
  * memfd, registered MISSING, target of uffd copies.  Past i_size it is
@@ -91,19 +57,14 @@ int uf_object_cache_map(struct uf_object *obj, uint64_t size)
 	return 0;
 }
 
-/* Forget the cache state of pages [first, last).
+/* Forget the cache state of pages [first, last); the page state memory
+ * of what is left empty goes too.  Cost: what is cached there.
  * Locking: obj->invalidate_lock held exclusive. */
 static void clear_pages(struct uf_object *obj, uint64_t first, uint64_t last)
 {
-	uint64_t p;
+	uint64_t n = uf_pagemap_clear_range(&obj->pages, UF_PG_MASK_ALL, first, last);
 
-	if (last > obj->bitmap_pages)
-		last = obj->bitmap_pages;
-	for (p = first; p < last; p++) {
-		if (uf_clear_bit(obj->present, p))
-			uf_add(&obj->npresent, (uint64_t)-1);
-		uf_clear_bit(obj->dirty, p);
-	}
+	uf_add(&obj->npresent, -n);
 }
 
 static int zero_memfd(struct uf_object *obj, uint64_t off, uint64_t len)
@@ -167,7 +128,7 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size)
 
 		ret = uf_object_cache_map(obj, size);
 		if (!ret)
-			ret = uf_object_resize_bitmaps(obj, DIV_ROUND_UP(size, PAGE_SIZE));
+			ret = uf_pagemap_grow(&obj->pages, DIV_ROUND_UP(size, PAGE_SIZE));
 		/* cut whatever the store held past the old end, then extend */
 		if (!ret)
 			ret = store_truncate(obj, old);
@@ -181,7 +142,7 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size)
 		 * whole tail of that page, past the new EOF too: with the memfd
 		 * at the page's end first, so the zeroing does not extend it.
 		 */
-		if (tail && uf_test_bit(obj->present, old >> PAGE_SHIFT)) {
+		if (tail && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, old >> PAGE_SHIFT)) {
 			uint64_t end = (old | (PAGE_SIZE - 1)) + 1;
 
 			if (ftruncate(obj->memfd, (off_t)end) < 0 || zero_memfd(obj, old, end - old)) {
@@ -273,14 +234,15 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 			reprotect(obj, first);
 	}
 	/* partial pages at the edges are zeroed where cached */
-	if ((offset & (PAGE_SIZE - 1)) && uf_test_bit(obj->present, offset >> PAGE_SHIFT)) {
+	if ((offset & (PAGE_SIZE - 1)) &&
+	    uf_pagemap_test(&obj->pages, UF_PG_PRESENT, offset >> PAGE_SHIFT)) {
 		uint64_t e = (offset | (PAGE_SIZE - 1)) + 1;
 
 		ret = zero_memfd(obj, offset, (e < end ? e : end) - offset);
 	}
 	if (!ret && (end & (PAGE_SIZE - 1)) && end < obj->size &&
 	    ((end >> PAGE_SHIFT) != (offset >> PAGE_SHIFT) || !(offset & (PAGE_SIZE - 1))) &&
-	    uf_test_bit(obj->present, end >> PAGE_SHIFT)) {
+	    uf_pagemap_test(&obj->pages, UF_PG_PRESENT, end >> PAGE_SHIFT)) {
 		uint64_t s = end & PAGE_MASK;
 
 		if (s < offset)

@@ -44,8 +44,9 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 	for (a = start; a < end; a += PAGE_SIZE) {
 		uint64_t pgoff = __uf_vma_pgoff(vma, a);
 
-		if (pgoff < obj->bitmap_pages && uf_test_bit(obj->present, pgoff))
-			uf_set_bit(obj->dirty, pgoff);
+		/* a present page has its leaf: setting cannot fail */
+		if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff))
+			uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
 	}
 }
 
@@ -179,8 +180,6 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 	end = DIV_ROUND_UP(size, PAGE_SIZE);
 	if (last >= end)
 		last = end ? end - 1 : 0;
-	if (last >= obj->bitmap_pages)
-		last = obj->bitmap_pages ? obj->bitmap_pages - 1 : 0;
 	bounce = uf_bounce_get(WB_BATCH << PAGE_SHIFT, (void **)&buf);
 	if (!bounce)
 		return -ENOMEM;
@@ -190,17 +189,23 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		ssize_t n;
 		int ret;
 
-		if (!uf_test_bit(obj->dirty, p)) {
-			p++;
-			continue;
-		}
+		/* only the dirty pages are visited: cost what is cached */
+		p = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, p, last + 1);
+		if (p > last)
+			break;
 		if (sync_wp)
 			pthread_mutex_lock(&obj->page_lock);
-		for (run = 0; p + run <= last && run < WB_BATCH && uf_clear_bit(obj->dirty, p + run); run++)
+		for (run = 0; p + run <= last && run < WB_BATCH &&
+		     uf_pagemap_clear(&obj->pages, UF_PG_DIRTY, p + run); run++)
 			;
 		if (sync_wp) {
-			__uf_object_protect(obj, p, run);
+			if (run)
+				__uf_object_protect(obj, p, run);
 			pthread_mutex_unlock(&obj->page_lock);
+		}
+		if (!run) {		/* cleaned meanwhile */
+			p++;
+			continue;
 		}
 		off = p << PAGE_SHIFT;
 		len = run << PAGE_SHIFT;
@@ -216,7 +221,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		}
 		if (ret) {
 			for (i = 0; i < run; i++)
-				uf_set_bit(obj->dirty, p + i);
+				uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p + i);
 			if (!err)
 				err = ret;
 		} else if (obj->mm) {
@@ -269,8 +274,8 @@ void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff)
 	}
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	pthread_mutex_lock(&obj->page_lock);
-	if (pgoff < obj->bitmap_pages && uf_test_bit(obj->present, pgoff)) {
-		uf_set_bit(obj->dirty, pgoff);
+	if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff)) {
+		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
 		/* lifting the protection wakes the writer */
 		if (uf_uffd_writeprotect(&vma->mm->uffd, page_addr, PAGE_SIZE, false, false) < 0)
 			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The per-page state of an object's cache: a present and a dirty bit per
+ * page, kept sparse so that memory and walks cost what is cached, not the
+ * object's size (a 16 TiB object with a few cached pages holds a few
+ * leaves).  A radix tree of 4 KiB nodes (512 slots) over 8 KiB leaves; a
+ * leaf holds both bits of 32768 pages (128 MiB of object).  The tree's
+ * height follows the object's size; the root pointer carries it in its
+ * low bits, so one atomic load gives both.
+ *
+ * Locking (the caller's, see internal.h): setting, clearing and testing
+ * bits needs obj->invalidate_lock held in any mode; they are atomic, and a
+ * missing leaf or node is allocated without a lock (compare-and-swap, the
+ * loser frees its copy).  Growing the tree (uf_pagemap_grow) and freeing
+ * leaves (uf_pagemap_clear_range) need it exclusive: nothing else walks
+ * the tree then.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define LEAF_SHIFT	15
+#define LEAF_PAGES	(1ULL << LEAF_SHIFT)
+#define LEAF_WORDS	(LEAF_PAGES / BITS_PER_LONG)
+#define NODE_SHIFT	9
+#define NODE_SLOTS	(1U << NODE_SHIFT)
+#define HEIGHT_MASK	7UL
+
+struct pm_leaf {
+	unsigned long w[UF_PG_NMAPS][LEAF_WORDS];
+};
+
+struct pm_node {
+	void *slot[NODE_SLOTS];
+};
+
+/* pages a tree of height @h covers */
+static uint64_t capacity(unsigned int h)
+{
+	unsigned int shift = LEAF_SHIFT + NODE_SHIFT * h;
+
+	return shift >= 64 ? UINT64_MAX : 1ULL << shift;
+}
+
+/* the index shift of a node at level @l (1: its slots hold leaves) */
+static unsigned int level_shift(unsigned int l)
+{
+	return LEAF_SHIFT + NODE_SHIFT * (l - 1);
+}
+
+static void *load(void *const *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* What *slot holds, or a new zeroed block of @size put there.  NULL: out
+ * of memory. */
+static void *install(void **slot, size_t size)
+{
+	void *cur = load(slot), *n;
+
+	if (cur)
+		return cur;
+	n = calloc(1, size);
+	if (!n)
+		return NULL;
+	if (__atomic_compare_exchange_n(slot, &cur, n, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return n;
+	free(n);		/* another thread was first */
+	return cur;
+}
+
+/*
+ * The leaf holding page @pg, allocated on the way with @alloc.  NULL when
+ * it is not there (or memory ran out); *skip_to is then the first page
+ * after the empty subtree, for walks.
+ */
+static struct pm_leaf *leaf_of(struct uf_pagemap *pm, uint64_t pg, bool alloc, uint64_t *skip_to)
+{
+	uintptr_t r = __atomic_load_n(&pm->root, __ATOMIC_ACQUIRE);
+	unsigned int h = r & HEIGHT_MASK, l;
+	void *p = (void *)(r & ~HEIGHT_MASK);
+
+	if (pg >= capacity(h)) {
+		*skip_to = UINT64_MAX;
+		return NULL;
+	}
+	if (!p && alloc) {
+		void *n = calloc(1, h ? sizeof(struct pm_node) : sizeof(struct pm_leaf));
+		uintptr_t want;
+
+		if (!n)
+			return NULL;
+		want = (uintptr_t)n | h;
+		if (__atomic_compare_exchange_n(&pm->root, &r, want, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			p = n;
+		} else {
+			free(n);
+			if ((r & HEIGHT_MASK) != h)	/* grown meanwhile: again */
+				return leaf_of(pm, pg, alloc, skip_to);
+			p = (void *)(r & ~HEIGHT_MASK);
+		}
+	}
+	if (!p) {
+		*skip_to = capacity(h);
+		return NULL;
+	}
+	for (l = h; l >= 1; l--) {
+		void **slot = &((struct pm_node *)p)->slot[(pg >> level_shift(l)) & (NODE_SLOTS - 1)];
+		void *c = alloc ? install(slot, l > 1 ? sizeof(struct pm_node) : sizeof(struct pm_leaf))
+				: load(slot);
+
+		if (!c) {
+			*skip_to = ((pg >> level_shift(l)) + 1) << level_shift(l);
+			return NULL;
+		}
+		p = c;
+	}
+	return p;
+}
+
+static unsigned long *word_of(struct pm_leaf *lf, enum uf_pg map, uint64_t pg)
+{
+	return &lf->w[map][(pg & (LEAF_PAGES - 1)) / BITS_PER_LONG];
+}
+
+bool uf_pagemap_test(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
+{
+	uint64_t skip;
+	struct pm_leaf *lf = leaf_of(pm, pg, false, &skip);
+
+	return lf && (__atomic_load_n(word_of(lf, map, pg), __ATOMIC_ACQUIRE) >>
+		      (pg % BITS_PER_LONG)) & 1;
+}
+
+int uf_pagemap_set(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
+{
+	unsigned long m = 1UL << (pg % BITS_PER_LONG);
+	uint64_t skip;
+	struct pm_leaf *lf = leaf_of(pm, pg, true, &skip);
+
+	if (!lf)
+		return -ENOMEM;
+	return (__atomic_fetch_or(word_of(lf, map, pg), m, __ATOMIC_ACQ_REL) & m) != 0;
+}
+
+bool uf_pagemap_clear(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
+{
+	unsigned long m = 1UL << (pg % BITS_PER_LONG);
+	uint64_t skip;
+	struct pm_leaf *lf = leaf_of(pm, pg, false, &skip);
+
+	return lf && (__atomic_fetch_and(word_of(lf, map, pg), ~m, __ATOMIC_ACQ_REL) & m);
+}
+
+int uf_pagemap_reserve(struct uf_pagemap *pm, uint64_t first, uint64_t n)
+{
+	uint64_t pg, skip;
+
+	if (!n)
+		return 0;
+	for (pg = first & ~(LEAF_PAGES - 1); pg < first + n; pg += LEAF_PAGES)
+		if (!leaf_of(pm, pg, true, &skip))
+			return -ENOMEM;
+	return 0;
+}
+
+uint64_t uf_pagemap_next(struct uf_pagemap *pm, enum uf_pg map, uint64_t from, uint64_t end)
+{
+	while (from < end) {
+		uint64_t skip, base, lend, i;
+		struct pm_leaf *lf = leaf_of(pm, from, false, &skip);
+
+		if (!lf) {
+			from = skip;
+			continue;
+		}
+		base = from & ~(LEAF_PAGES - 1);
+		lend = base + LEAF_PAGES < end ? base + LEAF_PAGES : end;
+		for (i = from - base; base + i < lend; i = (i | (BITS_PER_LONG - 1)) + 1) {
+			unsigned long w = __atomic_load_n(&lf->w[map][i / BITS_PER_LONG],
+							  __ATOMIC_ACQUIRE) & (~0UL << (i % BITS_PER_LONG));
+
+			if (w) {
+				uint64_t pg = base + (i & ~(BITS_PER_LONG - 1)) + (uint64_t)__builtin_ctzl(w);
+
+				return pg < end ? pg : end;
+			}
+		}
+		from = lend;
+	}
+	return end;
+}
+
+bool uf_pagemap_full(struct uf_pagemap *pm, enum uf_pg map, uint64_t first, uint64_t n)
+{
+	uint64_t pg = first, end = first + n;
+
+	while (pg < end) {
+		uint64_t skip, i = pg % BITS_PER_LONG;
+		uint64_t k = BITS_PER_LONG - i < end - pg ? BITS_PER_LONG - i : end - pg;
+		unsigned long want = (k == BITS_PER_LONG ? ~0UL : ((1UL << k) - 1)) << i;
+		struct pm_leaf *lf = leaf_of(pm, pg, false, &skip);
+
+		if (!lf || (__atomic_load_n(word_of(lf, map, pg), __ATOMIC_ACQUIRE) & want) != want)
+			return false;
+		pg += k;
+	}
+	return true;
+}
+
+static bool leaf_empty(const struct pm_leaf *lf)
+{
+	size_t m, i;
+
+	for (m = 0; m < UF_PG_NMAPS; m++)
+		for (i = 0; i < LEAF_WORDS; i++)
+			if (lf->w[m][i])
+				return false;
+	return true;
+}
+
+/*
+ * Clear the bits of the maps in @mask in [first, end) under *slot (a
+ * subtree at @level covering pages from @base); free what becomes empty
+ * when @release.  Return whether *slot is empty now.
+ */
+static bool clear_subtree(void **slot, unsigned int level, uint64_t base, unsigned int mask,
+			  uint64_t first, uint64_t end, uint64_t *cleared, bool release)
+{
+	void *p = *slot;
+	bool empty = true;
+	unsigned int i;
+
+	if (!p)
+		return true;
+	if (level == 0) {
+		struct pm_leaf *lf = p;
+		uint64_t lo = (first > base ? first : base) - base;
+		uint64_t hi = (end < base + LEAF_PAGES ? end : base + LEAF_PAGES) - base;
+		int m;
+
+		for (m = 0; m < UF_PG_NMAPS; m++) {
+			uint64_t b = lo;
+
+			if (!(mask & (1U << m)))
+				continue;
+			while (b < hi) {
+				uint64_t k = BITS_PER_LONG - b % BITS_PER_LONG < hi - b ?
+					     BITS_PER_LONG - b % BITS_PER_LONG : hi - b;
+				unsigned long bits = (k == BITS_PER_LONG ? ~0UL : ((1UL << k) - 1))
+						     << (b % BITS_PER_LONG);
+				unsigned long old = __atomic_fetch_and(&lf->w[m][b / BITS_PER_LONG], ~bits,
+								       __ATOMIC_ACQ_REL);
+
+				if (m == UF_PG_PRESENT && cleared)
+					*cleared += (uint64_t)__builtin_popcountl(old & bits);
+				b += k;
+			}
+		}
+		if (!release || !leaf_empty(lf))
+			return false;
+		free(lf);
+		*slot = NULL;
+		return true;
+	}
+	for (i = 0; i < NODE_SLOTS; i++) {
+		uint64_t cb = base + ((uint64_t)i << level_shift(level));
+		uint64_t ce = cb + (1ULL << level_shift(level));
+		struct pm_node *n = p;
+
+		if (n->slot[i] && ce > first && cb < end)
+			clear_subtree(&n->slot[i], level - 1, cb, mask, first, end, cleared, release);
+		if (n->slot[i])
+			empty = false;
+	}
+	if (!release || !empty)
+		return false;
+	free(p);
+	*slot = NULL;
+	return true;
+}
+
+uint64_t uf_pagemap_clear_range(struct uf_pagemap *pm, unsigned int mask, uint64_t first,
+				uint64_t end)
+{
+	uintptr_t r = pm->root;
+	unsigned int h = r & HEIGHT_MASK;
+	void *top = (void *)(r & ~HEIGHT_MASK);
+	uint64_t cleared = 0;
+	/* a fill running without the invalidate lock (the protocol broken on
+	 * purpose, for ufault-stress) may be in the tree: free nothing */
+	bool release = !uf_protocol_broken();
+
+	if (first >= end || !top)
+		return 0;
+	clear_subtree(&top, h, 0, mask, first, end, &cleared, release);
+	__atomic_store_n(&pm->root, (uintptr_t)top | h, __ATOMIC_RELEASE);
+	return cleared;
+}
+
+int uf_pagemap_grow(struct uf_pagemap *pm, uint64_t pages)
+{
+	uintptr_t r = pm->root;
+	unsigned int h = r & HEIGHT_MASK;
+	void *top = (void *)(r & ~HEIGHT_MASK);
+
+	while (capacity(h) < pages) {
+		if (top) {
+			struct pm_node *n = calloc(1, sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			n->slot[0] = top;
+			top = n;
+		}
+		h++;
+		__atomic_store_n(&pm->root, (uintptr_t)top | h, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+static void free_subtree(void *p, unsigned int level)
+{
+	unsigned int i;
+
+	if (!p)
+		return;
+	if (level)
+		for (i = 0; i < NODE_SLOTS; i++)
+			free_subtree(((struct pm_node *)p)->slot[i], level - 1);
+	free(p);
+}
+
+void uf_pagemap_free(struct uf_pagemap *pm)
+{
+	free_subtree((void *)(pm->root & ~HEIGHT_MASK), pm->root & HEIGHT_MASK);
+	pm->root = 0;
+}
