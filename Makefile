@@ -135,6 +135,12 @@ $(B)/ufault-redis.pc: ufault-redis.pc.in Makefile | $(B)
 $(B)/tests/redis-%: tests/redis-%.c tests/helpers.c tests/helpers.h $(B)/libufault-redis.a $(B)/libufault.a $(REDIS_HDRS) | $(B)/tests
 	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault-redis.a $(B)/libufault.a $(HIREDIS_LIBS) $(LDFLAGS) -lm
 
+# what each way of keeping pages in Redis costs (README, Redis):
+# tests/redis-cluster run build/redis-layout
+redis-layout: $(B)/redis-layout
+$(B)/redis-layout: redis/bench/layout.c | redis-deps $(B)
+	$(CC) $(CFLAGS) $(HIREDIS_CFLAGS) -o $@ $< $(HIREDIS_LIBS) $(LDFLAGS)
+
 $(B)/redis-pic $(B)/redis-obj:
 	mkdir -p $@
 
@@ -147,5 +153,5 @@ install-redis: redis
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault-redis.pc
 
-.PHONY: all tests test run install clean redis redis-deps install-redis
+.PHONY: all tests test run install clean redis redis-deps install-redis redis-layout
 .SECONDARY:
