@@ -55,6 +55,20 @@ $(B)/libufault.pc: libufault.pc.in Makefile | $(B)
 $(B)/%: tools/%.c $(B)/libufault.a include/ufault.h
 	$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
+# Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
+# with --store URL) link the Redis store and hiredis.
+REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench
+$(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h \
+		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
+	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
+		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c) \
+		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) -lhiredis -lm
+install: install-man1
+install-man1:
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+.PHONY: install-man1
+
 $(B)/tests/%: tests/%.c tests/helpers.c tests/helpers.h $(B)/libufault.a include/ufault.h | $(B)/tests
 	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault.a $(LDFLAGS) -lm
 

@@ -38,11 +38,16 @@
  * the cases run interleaved (repeat 1 of every case, then repeat 2, ...)
  * and each reports its median, so only the ratios of one run mean anything.
  *
+ * --store redis://...: cold reads from objects in a Redis Cluster beside the
+ * file store and raw hiredis references, or (--only layout) the cost per
+ * page of each way to lay pages out in the cluster: tools/redis/bench-redis.c.
+ *
  * Exit status: 0 (goals missed too, unless --check), 1 a goal missed with
  * --check, 2 an error, 77 userfaultfd not usable here.
  */
 #define _GNU_SOURCE
 #include <ufault.h>
+#include "bench-redis.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1141,7 +1146,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: ufault-bench [--size MiB] [--repeat N] [--quick] [--check] [--only NAME]\n"
-		"                    [--disk-dir DIR] [--tmpfs-dir DIR]\n"
+		"                    [--disk-dir DIR] [--tmpfs-dir DIR] [--store URL]\n"
 		"  --size MiB       bytes of data per case (default 64); zipf: a cache budget\n"
 		"                   of size/8 (at least 1 MiB) over 10x that data\n"
 		"  --repeat N       runs per case; the median is reported (default 3)\n"
@@ -1150,6 +1155,10 @@ static void usage(FILE *out)
 		"  --only NAME      run only the cases NAME, or NAME-* (warm, cold, zipf, ...)\n"
 		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
 		"  --tmpfs-dir DIR  where the tmpfs file lives (default /dev/shm)\n"
+		"  --store URL      objects in a Redis Cluster (redis://[[user]:password@]host:port\n"
+		"                   [,...][/NAME][?options]): cold-seq and cold-rand beside the\n"
+		"                   file store and raw GET/MGET (default 32 MiB); --only layout:\n"
+		"                   cost per page of each layout in the cluster (default 16 MiB)\n"
 		"exit: 0 done, 1 goal missed (--check), 2 error, 77 no userfaultfd\n");
 }
 
@@ -1172,6 +1181,7 @@ int main(int argc, char **argv)
 		{ "only", required_argument, NULL, 'o' },
 		{ "disk-dir", required_argument, NULL, 'd' },
 		{ "tmpfs-dir", required_argument, NULL, 't' },
+		{ "store", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1180,6 +1190,7 @@ int main(int argc, char **argv)
 			  [STORE_DISK] = { .dir = "/var/tmp", .fd = -1 } },
 	};
 	unsigned long size_mib = 0, repeat = 0, v;
+	const char *store = NULL;
 	struct result res[NR_CASES];
 	struct sample *runs = NULL;
 	bool quick = false, miss = false, need[2] = { false, false }, need_orders = false;
@@ -1215,6 +1226,9 @@ int main(int argc, char **argv)
 		case 't':
 			b.file[STORE_TMPFS].dir = optarg;
 			break;
+		case 'S':
+			store = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1224,6 +1238,15 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc)
 		goto bad_usage;
+	if (store) {
+		struct bench_redis_opts ro = {
+			.url = store, .only = b.only, .tmpfs_dir = b.file[STORE_TMPFS].dir,
+			.size = (size_t)(size_mib ? size_mib : quick ? 8 : 0) << 20,
+			.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 0), .check = b.check,
+		};
+
+		return bench_redis_main(&ro);
+	}
 	b.size = (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20;
 	b.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 3);
 	b.npages = b.size / PG;

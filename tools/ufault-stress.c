@@ -4,6 +4,7 @@
  * punch, nonlinear remaps and writeback.
  *
  *   ufault-stress [--seconds N] [--scenario NAME] [--target NAME] [--seed S]
+ *                 [--store URL]
  *
  * Scenarios:
  *   seed-same       Nick Piggin's "pagefault vs invalidate/truncate race
@@ -26,6 +27,10 @@
  * Targets: ufault with the memory store, ufault with the file store on
  * tmpfs (/dev/shm) and on disk (/var/tmp), and the kernel's own MAP_SHARED
  * mmap of a tmpfs file and of a disk file, which checks the tester itself.
+ * With --store URL (redis://...host:port[,...][/PREFIX][?options]) the one
+ * target is ufault-redis: the same scenarios on objects in that Redis
+ * Cluster, named PREFIX-PID-N (PREFIX defaults to ufault-stress) and
+ * removed after the run.
  *
  * The random mode's model.  Each byte of an object has one owner thread
  * (64-byte blocks dealt round robin); only the owner writes it, and each
@@ -65,6 +70,7 @@
 #include <unistd.h>
 
 #include "ufault.h"
+#include "ufault-redis.h"
 
 #define PG		((size_t)UF_PAGE_SIZE)
 #define MAX_MSGS	5	/* failure messages printed per run */
@@ -192,7 +198,7 @@ static int probe_write(unsigned char *dst, const unsigned char *src, size_t n, v
 struct target {
 	const char *name;
 	bool ufault;
-	const char *dir;	/* NULL: ufault memory store */
+	const char *dir;	/* NULL: ufault memory store (or ufault-redis) */
 };
 
 static const struct target targets[] = {
@@ -201,6 +207,7 @@ static const struct target targets[] = {
 	{ "ufault-disk",  true,  "/var/tmp" },
 	{ "kernel-tmpfs", false, "/dev/shm" },
 	{ "kernel-disk",  false, "/var/tmp" },
+	{ "ufault-redis", true,  NULL },	/* objects in the --store cluster */
 };
 #define NTARGETS (sizeof(targets) / sizeof(targets[0]))
 
@@ -292,19 +299,53 @@ static void join_or_kick(struct cell *c, pthread_t *th, const pid_t *tid, int n,
 	}
 }
 
+/* --store: the cluster URL; objects get names under its path. */
+static const char *store_url;
+
+static bool is_redis(const struct target *tg)
+{
+	return !strcmp(tg->name, "ufault-redis");
+}
+
+/* The URL of object @n of this process in the --store cluster. */
+static int redis_url(char *out, size_t size, unsigned n)
+{
+	const char *auth = store_url + 8;
+	size_t hosts = strcspn(auth, "/?") + 8;
+	const char *path = store_url + hosts, *q = strchr(path, '?');
+	size_t plen = q ? (size_t)(q - path) : strlen(path);
+	int len;
+
+	if (plen <= 1)	/* no PREFIX */
+		len = snprintf(out, size, "%.*s/ufault-stress-%d-%u%s", (int)hosts, store_url,
+			       (int)getpid(), n, q ? q : "");
+	else
+		len = snprintf(out, size, "%.*s-%d-%u%s", (int)(hosts + plen), store_url,
+			       (int)getpid(), n, q ? q : "");
+	return len < 0 || (size_t)len >= size ? -ENAMETOOLONG : 0;
+}
+
 /* An object of the target: a ufault object, or a file the kernel maps. */
 struct tobj {
 	struct cell *c;
 	struct uf_object *uo;
 	int fd;
-	char path[256];
+	char path[1024];	/* a redis:// URL for ufault-redis */
 };
 
 static int t_open(struct tobj *t, bool create)
 {
 	struct cell *c = t->c;
-	int fd;
+	int fd, ret;
 
+	if (is_redis(c->tg)) {
+		if (create) {
+			ret = redis_url(t->path, sizeof(t->path), atomic_fetch_add(&c->nfiles, 1));
+			if (ret)
+				return ret;
+		}
+		return uf_redis_open(c->mm, t->path, O_RDWR | (create ? O_CREAT : 0), &t->uo);
+	}
 	if (!c->tg->dir)
 		return -EINVAL;
 	if (create) {
@@ -339,7 +380,7 @@ static int t_create(struct cell *c, struct tobj *t, uint64_t size)
 	memset(t, 0, sizeof(*t));
 	t->c = c;
 	t->fd = -1;
-	if (c->tg->ufault && !c->tg->dir)
+	if (c->tg->ufault && !c->tg->dir && !is_redis(c->tg))
 		return uf_object_create_mem(c->mm, size, &t->uo);
 	ret = t_open(t, true);
 	if (!ret)
@@ -361,7 +402,9 @@ static void t_close(struct tobj *t)
 static void t_destroy(struct tobj *t)
 {
 	t_close(t);
-	if (t->path[0])
+	if (t->path[0] && is_redis(t->c->tg))
+		uf_redis_remove(t->path);
+	else if (t->path[0])
 		unlink(t->path);
 	t->path[0] = 0;
 }
@@ -1493,18 +1536,28 @@ static void usage(FILE *f)
 	size_t i;
 
 	fprintf(f, "usage: ufault-stress [--seconds N] [--scenario NAME] [--target NAME] [--seed S]\n"
+		   "                     [--store redis://[[user]:password@]host:port[,...][/PREFIX]"
+		   "[?options]]\n"
 		   "  scenarios:");
 	for (i = 0; i < NSCENARIOS; i++)
 		fprintf(f, " %s", scenarios[i].name);
 	fprintf(f, "\n  targets:  ");
 	for (i = 0; i < NTARGETS; i++)
 		fprintf(f, " %s", targets[i].name);
-	fprintf(f, "\n  NAME may be a prefix (\"seed\", \"ufault\", \"kernel\").\n");
+	fprintf(f, "\n  NAME may be a prefix (\"seed\", \"ufault\", \"kernel\").\n"
+		   "  --store URL: run on objects in that Redis Cluster (target ufault-redis\n"
+		   "  only); the password may come from UFAULT_REDIS_PASSWORD.\n");
 }
 
 static bool match(const char *filter, const char *name)
 {
 	return !filter || !strncmp(filter, name, strlen(filter));
+}
+
+/* The Redis target runs with --store, and then alone. */
+static bool target_on(const struct target *tg)
+{
+	return is_redis(tg) == (store_url != NULL);
 }
 
 int main(int argc, char **argv)
@@ -1540,6 +1593,12 @@ int main(int argc, char **argv)
 			fscn = v;
 		} else if (!strcmp(a, "--target")) {
 			ftg = v;
+		} else if (!strcmp(a, "--store")) {
+			if (strncmp(v, "redis://", 8)) {
+				fprintf(stderr, "ufault-stress: --store wants a redis:// URL\n");
+				return 2;
+			}
+			store_url = v;
 		} else if (!strcmp(a, "--seed")) {
 			seed = strtoull(v, &e, 0);
 			if (*e) {
@@ -1553,7 +1612,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < NSCENARIOS; i++)
 		for (j = 0; j < NTARGETS; j++)
-			if (match(fscn, scenarios[i].name) && match(ftg, targets[j].name))
+			if (match(fscn, scenarios[i].name) && match(ftg, targets[j].name) &&
+			    target_on(&targets[j]))
 				ncells++;
 	if (!ncells) {
 		fprintf(stderr, "ufault-stress: no scenario/target matches\n");
@@ -1589,7 +1649,8 @@ int main(int argc, char **argv)
 			unsigned long stray0;
 			char faults[32] = "-";
 
-			if (!match(fscn, scenarios[i].name) || !match(ftg, tg->name))
+			if (!match(fscn, scenarios[i].name) || !match(ftg, tg->name) ||
+			    !target_on(tg))
 				continue;
 			if (tg->ufault) {
 				int ret = uf_mm_create(&cfg, &c.mm);

@@ -1,0 +1,1289 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ufault-bench --store URL - objects in a Redis Cluster, measured beside
+ * the file store and beside raw hiredis in one run.
+ *
+ * Two parts:
+ *
+ *   store    cold sequential and cold random reads (one 8-byte load per
+ *            page, checked) from an object opened with uf_redis_open(),
+ *            from the same bytes in a file on tmpfs through ufault, and
+ *            the references: one GET per page (hiredis, the slot's node,
+ *            one round trip each) and MGET of 512 per-page keys under one
+ *            hash tag.  Goals (issue 11): cold sequential <= 3 us per page
+ *            and >= 15x cheaper than one GET per page; cold random <= 1.5x
+ *            one GET.
+ *   layout   what each way of laying pages out in the cluster costs per
+ *            4 KiB page, read and write (the write rows end their batch
+ *            with WAIT for one replica in the same pipeline), and the
+ *            server memory per page.  Raw hiredis, no ufault.
+ *
+ * The raw client here is the smallest that measures: CRC16 slots with
+ * hash tags, the slot map from CLUSTER SLOTS, one connection per master;
+ * a MOVED or ASK is an error (the cluster is not expected to change under
+ * a benchmark).  Replies come from hiredis's own allocator; each node's
+ * read buffer is kept (maxbuf 0) so multi-megabyte replies reuse it.
+ */
+#define _GNU_SOURCE
+#include "bench-redis.h"
+
+#include <ufault.h>
+#include <ufault-redis.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PG		((size_t)UF_PAGE_SIZE)
+#define NSLOTS		16384
+#define MAXNODES	64
+#define SEED		0x7566617574726473ULL
+#define EXIT_MISS	1
+#define EXIT_ERR	2
+#define EXIT_SKIP	77
+
+/* ------------------------------------------------------------------ */
+/* A raw cluster client                                                */
+/* ------------------------------------------------------------------ */
+
+struct rnode {
+	char host[64];
+	int port;
+	redisContext *c;
+	int replicas;		/* connected replicas (masters) */
+};
+
+struct rcluster {
+	char user[128], pass[256];
+	char seeds[16][80];
+	int nseeds;
+	struct rnode node[MAXNODES];
+	int nnodes;
+	int16_t slot_node[NSLOTS];	/* -1: no master */
+	int wait_replicas;	/* for WAIT: 1, or 0 where a master has none */
+	char err[256];
+};
+
+static uint16_t crc16(const char *buf, size_t len)
+{
+	uint16_t crc = 0;
+	size_t i;
+	int j;
+
+	for (i = 0; i < len; i++) {
+		crc ^= (uint16_t)((unsigned char)buf[i] << 8);
+		for (j = 0; j < 8; j++)
+			crc = crc & 0x8000 ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+	}
+	return crc;
+}
+
+/* The cluster's key slot: CRC16 of the {hash tag} when there is a
+ * non-empty one, else of the whole key. */
+static unsigned key_slot(const char *key, size_t len)
+{
+	const char *o = memchr(key, '{', len), *c;
+
+	if (o) {
+		c = memchr(o + 1, '}', len - (size_t)(o + 1 - key));
+		if (c && c > o + 1)
+			return crc16(o + 1, (size_t)(c - o - 1)) % NSLOTS;
+	}
+	return crc16(key, len) % NSLOTS;
+}
+
+/* Seeds and credentials of a redis:// URL; the password may come from
+ * UFAULT_REDIS_PASSWORD.  The object name and options are not needed here. */
+static int parse_url(struct rcluster *rc, const char *url)
+{
+	const char *p, *end, *at;
+	char hosts[1024];
+	char *tok, *save;
+	const char *env;
+
+	if (strncmp(url, "redis://", 8))
+		return -EINVAL;
+	p = url + 8;
+	end = p + strcspn(p, "/?");
+	at = memrchr(p, '@', (size_t)(end - p));
+	if (at) {
+		const char *colon = memchr(p, ':', (size_t)(at - p));
+		size_t ul = colon ? (size_t)(colon - p) : (size_t)(at - p);
+
+		if (ul >= sizeof(rc->user))
+			return -EINVAL;
+		memcpy(rc->user, p, ul);
+		rc->user[ul] = 0;
+		if (colon) {
+			size_t pl = (size_t)(at - colon - 1);
+
+			if (pl >= sizeof(rc->pass))
+				return -EINVAL;
+			memcpy(rc->pass, colon + 1, pl);
+			rc->pass[pl] = 0;
+		}
+		p = at + 1;
+	}
+	if (!rc->pass[0] && (env = getenv("UFAULT_REDIS_PASSWORD")))
+		snprintf(rc->pass, sizeof(rc->pass), "%s", env);
+	if ((size_t)(end - p) >= sizeof(hosts) || end == p)
+		return -EINVAL;
+	memcpy(hosts, p, (size_t)(end - p));
+	hosts[end - p] = 0;
+	for (tok = strtok_r(hosts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (rc->nseeds == 16 || !strchr(tok, ':') || strlen(tok) >= sizeof(rc->seeds[0]))
+			return -EINVAL;
+		snprintf(rc->seeds[rc->nseeds++], sizeof(rc->seeds[0]), "%s", tok);
+	}
+	return rc->nseeds ? 0 : -EINVAL;
+}
+
+static redisReply *cmd(struct rcluster *rc, redisContext *c, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static redisReply *cmd(struct rcluster *rc, redisContext *c, const char *fmt, ...)
+{
+	redisReply *r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (!r)
+		snprintf(rc->err, sizeof(rc->err), "%s", c->errstr);
+	else if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(rc->err, sizeof(rc->err), "%s", r->str);
+		freeReplyObject(r);
+		r = NULL;
+	}
+	return r;
+}
+
+static redisContext *node_connect(struct rcluster *rc, const char *host, int port)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	redisContext *c = redisConnectWithTimeout(host, port, tv);
+	redisReply *r;
+
+	if (!c || c->err) {
+		snprintf(rc->err, sizeof(rc->err), "%s:%d: %s", host, port,
+			 c ? c->errstr : "out of memory");
+		redisFree(c);
+		return NULL;
+	}
+	redisSetTimeout(c, tv);
+	c->reader->maxbuf = 0;	/* keep the read buffer: big replies reuse it */
+	if (rc->pass[0]) {
+		r = rc->user[0] ? cmd(rc, c, "AUTH %s %s", rc->user, rc->pass)
+				: cmd(rc, c, "AUTH %s", rc->pass);
+		if (!r) {
+			redisFree(c);
+			return NULL;
+		}
+		freeReplyObject(r);
+	}
+	return c;
+}
+
+static int node_index(struct rcluster *rc, const char *host, int port)
+{
+	int i;
+
+	for (i = 0; i < rc->nnodes; i++)
+		if (rc->node[i].port == port && !strcmp(rc->node[i].host, host))
+			return i;
+	if (rc->nnodes == MAXNODES)
+		return -1;
+	snprintf(rc->node[i].host, sizeof(rc->node[i].host), "%s", host);
+	rc->node[i].port = port;
+	return rc->nnodes++;
+}
+
+static void rc_close(struct rcluster *rc)
+{
+	int i;
+
+	for (i = 0; i < rc->nnodes; i++)
+		if (rc->node[i].c)
+			redisFree(rc->node[i].c);
+	rc->nnodes = 0;
+}
+
+/* Connect to the first seed that answers, read the slot map, connect to
+ * every master and count its replicas. */
+static int rc_open(struct rcluster *rc, const char *url)
+{
+	redisContext *seed = NULL;
+	redisReply *r = NULL;
+	int i, ret;
+	size_t k;
+
+	memset(rc, 0, sizeof(*rc));
+	memset(rc->slot_node, 0xff, sizeof(rc->slot_node));
+	ret = parse_url(rc, url);
+	if (ret) {
+		snprintf(rc->err, sizeof(rc->err), "bad URL %s", url);
+		return ret;
+	}
+	for (i = 0; i < rc->nseeds && !seed; i++) {
+		char host[80], *colon;
+
+		snprintf(host, sizeof(host), "%s", rc->seeds[i]);
+		colon = strrchr(host, ':');
+		*colon = 0;
+		seed = node_connect(rc, host, atoi(colon + 1));
+	}
+	if (!seed)
+		return -EHOSTUNREACH;
+	r = cmd(rc, seed, "CLUSTER SLOTS");
+	redisFree(seed);
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		goto proto;
+	for (k = 0; k < r->elements; k++) {
+		redisReply *e = r->element[k], *m;
+		long long s;
+		int n;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3)
+			goto proto;
+		m = e->element[2];
+		if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+		    m->element[0]->type != REDIS_REPLY_STRING)
+			goto proto;
+		n = node_index(rc, m->element[0]->str[0] ? m->element[0]->str : "127.0.0.1",
+			       (int)m->element[1]->integer);
+		if (n < 0)
+			goto proto;
+		for (s = e->element[0]->integer; s <= e->element[1]->integer && s < NSLOTS; s++)
+			rc->slot_node[s] = (int16_t)n;
+	}
+	freeReplyObject(r);
+	r = NULL;
+	rc->wait_replicas = 1;
+	for (i = 0; i < rc->nnodes; i++) {
+		struct rnode *nd = &rc->node[i];
+		const char *cs;
+
+		nd->c = node_connect(rc, nd->host, nd->port);
+		if (!nd->c) {
+			rc_close(rc);
+			return -EHOSTUNREACH;
+		}
+		r = cmd(rc, nd->c, "INFO replication");
+		if (!r)
+			goto proto;
+		cs = r->type == REDIS_REPLY_STRING ? strstr(r->str, "connected_slaves:") : NULL;
+		nd->replicas = cs ? atoi(cs + 17) : 0;
+		if (!nd->replicas)
+			rc->wait_replicas = 0;
+		freeReplyObject(r);
+		r = NULL;
+	}
+	for (k = 0; k < NSLOTS; k++)
+		if (rc->slot_node[k] < 0) {
+			snprintf(rc->err, sizeof(rc->err), "slot %zu has no master", k);
+			rc_close(rc);
+			return -EIO;
+		}
+	return 0;
+proto:
+	if (r)
+		freeReplyObject(r);
+	if (!rc->err[0])
+		snprintf(rc->err, sizeof(rc->err), "unexpected CLUSTER SLOTS / INFO reply");
+	rc_close(rc);
+	return -EPROTO;
+}
+
+static redisContext *rc_node(struct rcluster *rc, const char *key, size_t len)
+{
+	return rc->node[rc->slot_node[key_slot(key, len)]].c;
+}
+
+/* Read @n replies from @c; an error reply, a MOVED, or a WAIT that saw
+ * fewer replicas than asked is an error.  *total gets the string bytes. */
+static int replies(struct rcluster *rc, redisContext *c, int n, size_t *total)
+{
+	int i, ret = 0;
+
+	for (i = 0; i < n; i++) {
+		redisReply *r;
+		size_t k;
+
+		if (redisGetReply(c, (void **)&r) != REDIS_OK) {
+			snprintf(rc->err, sizeof(rc->err), "%s", c->errstr);
+			return -EIO;
+		}
+		if (r->type == REDIS_REPLY_ERROR && !ret) {
+			snprintf(rc->err, sizeof(rc->err), "%s", r->str);
+			ret = -EIO;
+		}
+		if (total && r->type == REDIS_REPLY_STRING)
+			*total += r->len;
+		if (total && r->type == REDIS_REPLY_ARRAY)
+			for (k = 0; k < r->elements; k++)
+				if (r->element[k]->type == REDIS_REPLY_STRING)
+					*total += r->element[k]->len;
+		freeReplyObject(r);
+	}
+	return ret;
+}
+
+/* An argv that is built again for every command, never reallocated. */
+struct argv {
+	const char **v;
+	size_t *len;
+	char *keys;		/* key text, KEYLEN bytes each */
+	int n, cap;
+};
+#define KEYLEN	64
+
+static int argv_init(struct argv *a, int cap)
+{
+	a->cap = cap;
+	a->v = calloc((size_t)cap, sizeof(*a->v));
+	a->len = calloc((size_t)cap, sizeof(*a->len));
+	a->keys = calloc((size_t)cap, KEYLEN);
+	return a->v && a->len && a->keys ? 0 : -ENOMEM;
+}
+
+static void argv_free(struct argv *a)
+{
+	free(a->v);
+	free(a->len);
+	free(a->keys);
+}
+
+static void arg(struct argv *a, const void *p, size_t len)
+{
+	a->v[a->n] = p;
+	a->len[a->n++] = len;
+}
+
+static void arg_str(struct argv *a, const char *s)
+{
+	arg(a, s, strlen(s));
+}
+
+/* A key built in the argv's own key space, slot @i. */
+static const char *arg_key(struct argv *a, int i, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static const char *arg_key(struct argv *a, int i, const char *fmt, ...)
+{
+	char *k = a->keys + (size_t)i * KEYLEN;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(k, KEYLEN, fmt, ap);
+	va_end(ap);
+	arg(a, k, (size_t)n);
+	return k;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[n / 2];
+}
+
+static double spread(const double *sorted, unsigned n)
+{
+	return (sorted[n - 1] - sorted[0]) / sorted[n / 2];
+}
+
+/* ------------------------------------------------------------------ */
+/* Layout                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Key names, all under "ufb:PID:" so that runs never meet:
+ *   page keys     ufb:PID:p:{E}:I    page I of extent E of EXT pages (the
+ *                                    extent's hash tag puts it on one node)
+ *   extent values ufb:PID:x:{E}      EXT pages in one string
+ * The data is NPAGES pages of random bytes; every layout is written by
+ * its own write rows first, then read back by the read rows.
+ */
+struct layout {
+	struct rcluster *rc;
+	size_t npages;		/* pages per batched row */
+	size_t nsingle;		/* pages per one-round-trip-per-page row */
+	unsigned char *data;	/* npages pages, reused */
+	struct argv a;
+	int pid;
+	char wait_n[8];
+};
+
+enum lkind { L_READ, L_WRITE };
+
+struct lrow {
+	const char *name;
+	enum lkind kind;
+	int (*run)(struct layout *l, const struct lrow *row, size_t *pages);
+	size_t ext;		/* pages per extent (hash tag / value) */
+	size_t win;		/* GETRANGE: pages per read */
+	bool wait;		/* writes: WAIT in the same pipeline */
+	const char *what;
+};
+
+/* Page keys are grouped in extents of @ext pages for MGET/MSET; the GET
+ * and SET rows use the 512-page grouping's keys (one page each). */
+static const char *page_key(struct layout *l, int slot, size_t ext, size_t p)
+{
+	return arg_key(&l->a, slot, "ufb:%d:p%zu:{%zu/%zu}:%zu", l->pid, ext, ext, p / ext,
+		       p % ext);
+}
+
+static int append(struct layout *l, redisContext *c)
+{
+	if (redisAppendCommandArgv(c, l->a.n, l->a.v, l->a.len) != REDIS_OK) {
+		snprintf(l->rc->err, sizeof(l->rc->err), "%s", c->errstr);
+		return -EIO;
+	}
+	l->a.n = 0;
+	return 0;
+}
+
+static int append_wait(struct layout *l, redisContext *c)
+{
+	arg_str(&l->a, "WAIT");
+	arg_str(&l->a, l->wait_n);
+	arg_str(&l->a, "5000");
+	return append(l, c);
+}
+
+/* One page per round trip: GET, or SET (+ WAIT). */
+static int l_single(struct layout *l, const struct lrow *row, size_t *pages)
+{
+	uint64_t rs = SEED;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < l->nsingle && !ret; i++) {
+		size_t p = splitmix64(&rs) % l->npages;
+		const char *k;
+		redisContext *c;
+
+		l->a.n = 0;
+		arg_str(&l->a, row->kind == L_READ ? "GET" : "SET");
+		k = page_key(l, 0, 512, p);
+		c = rc_node(l->rc, k, strlen(k));
+		if (row->kind == L_WRITE)
+			arg(&l->a, l->data + p * PG, PG);
+		ret = append(l, c);
+		if (!ret && row->wait)
+			ret = append_wait(l, c);
+		if (!ret)
+			ret = replies(l->rc, c, 1 + row->wait, NULL);
+	}
+	*pages = l->nsingle;
+	return ret;
+}
+
+/* MGET / MSET of one extent's page keys, or as many pipelined GET / SET. */
+static int l_multi(struct layout *l, const struct lrow *row, size_t *pages, bool pipelined)
+{
+	size_t e, i, ext = row->ext, got = 0;
+	int ret = 0;
+
+	for (e = 0; e < l->npages / ext && !ret; e++) {
+		redisContext *c = NULL;
+		int ncmd = 0;
+
+		l->a.n = 0;
+		if (!pipelined)
+			arg_str(&l->a, row->kind == L_READ ? "MGET" : "MSET");
+		for (i = 0; i < ext && !ret; i++) {
+			size_t p = e * ext + i;
+			const char *k;
+
+			if (pipelined)
+				arg_str(&l->a, row->kind == L_READ ? "GET" : "SET");
+			k = page_key(l, (int)i, ext, p);
+			if (!c)
+				c = rc_node(l->rc, k, strlen(k));
+			if (row->kind == L_WRITE)
+				arg(&l->a, l->data + p * PG, PG);
+			if (pipelined) {
+				ret = append(l, c);
+				ncmd++;
+			}
+		}
+		if (!ret && !pipelined) {
+			ret = append(l, c);
+			ncmd++;
+		}
+		if (!ret && row->wait) {
+			ret = append_wait(l, c);
+			ncmd++;
+		}
+		if (!ret)
+			ret = replies(l->rc, c, ncmd, &got);
+	}
+	*pages = l->npages / ext * ext;
+	if (!ret && row->kind == L_READ && got != *pages * PG) {
+		snprintf(l->rc->err, sizeof(l->rc->err), "read %zu bytes, expected %zu", got,
+			 *pages * PG);
+		ret = -EIO;
+	}
+	return ret;
+}
+
+static int l_mget(struct layout *l, const struct lrow *row, size_t *pages)
+{
+	return l_multi(l, row, pages, false);
+}
+
+static int l_pipe(struct layout *l, const struct lrow *row, size_t *pages)
+{
+	return l_multi(l, row, pages, true);
+}
+
+/* Extent values: SET / GET of the whole value, or SETRANGE / GETRANGE of
+ * @win pages of it (GETRANGE at a random window: random reads). */
+static int l_extent(struct layout *l, const struct lrow *row, size_t *pages)
+{
+	size_t ext = row->ext, nval = l->npages / ext, e, w, got = 0, want = 0;
+	uint64_t rs = SEED;
+	char off[32], end[32];
+	int ret = 0;
+
+	*pages = 0;
+	for (e = 0; e < nval && !ret; e++) {
+		redisContext *c;
+		const char *k;
+		int ncmd = 0;
+
+		l->a.n = 0;
+		if (!row->win) {
+			arg_str(&l->a, row->kind == L_READ ? "GET" : "SET");
+			k = arg_key(&l->a, 0, "ufb:%d:x%zu:{%zu/%zu}", l->pid, ext, ext, e);
+			c = rc_node(l->rc, k, strlen(k));
+			if (row->kind == L_WRITE)
+				arg(&l->a, l->data + e * ext * PG, ext * PG);
+			ret = append(l, c);
+			ncmd = 1;
+			*pages += ext;
+		} else if (row->kind == L_WRITE) {
+			/* a whole value, window by window, in one pipeline */
+			k = arg_key(&l->a, 0, "ufb:%d:x%zu:{%zu/%zu}", l->pid, ext, ext, e);
+			c = rc_node(l->rc, k, strlen(k));
+			l->a.n = 0;
+			for (w = 0; w < ext && !ret; w += row->win) {
+				snprintf(off, sizeof(off), "%zu", w * PG);
+				arg_str(&l->a, "SETRANGE");
+				arg(&l->a, l->a.keys, strlen(l->a.keys));
+				arg_str(&l->a, off);
+				arg(&l->a, l->data + (e * ext + w) * PG, row->win * PG);
+				ret = append(l, c);
+				ncmd++;
+			}
+			*pages += ext;
+		} else {
+			/* one window of a random value per round trip */
+			size_t v = splitmix64(&rs) % nval;
+
+			w = splitmix64(&rs) % (ext / row->win) * row->win;
+			arg_str(&l->a, "GETRANGE");
+			k = arg_key(&l->a, 0, "ufb:%d:x%zu:{%zu/%zu}", l->pid, ext, ext, v);
+			c = rc_node(l->rc, k, strlen(k));
+			snprintf(off, sizeof(off), "%zu", w * PG);
+			snprintf(end, sizeof(end), "%zu", (w + row->win) * PG - 1);
+			arg_str(&l->a, off);
+			arg_str(&l->a, end);
+			ret = append(l, c);
+			ncmd = 1;
+			*pages += row->win;
+		}
+		if (!ret && row->wait) {
+			ret = append_wait(l, c);
+			ncmd++;
+		}
+		if (!ret)
+			ret = replies(l->rc, c, ncmd, &got);
+	}
+	want = row->kind == L_READ ? *pages * PG : 0;
+	if (!ret && got != want) {
+		snprintf(l->rc->err, sizeof(l->rc->err), "read %zu bytes, expected %zu", got, want);
+		ret = -EIO;
+	}
+	return ret;
+}
+
+/* Writes first: each layout's read rows read what its write rows wrote. */
+static const struct lrow lrows[] = {
+	{ "set", L_WRITE, l_single, 1, 0, true, "SET one page + WAIT (a one-page sync)" },
+	{ "set-pipe-16", L_WRITE, l_pipe, 16, 0, true, "16 pipelined SETs, one hash tag, + WAIT" },
+	{ "set-pipe-512", L_WRITE, l_pipe, 512, 0, true, "512 pipelined SETs, one hash tag, + WAIT" },
+	{ "mset-16", L_WRITE, l_mget, 16, 0, true, "MSET of 16 page keys, one hash tag, + WAIT" },
+	{ "mset-512", L_WRITE, l_mget, 512, 0, true, "MSET of 512 page keys, one hash tag, + WAIT" },
+	{ "mset-512-nowait", L_WRITE, l_mget, 512, 0, false, "MSET of 512 page keys, no WAIT" },
+	{ "set-64k", L_WRITE, l_extent, 16, 0, true, "SET of a 64 KiB extent value + WAIT" },
+	{ "set-256k", L_WRITE, l_extent, 64, 0, true, "SET of a 256 KiB extent value + WAIT" },
+	{ "set-2m", L_WRITE, l_extent, 512, 0, true, "SET of a 2 MiB extent value + WAIT" },
+	{ "setrange-512", L_WRITE, l_extent, 512, 1, true,
+	  "512 pipelined SETRANGEs of 4 KiB into a 2 MiB value + WAIT" },
+	{ "setrange-16x32", L_WRITE, l_extent, 512, 16, true,
+	  "32 pipelined SETRANGEs of 64 KiB into a 2 MiB value + WAIT" },
+
+	{ "get", L_READ, l_single, 1, 0, false, "GET of one page key (one round trip)" },
+	{ "mget-16", L_READ, l_mget, 16, 0, false, "MGET of 16 page keys, one hash tag" },
+	{ "mget-512", L_READ, l_mget, 512, 0, false, "MGET of 512 page keys, one hash tag" },
+	{ "get-64k", L_READ, l_extent, 16, 0, false, "GET of a 64 KiB extent value" },
+	{ "get-256k", L_READ, l_extent, 64, 0, false, "GET of a 256 KiB extent value" },
+	{ "get-2m", L_READ, l_extent, 512, 0, false, "GET of a 2 MiB extent value" },
+	{ "getrange-4k", L_READ, l_extent, 512, 1, false,
+	  "GETRANGE of one page at random in a 2 MiB value" },
+	{ "getrange-64k", L_READ, l_extent, 512, 16, false,
+	  "GETRANGE of 64 KiB at random in a 2 MiB value" },
+	{ "getrange-256k", L_READ, l_extent, 512, 64, false,
+	  "GETRANGE of 256 KiB at random in a 2 MiB value" },
+};
+#define NLROWS (sizeof(lrows) / sizeof(lrows[0]))
+
+/* Server bytes per page of one page key and of a 2 MiB extent value. */
+static void layout_memory(struct layout *l, double *page_key_b, double *ext_b)
+{
+	const char *k;
+	redisReply *r;
+
+	*page_key_b = *ext_b = 0;
+	l->a.n = 0;
+	k = page_key(l, 0, 512, 0);
+	r = cmd(l->rc, rc_node(l->rc, k, strlen(k)), "MEMORY USAGE %s SAMPLES 0", k);
+	if (r && r->type == REDIS_REPLY_INTEGER)
+		*page_key_b = (double)r->integer;
+	if (r)
+		freeReplyObject(r);
+	k = arg_key(&l->a, 0, "ufb:%d:x%d:{%d/%d}", l->pid, 512, 512, 0);
+	r = cmd(l->rc, rc_node(l->rc, k, strlen(k)), "MEMORY USAGE %s SAMPLES 0", k);
+	if (r && r->type == REDIS_REPLY_INTEGER)
+		*ext_b = (double)r->integer / 512;
+	if (r)
+		freeReplyObject(r);
+}
+
+/* Delete every key of this run (SCAN of each master for ufb:PID:*). */
+static void layout_cleanup(struct layout *l)
+{
+	char pattern[64];
+	int i;
+
+	snprintf(pattern, sizeof(pattern), "ufb:%d:*", l->pid);
+	for (i = 0; i < l->rc->nnodes; i++) {
+		redisContext *c = l->rc->node[i].c;
+		char cursor[32] = "0";
+
+		do {
+			redisReply *r = cmd(l->rc, c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+			size_t k;
+
+			if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+				if (r)
+					freeReplyObject(r);
+				break;
+			}
+			snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+			for (k = 0; k < r->element[1]->elements; k++)
+				redisAppendCommand(c, "UNLINK %b", r->element[1]->element[k]->str,
+						   r->element[1]->element[k]->len);
+			replies(l->rc, c, (int)r->element[1]->elements, NULL);
+			freeReplyObject(r);
+		} while (strcmp(cursor, "0"));
+	}
+}
+
+static int run_layout(struct rcluster *rc, const struct bench_redis_opts *o)
+{
+	unsigned repeat = o->repeat ? o->repeat : 3, r;
+	struct layout l = { .rc = rc, .pid = (int)getpid() };
+	double *t = calloc(NLROWS * repeat, sizeof(double)), get_ns = 0;
+	double pk_b, ext_b;
+	uint64_t rs = SEED;
+	size_t i, k;
+	int ret;
+
+	l.npages = (o->size ? o->size : 16 << 20) / PG / 512 * 512;
+	if (!l.npages)
+		l.npages = 512;
+	l.nsingle = l.npages / 4;
+	snprintf(l.wait_n, sizeof(l.wait_n), "%d", rc->wait_replicas);
+	l.data = malloc(l.npages * PG);
+	ret = !t || !l.data ? -ENOMEM : argv_init(&l.a, 4 * 512 + 8);
+	if (ret)
+		goto out;
+	for (k = 0; k < l.npages * PG / 8; k++)
+		((uint64_t *)l.data)[k] = splitmix64(&rs);
+
+	printf("ufault-bench --only layout: %zu pages (%zu MiB) per batched row, %zu per "
+	       "one-page row,\nmedian of %u (after 1 warm-up round), %d masters, WAIT %s "
+	       "replica(s), raw hiredis\n", l.npages, l.npages * PG >> 20, l.nsingle, repeat,
+	       rc->nnodes, l.wait_n);
+	fflush(stdout);
+	/* round 0 writes every layout once and warms the connections */
+	for (r = 0; r <= repeat; r++) {
+		for (i = 0; i < NLROWS; i++) {
+			size_t pages = 0;
+			uint64_t t0 = now_ns();
+
+			ret = lrows[i].run(&l, &lrows[i], &pages);
+			if (ret) {
+				fprintf(stderr, "ufault-bench: layout %s: %s\n", lrows[i].name, rc->err);
+				goto out;
+			}
+			if (r)
+				t[i * repeat + r - 1] = (double)(now_ns() - t0) / (double)pages;
+		}
+	}
+	layout_memory(&l, &pk_b, &ext_b);
+
+	printf("\n%-16s %5s %10s %8s %7s  %s\n", "layout", "op", "ns/page", "vs-GET", "spread",
+	       "what");
+	for (i = 0; i < NLROWS; i++)
+		if (!strcmp(lrows[i].name, "get"))
+			get_ns = median(t + i * repeat, repeat);
+	for (i = 0; i < NLROWS; i++) {
+		double m = median(t + i * repeat, repeat);
+
+		if (i && lrows[i].kind != lrows[i - 1].kind)
+			putchar('\n');
+		printf("%-16s %5s %10.0f %7.2fx %6.0f%%  %s\n", lrows[i].name,
+		       lrows[i].kind == L_READ ? "read" : "write", m, m / get_ns,
+		       100 * spread(t + i * repeat, repeat), lrows[i].what);
+	}
+	printf("\nserver memory per 4 KiB page (MEMORY USAGE): page key %.0f bytes, "
+	       "2 MiB extent value %.0f bytes\n", pk_b, ext_b);
+	printf("vs-GET: this row's cost per page / one GET per page, same run\n\n");
+	for (i = 0; i < NLROWS; i++)
+		printf("BENCH case=layout row=%s op=%s ns_per_page=%.1f vs_get=%.3f repeat=%u\n",
+		       lrows[i].name, lrows[i].kind == L_READ ? "read" : "write",
+		       median(t + i * repeat, repeat), median(t + i * repeat, repeat) / get_ns,
+		       repeat);
+	printf("BENCH case=layout row=memory page_key_bytes=%.0f extent_bytes_per_page=%.0f\n",
+	       pk_b, ext_b);
+out:
+	layout_cleanup(&l);
+	argv_free(&l.a);
+	free(l.data);
+	free(t);
+	return ret ? EXIT_ERR : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Store: ufault over the cluster, beside the file store and raw reads  */
+/* ------------------------------------------------------------------ */
+
+enum sorder { SEQ, RAND };
+enum starget { T_FILE, T_REDIS, T_GET, T_MGET };
+
+static const char *const starget_names[] = { "ufault", "ufault", "get", "mget-512" };
+static const char *const sstore_names[] = { "tmpfs", "redis", "raw", "raw" };
+
+struct scase {
+	const char *name;
+	enum starget target;
+	enum sorder order;
+	int ref;		/* row index of the reference, -1 none */
+	bool cost;		/* ratio is this/ref (a ceiling), else ref/this */
+	double goal;		/* 0: information */
+	double abs_goal_ns;	/* a ceiling on ns/page, 0 none */
+};
+
+/* Row indexes are the references: keep them in step with the table. */
+static const struct scase scases[] = {
+	/* 0 */ { "cold-seq", T_GET, SEQ, -1, false, 0, 0 },
+	/* 1 */ { "cold-seq", T_MGET, SEQ, 0, false, 0, 0 },
+	/* 2 */ { "cold-seq", T_FILE, SEQ, 0, false, 0, 0 },
+	/* 3 */ { "cold-seq", T_REDIS, SEQ, 0, false, 15, 3000 },
+	/* 4 */ { "cold-rand", T_GET, RAND, -1, false, 0, 0 },
+	/* 5 */ { "cold-rand", T_FILE, RAND, 4, true, 0, 0 },
+	/* 6 */ { "cold-rand", T_REDIS, RAND, 4, true, 1.5, 0 },
+};
+#define NSCASES (sizeof(scases) / sizeof(scases[0]))
+
+struct ssample {
+	double ns;		/* per page */
+	uint64_t majors, ra_pages, pages_read;
+};
+
+struct sbench {
+	struct rcluster *rc;
+	struct uf_mm *mm;
+	size_t size, npages;
+	uint32_t *order[2];
+	char file[256];
+	char url[1024];		/* the object */
+	bool object_made;
+	struct argv a;
+	unsigned char *page;	/* one page: where a raw reply is copied */
+	int pid;
+};
+
+static inline uint64_t page_tag(uint64_t p)
+{
+	return 0x7566000000000000ULL | p;
+}
+
+/* Page @p's bytes: its tag, then bytes that do not compress to a hole. */
+static void page_fill(unsigned char *dst, uint64_t p)
+{
+	uint64_t s = SEED ^ p, *w = (uint64_t *)dst;
+	size_t i;
+
+	w[0] = page_tag(p);
+	for (i = 1; i < PG / 8; i++)
+		w[i] = splitmix64(&s);
+}
+
+/* The object's URL: the --store URL with its name (or "ufault-bench")
+ * suffixed by -PID, the options kept. */
+static int object_url(struct sbench *sb, const char *url)
+{
+	size_t hosts = strcspn(url + 8, "/?") + 8;
+	const char *path = url + hosts, *q = strchr(path, '?');
+	size_t plen = q ? (size_t)(q - path) : strlen(path);
+	int n;
+
+	if (plen <= 1)
+		n = snprintf(sb->url, sizeof(sb->url), "%.*s/ufault-bench-%d%s", (int)hosts, url,
+			     sb->pid, q ? q : "");
+	else
+		n = snprintf(sb->url, sizeof(sb->url), "%.*s-%d%s", (int)(hosts + plen), url,
+			     sb->pid, q ? q : "");
+	return n < 0 || (size_t)n >= sizeof(sb->url) ? -ENAMETOOLONG : 0;
+}
+
+/* The same bytes three times: a tmpfs file, a ufault object in the
+ * cluster (written through ufault and synced), and page keys for the raw
+ * references (512 per hash tag). */
+static int store_setup(struct sbench *sb, const struct bench_redis_opts *o)
+{
+	size_t chunk = 512 * PG, off, p, i;
+	unsigned char *buf = malloc(chunk);
+	struct uf_object *obj = NULL;
+	int fd = -1, ret;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(sb->file, sizeof(sb->file), "%s/ufault-bench-redis.%d",
+		 o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", sb->pid);
+	fd = open(sb->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ret = fd < 0 ? -errno : 0;
+	if (ret)
+		fprintf(stderr, "ufault-bench: %s: %s\n", sb->file, strerror(-ret));
+	if (!ret) {
+		ret = uf_redis_open(sb->mm, sb->url, O_RDWR | O_CREAT, &obj);
+		if (ret)
+			fprintf(stderr, "ufault-bench: uf_redis_open(O_CREAT): %s\n", strerror(-ret));
+		else
+			sb->object_made = true;
+	}
+	if (!ret && (ret = uf_object_truncate(obj, sb->size)))
+		fprintf(stderr, "ufault-bench: uf_object_truncate: %s\n", strerror(-ret));
+	for (off = 0; !ret && off < sb->size; off += chunk) {
+		redisContext *c = NULL;
+		ssize_t n;
+
+		for (p = off / PG, i = 0; i < chunk / PG; i++)
+			page_fill(buf + i * PG, p + i);
+		if (pwrite(fd, buf, chunk, (off_t)off) != (ssize_t)chunk) {
+			ret = -EIO;
+			fprintf(stderr, "ufault-bench: writing %s failed\n", sb->file);
+			break;
+		}
+		n = uf_object_pwrite(obj, buf, chunk, off);
+		if (n != (ssize_t)chunk) {
+			ret = n < 0 ? (int)n : -EIO;
+			fprintf(stderr, "ufault-bench: uf_object_pwrite: %s\n", strerror(-ret));
+			break;
+		}
+		for (i = 0; i < chunk / PG; i++) {
+			const char *k;
+
+			sb->a.n = 0;
+			arg_str(&sb->a, "SET");
+			k = arg_key(&sb->a, 0, "ufb:%d:r:{%zu}:%zu", sb->pid, p / 512, i);
+			arg(&sb->a, buf + i * PG, PG);
+			if (!c)
+				c = rc_node(sb->rc, k, strlen(k));
+			redisAppendCommandArgv(c, sb->a.n, sb->a.v, sb->a.len);
+		}
+		ret = replies(sb->rc, c, (int)(chunk / PG), NULL);
+		if (ret)
+			fprintf(stderr, "ufault-bench: SET: %s\n", sb->rc->err);
+	}
+	if (!ret && (ret = uf_object_sync(obj)))
+		fprintf(stderr, "ufault-bench: uf_object_sync: %s\n", strerror(-ret));
+	uf_object_put(obj);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return ret;
+}
+
+static int make_sorders(struct sbench *sb)
+{
+	uint64_t s = SEED;
+	size_t i;
+
+	for (i = SEQ; i <= RAND; i++)
+		if (!(sb->order[i] = malloc(sb->npages * sizeof(uint32_t))))
+			return -ENOMEM;
+	for (i = 0; i < sb->npages; i++)
+		sb->order[SEQ][i] = sb->order[RAND][i] = (uint32_t)i;
+	for (i = sb->npages - 1; i > 0; i--) {	/* Fisher-Yates */
+		size_t j = (size_t)(splitmix64(&s) % (i + 1));
+		uint32_t t = sb->order[RAND][i];
+
+		sb->order[RAND][i] = sb->order[RAND][j];
+		sb->order[RAND][j] = t;
+	}
+	return 0;
+}
+
+static __attribute__((noinline)) size_t stouch(const char *base, const uint32_t *order,
+						size_t n)
+{
+	size_t i, bad = 0;
+
+	for (i = 0; i < n; i++) {
+		uint32_t p = order[i];
+
+		bad += *(const volatile uint64_t *)(base + (size_t)p * PG) != page_tag(p);
+	}
+	return bad;
+}
+
+/* A new object each run (an empty cache), mapped, one load per page. */
+static int run_ufault(struct sbench *sb, const struct scase *c, struct ssample *s)
+{
+	struct uf_object *obj;
+	struct uf_stats st0, st1;
+	uint64_t t0, t1;
+	size_t bad;
+	void *p;
+	int ret;
+
+	ret = c->target == T_REDIS ? uf_redis_open(sb->mm, sb->url, O_RDONLY, &obj)
+				   : uf_object_open(sb->mm, sb->file, O_RDONLY, &obj);
+	if (ret)
+		return ret;
+	ret = uf_mmap(sb->mm, sb->size, PROT_READ, UF_MAP_SHARED, obj, 0, &p);
+	if (ret) {
+		uf_object_put(obj);
+		return ret;
+	}
+	uf_mm_stats(sb->mm, &st0);
+	t0 = now_ns();
+	bad = stouch(p, sb->order[c->order], sb->npages);
+	t1 = now_ns();
+	uf_mm_stats(sb->mm, &st1);
+	uf_munmap(sb->mm, p, sb->size);
+	uf_object_put(obj);
+	s->ns = (double)(t1 - t0) / (double)sb->npages;
+	s->majors = st1.major_faults - st0.major_faults;
+	s->ra_pages = st1.readahead_pages - st0.readahead_pages;
+	s->pages_read = st1.pages_read - st0.pages_read;
+	if (bad) {
+		fprintf(stderr, "ufault-bench: %s %s/%s: %zu of %zu pages read wrong bytes\n",
+			c->name, starget_names[c->target], sstore_names[c->target], bad, sb->npages);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* The references: GET of one page key per page (one round trip to the
+ * slot's node each), or MGET of 512 page keys under one hash tag; each
+ * page is copied out of the reply, as a fault's fill copies it. */
+static int run_raw(struct sbench *sb, const struct scase *c, struct ssample *s)
+{
+	const uint32_t *order = sb->order[c->order];
+	size_t i, k, bad = 0, ext = c->target == T_MGET ? 512 : 1;
+	uint64_t t0 = now_ns(), t1;
+	int ret = 0;
+
+	for (i = 0; i < sb->npages && !ret; i += ext) {
+		redisContext *ctx = NULL;
+		redisReply *r;
+		uint32_t p0 = order[i];
+
+		sb->a.n = 0;
+		arg_str(&sb->a, ext == 1 ? "GET" : "MGET");
+		for (k = 0; k < ext && i + k < sb->npages; k++) {
+			uint32_t p = ext == 1 ? p0 : (uint32_t)(i + k);
+			const char *key = arg_key(&sb->a, (int)k, "ufb:%d:r:{%u}:%u", sb->pid,
+						  p / 512, p % 512);
+
+			if (!ctx)
+				ctx = rc_node(sb->rc, key, strlen(key));
+		}
+		if (redisAppendCommandArgv(ctx, sb->a.n, sb->a.v, sb->a.len) != REDIS_OK ||
+		    redisGetReply(ctx, (void **)&r) != REDIS_OK) {
+			snprintf(sb->rc->err, sizeof(sb->rc->err), "%s", ctx->errstr);
+			return -EIO;
+		}
+		if (ext == 1 && r->type == REDIS_REPLY_STRING && r->len == PG) {
+			memcpy(sb->page, r->str, PG);
+			bad += *(uint64_t *)sb->page != page_tag(p0);
+		} else if (ext > 1 && r->type == REDIS_REPLY_ARRAY) {
+			for (k = 0; k < r->elements; k++) {
+				redisReply *e = r->element[k];
+
+				if (e->type != REDIS_REPLY_STRING || e->len != PG) {
+					bad++;
+					continue;
+				}
+				memcpy(sb->page, e->str, PG);
+				bad += *(uint64_t *)sb->page != page_tag(i + k);
+			}
+		} else {
+			bad++;
+		}
+		freeReplyObject(r);
+	}
+	t1 = now_ns();
+	s->ns = (double)(t1 - t0) / (double)sb->npages;
+	if (bad) {
+		fprintf(stderr, "ufault-bench: %s %s: %zu of %zu pages read wrong bytes\n", c->name,
+			starget_names[c->target], bad, sb->npages);
+		return -EIO;
+	}
+	return ret;
+}
+
+static int cmp_ssample(const void *a, const void *b)
+{
+	double x = ((const struct ssample *)a)->ns, y = ((const struct ssample *)b)->ns;
+
+	return (x > y) - (x < y);
+}
+
+static bool store_selected(const char *only, const struct scase *c)
+{
+	size_t n;
+
+	if (!only || !strcmp(only, "store"))
+		return true;
+	n = strlen(only);
+	return !strncmp(c->name, only, n) && (!c->name[n] || c->name[n] == '-');
+}
+
+static int run_store(struct rcluster *rc, const struct bench_redis_opts *o)
+{
+	unsigned repeat = o->repeat ? o->repeat : 3, r;
+	struct sbench sb = { .rc = rc, .pid = (int)getpid() };
+	struct ssample *runs = NULL, med[NSCASES];
+	double ratio[NSCASES], spr[NSCASES];
+	bool miss = false;
+	int ret, status = EXIT_ERR;
+	size_t i;
+
+	sb.size = (o->size ? o->size : (size_t)32 << 20) / (512 * PG) * (512 * PG);
+	if (!sb.size)
+		sb.size = 512 * PG;
+	sb.npages = sb.size / PG;
+	ret = object_url(&sb, o->url);
+	if (ret) {
+		fprintf(stderr, "ufault-bench: URL too long\n");
+		return EXIT_ERR;
+	}
+	ret = uf_mm_create(NULL, &sb.mm);
+	if (ret) {
+		fprintf(stderr, "ufault-bench: uf_mm_create: %s\n", strerror(-ret));
+		return ret == -EPERM || ret == -ENOSYS ? EXIT_SKIP : EXIT_ERR;
+	}
+	runs = calloc(NSCASES * repeat, sizeof(*runs));
+	sb.page = aligned_alloc(PG, PG);
+	ret = !runs || !sb.page ? -ENOMEM : argv_init(&sb.a, 520);
+	if (!ret)
+		ret = make_sorders(&sb);
+	if (!ret)
+		ret = store_setup(&sb, o);
+	if (ret)
+		goto out;
+
+	printf("ufault-bench --store: %zu MiB (%zu pages) per case, median of %u, %ld CPUs, "
+	       "one load per page,\n%d masters, 1 warm-up round; object %s, file store %s\n",
+	       sb.size >> 20, sb.npages, repeat, sysconf(_SC_NPROCESSORS_ONLN), rc->nnodes,
+	       strrchr(sb.url, '/') + 1, sb.file);
+	fflush(stdout);
+	for (r = 0; r <= repeat; r++) {
+		for (i = 0; i < NSCASES; i++) {
+			const struct scase *c = &scases[i];
+			struct ssample warm, *s = r ? &runs[i * repeat + r - 1] : &warm;
+
+			if (!store_selected(o->only, c))
+				continue;
+			memset(s, 0, sizeof(*s));
+			ret = c->target == T_GET || c->target == T_MGET ? run_raw(&sb, c, s)
+									 : run_ufault(&sb, c, s);
+			if (ret) {
+				fprintf(stderr, "ufault-bench: %s %s/%s: %s\n", c->name,
+					starget_names[c->target], sstore_names[c->target],
+					ret == -EIO && rc->err[0] ? rc->err : strerror(-ret));
+				goto out;
+			}
+		}
+	}
+
+	for (i = 0; i < NSCASES; i++) {
+		struct ssample *v = runs + i * repeat;
+
+		if (!store_selected(o->only, &scases[i]))
+			continue;
+		qsort(v, repeat, sizeof(*v), cmp_ssample);
+		med[i] = v[repeat / 2];
+		spr[i] = (v[repeat - 1].ns - v[0].ns) / med[i].ns;
+	}
+	printf("\n%-9s %-8s %-5s %10s %9s %7s %8s %8s\n", "case", "target", "store", "ns/page",
+	       "MiB/s", "spread", "majors", "ra-pages");
+	for (i = 0; i < NSCASES; i++) {
+		const struct scase *c = &scases[i];
+
+		if (!store_selected(o->only, c))
+			continue;
+		if (i && c->order != scases[i - 1].order && store_selected(o->only, &scases[i - 1]))
+			putchar('\n');
+		printf("%-9s %-8s %-5s %10.1f %9.0f %6.0f%% %8" PRIu64 " %8" PRIu64 "\n", c->name,
+		       starget_names[c->target], sstore_names[c->target], med[i].ns,
+		       PG * 1e9 / med[i].ns / (1 << 20), 100 * spr[i], med[i].majors,
+		       med[i].ra_pages);
+	}
+	printf("\nratios (medians of this run):\n");
+	for (i = 0; i < NSCASES; i++) {
+		const struct scase *c = &scases[i];
+		const struct scase *rf = c->ref >= 0 ? &scases[c->ref] : NULL;
+		char what[64], goal[40] = "";
+		bool m = false;
+
+		if (!rf || !store_selected(o->only, c) || !store_selected(o->only, rf))
+			continue;
+		ratio[i] = c->cost ? med[i].ns / med[c->ref].ns : med[c->ref].ns / med[i].ns;
+		if (c->goal > 0) {
+			m = c->cost ? ratio[i] > c->goal : ratio[i] < c->goal;
+			snprintf(goal, sizeof(goal), "goal %s %.2fx", c->cost ? "<=" : ">=", c->goal);
+		}
+		snprintf(what, sizeof(what), "%s/%s vs %s/%s", starget_names[c->target],
+			 sstore_names[c->target], starget_names[rf->target], sstore_names[rf->target]);
+		printf("  %-9s %-28s %-7s %7.2fx  %-14s %s\n", c->name, what,
+		       c->cost ? "cost" : "cheaper", ratio[i], goal,
+		       c->goal > 0 ? (m ? "MISS" : "PASS") : "info");
+		miss |= m;
+		if (c->abs_goal_ns > 0) {
+			m = med[i].ns > c->abs_goal_ns;
+			snprintf(goal, sizeof(goal), "goal <= %.0fns", c->abs_goal_ns);
+			printf("  %-9s %-28s %-7s %7.0fns %-14s %s\n", c->name, "ufault/redis",
+			       "per page", med[i].ns, goal, m ? "MISS" : "PASS");
+			miss |= m;
+		}
+	}
+	putchar('\n');
+	for (i = 0; i < NSCASES; i++) {
+		const struct scase *c = &scases[i];
+
+		if (!store_selected(o->only, c))
+			continue;
+		printf("BENCH case=%s target=%s store=%s order=%s ns_per_page=%.1f pages=%zu "
+		       "repeat=%u spread=%.3f majors=%" PRIu64 " ra_pages=%" PRIu64, c->name,
+		       starget_names[c->target], sstore_names[c->target],
+		       c->order == SEQ ? "sequential" : "random", med[i].ns, sb.npages, repeat,
+		       spr[i], med[i].majors, med[i].ra_pages);
+		if (c->ref >= 0 && store_selected(o->only, &scases[c->ref])) {
+			printf(" ratio=%.3f ratio_kind=%s ref=%s/%s", ratio[i],
+			       c->cost ? "cost" : "speedup", starget_names[scases[c->ref].target],
+			       sstore_names[scases[c->ref].target]);
+			if (c->goal > 0)
+				printf(" goal=%s%.2f result=%s", c->cost ? "<=" : ">=", c->goal,
+				       (c->cost ? ratio[i] > c->goal : ratio[i] < c->goal) ? "MISS"
+											: "PASS");
+		}
+		if (c->abs_goal_ns > 0)
+			printf(" goal_ns=<=%.0f result_ns=%s", c->abs_goal_ns,
+			       med[i].ns > c->abs_goal_ns ? "MISS" : "PASS");
+		putchar('\n');
+	}
+	printf("\nget/raw: hiredis GET of one 4 KiB page key per page, to the slot's node, one "
+	       "round trip each;\nmget-512/raw: MGET of 512 page keys under one hash tag; both copy "
+	       "each page out of the reply.\nufault/redis: uf_redis_open() O_RDONLY, a new object "
+	       "(empty cache) per run; ufault/tmpfs: the\nsame bytes through the file store. "
+	       "majors/ra-pages: uf_mm_stats() deltas. Only ratios of one\nrun mean anything on "
+	       "these machines.\n");
+	status = miss && o->check ? EXIT_MISS : 0;
+out:
+	if (sb.object_made && (ret = uf_redis_remove(sb.url)))
+		fprintf(stderr, "ufault-bench: uf_redis_remove: %s\n", strerror(-ret));
+	if (sb.file[0])
+		unlink(sb.file);
+	uf_mm_destroy(sb.mm);
+	{
+		struct layout l = { .rc = rc, .pid = sb.pid };
+
+		layout_cleanup(&l);
+	}
+	argv_free(&sb.a);
+	free(sb.page);
+	free(sb.order[SEQ]);
+	free(sb.order[RAND]);
+	free(runs);
+	return status;
+}
+
+/* ------------------------------------------------------------------ */
+/* Entry                                                               */
+/* ------------------------------------------------------------------ */
+
+int bench_redis_main(const struct bench_redis_opts *o)
+{
+	struct rcluster *rc = calloc(1, sizeof(*rc));
+	int ret, status;
+
+	if (!rc)
+		return EXIT_ERR;
+	ret = rc_open(rc, o->url);
+	if (ret) {
+		fprintf(stderr, "ufault-bench: %s: %s\n", o->url, rc->err);
+		free(rc);
+		return EXIT_ERR;
+	}
+	if (o->only && !strcmp(o->only, "layout"))
+		status = run_layout(rc, o);
+	else
+		status = run_store(rc, o);
+	rc_close(rc);
+	free(rc);
+	return status;
+}
