@@ -644,6 +644,62 @@ static int l_extent(struct layout *l, const struct lrow *row, size_t *pages)
 	return ret;
 }
 
+/* Hashes of @ext pages (field = page index in the extent): HSET of @win
+ * fields per command, pipelined over the extent, or HMGET of @win fields
+ * per round trip (sequential; one field: HGET of a random page). */
+static int l_hash(struct layout *l, const struct lrow *row, size_t *pages)
+{
+	size_t ext = row->ext, nval = l->npages / ext, e, w, i, got = 0;
+	uint64_t rs = SEED;
+	char fld[512][8];
+	int ret = 0;
+
+	for (i = 0; i < ext && i < 512; i++)
+		snprintf(fld[i], sizeof(fld[i]), "%zu", i);
+	*pages = 0;
+	for (e = 0; e < nval && !ret; e++) {
+		size_t v = e, base = 0;
+		redisContext *c;
+		const char *k;
+		int ncmd = 0;
+
+		if (row->kind == L_READ && row->win == 1) {
+			v = splitmix64(&rs) % nval;
+			base = splitmix64(&rs) % ext;
+		}
+		l->a.n = 0;
+		k = arg_key(&l->a, 0, "ufb:%d:h%zu:{%zu/%zu}", l->pid, ext, ext, v);
+		c = rc_node(l->rc, k, strlen(k));
+		for (w = 0; w < ext && !ret; w += row->win) {
+			l->a.n = 0;
+			arg_str(&l->a, row->kind == L_WRITE ? "HSET" : row->win == 1 ? "HGET" : "HMGET");
+			arg(&l->a, l->a.keys, strlen(l->a.keys));
+			for (i = 0; i < row->win; i++) {
+				arg_str(&l->a, fld[base + w + i]);
+				if (row->kind == L_WRITE)
+					arg(&l->a, l->data + (v * ext + w + i) * PG, PG);
+			}
+			ret = append(l, c);
+			ncmd++;
+			*pages += row->win;
+			if (row->kind == L_READ && row->win == 1)
+				break;
+		}
+		if (!ret && row->wait) {
+			ret = append_wait(l, c);
+			ncmd++;
+		}
+		if (!ret)
+			ret = replies(l->rc, c, ncmd, &got);
+	}
+	if (!ret && row->kind == L_READ && got != *pages * PG) {
+		snprintf(l->rc->err, sizeof(l->rc->err), "read %zu bytes, expected %zu", got,
+			 *pages * PG);
+		ret = -EIO;
+	}
+	return ret;
+}
+
 /* Writes first: each layout's read rows read what its write rows wrote. */
 static const struct lrow lrows[] = {
 	{ "set", L_WRITE, l_single, 1, 0, true, "SET one page + WAIT (a one-page sync)" },
@@ -660,6 +716,11 @@ static const struct lrow lrows[] = {
 	{ "setrange-16x32", L_WRITE, l_extent, 512, 16, true,
 	  "32 pipelined SETRANGEs of 64 KiB into a 2 MiB value + WAIT" },
 
+	{ "hset-512", L_WRITE, l_hash, 512, 512, true,
+	  "HSET of 512 fields into a 512-page hash + WAIT" },
+	{ "hset-16x32", L_WRITE, l_hash, 512, 16, true,
+	  "32 pipelined HSETs of 16 fields into a 512-page hash + WAIT" },
+
 	{ "get", L_READ, l_single, 1, 0, false, "GET of one page key (one round trip)" },
 	{ "mget-16", L_READ, l_mget, 16, 0, false, "MGET of 16 page keys, one hash tag" },
 	{ "mget-512", L_READ, l_mget, 512, 0, false, "MGET of 512 page keys, one hash tag" },
@@ -672,16 +733,20 @@ static const struct lrow lrows[] = {
 	  "GETRANGE of 64 KiB at random in a 2 MiB value" },
 	{ "getrange-256k", L_READ, l_extent, 512, 64, false,
 	  "GETRANGE of 256 KiB at random in a 2 MiB value" },
+	{ "hget", L_READ, l_hash, 512, 1, false, "HGET of one page at random in a 512-page hash" },
+	{ "hmget-16", L_READ, l_hash, 512, 16, false, "HMGET of 16 fields of a 512-page hash" },
+	{ "hmget-512", L_READ, l_hash, 512, 512, false, "HMGET of all 512 fields of a hash" },
 };
 #define NLROWS (sizeof(lrows) / sizeof(lrows[0]))
 
-/* Server bytes per page of one page key and of a 2 MiB extent value. */
-static void layout_memory(struct layout *l, double *page_key_b, double *ext_b)
+/* Server bytes per page of one page key, of a 2 MiB extent value and of a
+ * 512-page hash. */
+static void layout_memory(struct layout *l, double *page_key_b, double *ext_b, double *hash_b)
 {
 	const char *k;
 	redisReply *r;
 
-	*page_key_b = *ext_b = 0;
+	*page_key_b = *ext_b = *hash_b = 0;
 	l->a.n = 0;
 	k = page_key(l, 0, 512, 0);
 	r = cmd(l->rc, rc_node(l->rc, k, strlen(k)), "MEMORY USAGE %s SAMPLES 0", k);
@@ -693,6 +758,13 @@ static void layout_memory(struct layout *l, double *page_key_b, double *ext_b)
 	r = cmd(l->rc, rc_node(l->rc, k, strlen(k)), "MEMORY USAGE %s SAMPLES 0", k);
 	if (r && r->type == REDIS_REPLY_INTEGER)
 		*ext_b = (double)r->integer / 512;
+	if (r)
+		freeReplyObject(r);
+	l->a.n = 0;
+	k = arg_key(&l->a, 0, "ufb:%d:h%d:{%d/%d}", l->pid, 512, 512, 0);
+	r = cmd(l->rc, rc_node(l->rc, k, strlen(k)), "MEMORY USAGE %s SAMPLES 0", k);
+	if (r && r->type == REDIS_REPLY_INTEGER)
+		*hash_b = (double)r->integer / 512;
 	if (r)
 		freeReplyObject(r);
 }
@@ -732,7 +804,7 @@ static int run_layout(struct rcluster *rc, const struct bench_redis_opts *o)
 	unsigned repeat = o->repeat ? o->repeat : 3, r;
 	struct layout l = { .rc = rc, .pid = (int)getpid() };
 	double *t = calloc(NLROWS * repeat, sizeof(double)), get_ns = 0;
-	double pk_b, ext_b;
+	double pk_b, ext_b, hash_b;
 	uint64_t rs = SEED;
 	size_t i, k;
 	int ret;
@@ -769,7 +841,7 @@ static int run_layout(struct rcluster *rc, const struct bench_redis_opts *o)
 				t[i * repeat + r - 1] = (double)(now_ns() - t0) / (double)pages;
 		}
 	}
-	layout_memory(&l, &pk_b, &ext_b);
+	layout_memory(&l, &pk_b, &ext_b, &hash_b);
 
 	printf("\n%-16s %5s %10s %8s %7s  %s\n", "layout", "op", "ns/page", "vs-GET", "spread",
 	       "what");
@@ -786,15 +858,15 @@ static int run_layout(struct rcluster *rc, const struct bench_redis_opts *o)
 		       100 * spread(t + i * repeat, repeat), lrows[i].what);
 	}
 	printf("\nserver memory per 4 KiB page (MEMORY USAGE): page key %.0f bytes, "
-	       "2 MiB extent value %.0f bytes\n", pk_b, ext_b);
+	       "2 MiB extent value %.0f bytes,\n512-page hash %.0f bytes\n", pk_b, ext_b, hash_b);
 	printf("vs-GET: this row's cost per page / one GET per page, same run\n\n");
 	for (i = 0; i < NLROWS; i++)
 		printf("BENCH case=layout row=%s op=%s ns_per_page=%.1f vs_get=%.3f repeat=%u\n",
 		       lrows[i].name, lrows[i].kind == L_READ ? "read" : "write",
 		       median(t + i * repeat, repeat), median(t + i * repeat, repeat) / get_ns,
 		       repeat);
-	printf("BENCH case=layout row=memory page_key_bytes=%.0f extent_bytes_per_page=%.0f\n",
-	       pk_b, ext_b);
+	printf("BENCH case=layout row=memory page_key_bytes=%.0f extent_bytes_per_page=%.0f "
+	       "hash_bytes_per_page=%.0f\n", pk_b, ext_b, hash_b);
 out:
 	layout_cleanup(&l);
 	argv_free(&l.a);
