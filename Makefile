@@ -62,7 +62,7 @@ $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-re
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
 	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c) \
-		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) -lhiredis -lm
+		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 install: install-man1
 install-man1:
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
