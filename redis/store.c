@@ -31,7 +31,8 @@
 #include <sys/random.h>
 #include <time.h>
 
-#define BATCH_EXTENTS	1024	/* extents per cluster operation */
+#define BATCH_EXTENTS	1024	/* extents per cluster operation (deletes) */
+#define BATCH_DATA	8	/* ... that carry pages: at most 16 MiB in flight */
 
 struct rstore {
 	struct rc_cluster *cl;
@@ -195,7 +196,8 @@ static int extents_do(struct rstore *st, enum ext_op op, uint64_t first, uint64_
 		      char *data, size_t len, int replicas)
 {
 	while (npages) {
-		uint64_t room = (first / RC_EXTENT_PAGES + BATCH_EXTENTS) * RC_EXTENT_PAGES - first;
+		uint64_t room = (first / RC_EXTENT_PAGES + (data ? BATCH_DATA : BATCH_EXTENTS)) *
+				RC_EXTENT_PAGES - first;
 		uint64_t n = npages < room ? npages : room;
 		size_t blen = data ? (len < n * RC_PAGE ? len : (size_t)(n * RC_PAGE)) : 0;
 		struct ext_batch b;
@@ -395,10 +397,15 @@ static int lease_script(struct rstore *st, const char *script, int replicas,
 	return ret;
 }
 
-/* 1: renewed, 0: lost (someone else's or expired), or -errno. */
+/*
+ * 1: renewed, 0: lost (someone else's or expired), or -errno.  No WAIT: a
+ * shard whose replica is gone must not cost the writer its lease, and a
+ * renewal lost in a failover only makes the lease expire sooner, which the
+ * next renewal notices (it finds the key gone or not ours).
+ */
 static int lease_renew(struct rstore *st, unsigned int timeout_ms)
 {
-	return lease_script(st, renew_script, st->replicas, timeout_ms);
+	return lease_script(st, renew_script, 0, timeout_ms);
 }
 
 static void lease_release(struct rstore *st)
