@@ -249,6 +249,31 @@ int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 int uf_munmap(struct uf_mm *mm, void *addr, size_t len);
 
 /**
+ * uf_mprotect - change the protection of ufault mappings.
+ * @mm: the address space.
+ * @addr: page-aligned start; [@addr, @addr + @len) must lie in ufault
+ *	mappings (whole or in part: a mapping is split as needed).
+ * @len: bytes (rounded up to a page); 0 changes nothing.
+ * @prot: PROT_NONE or PROT_READ, PROT_WRITE, PROT_EXEC combined.
+ *
+ * Use this, not the system's mprotect(), on ufault memory: it keeps dirty
+ * tracking right.  Write permission added to a shared object mapping is
+ * tracked before the first write can land, so every write reaches the
+ * store on the next sync; taken away, what was written is collected.
+ * The system's mprotect() adding write permission to a shared mapping of
+ * a writable object is not followed as it happens: the next sync or
+ * uf_munmap() finds it and writes back every cached page the mapping
+ * shows (see ufault(7)).
+ *
+ * Return: 0, or -EINVAL (NULL @mm, @addr unaligned, unknown @prot bits),
+ * -ENOMEM (part of the range is no ufault mapping, or no memory to split
+ * one; nothing changed), -EACCES (@prot has PROT_WRITE and the range holds
+ * a shared mapping of a read-only object; nothing changed), -ECHILD
+ * (called in a child process after fork()), or a kernel error.
+ */
+int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot);
+
+/**
  * uf_msync - write the dirty pages of shared object mappings in
  * [@addr, @addr + @len) to their stores, and wait.
  * @flags: 0 or UF_MS_SYNC.

@@ -123,7 +123,7 @@ static void poison_expire(struct uf_mm *mm, bool all)
 		vma = __uf_vma_find(mm, p->addr);
 		if (vma && vma->id == p->vma_id) {
 			/* the marker is the whole PTE: no data goes with it */
-			madvise((void *)p->addr, PAGE_SIZE, MADV_DONTNEED);
+			uf_uffd_zap(&mm->uffd, &p->addr, 1, PAGE_SIZE);
 			if (vma->flags & VMA_REG_WP)
 				uf_vma_writeprotect(vma, p->addr, PAGE_SIZE);
 		}
@@ -410,6 +410,7 @@ static void fault_idle(void *owner)
 /* What the engine's handler threads call (uffd.c). */
 const struct uf_uffd_ops uf_fault_uffd_ops = {
 	.fault		= handle_fault,
+	.event		= uf_vma_event,		/* unmap, remap, remove: vma.c */
 	.idle_ms	= fault_idle_ms,
 	.idle		= fault_idle,
 };
@@ -471,6 +472,8 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 	if (!vma || !kaddr || !PAGE_ALIGNED(kaddr) ||
 	    address < vma->start || address >= vma->end)
 		return -EINVAL;
+	if (uf_forked(vma->mm))
+		return -ECHILD;
 	if (vma->obj) {
 		uint64_t pgoff;
 

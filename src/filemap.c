@@ -160,7 +160,8 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 {
 	*run = n;
 	*mode = UF_UFFD_DONTWAKE;
-	if (vma && (vma->flags & VMA_SHARED) && !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) &&
+	if (vma && (vma->flags & VMA_SHARED) && !(vma->flags & VMA_PRIV_MAP) &&
+	    !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) &&
 	    !vma->nl_pgoff) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 
@@ -423,12 +424,15 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	struct uf_object *obj;
 	int ret;
 
+	if (uf_forked(mm))
+		return -ECHILD;
 	if (size > UF_MAX_SIZE)
 		return -EFBIG;
 	obj = calloc(1, sizeof(*obj));
 	if (!obj)
 		return -ENOMEM;
 	obj->mm = mm;
+	obj->pid = mm->pid;
 	obj->refs = 1;
 	obj->ops = ops;
 	obj->store = store;
@@ -485,6 +489,8 @@ UF_EXPORT int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
 	if (!mm || !path || !objp || (oflags & ~(O_ACCMODE | O_CREAT)) ||
 	    (acc != O_RDONLY && acc != O_RDWR))
 		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
 	fd = open(path, oflags | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
@@ -531,10 +537,31 @@ UF_EXPORT void uf_object_get(struct uf_object *obj)
 		__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * The last put in a fork child: free the child's copy of the object and
+ * nothing else (see mm_free_child() in mm.c): no sync, no store release
+ * (the store's resources are the parent's too), no lock, no munmap (the
+ * cache mapping was not inherited).
+ */
+static void object_free_child(struct uf_object *obj)
+{
+	if (obj->memfd >= 0)
+		close(obj->memfd);
+	uf_pagemap_free(&obj->pages);
+	free(obj->fifo);
+	if (obj->mm)
+		uf_mm_put_child(obj->mm);
+	free(obj);
+}
+
 UF_EXPORT void uf_object_put(struct uf_object *obj)
 {
 	if (!obj || __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	if (uf_object_forked(obj)) {
+		object_free_child(obj);
+		return;
+	}
 	/* off the mm's list first: no walk of it can reach the object now */
 	if (obj->mm)
 		uf_mm_del_object(obj->mm, obj);
@@ -543,8 +570,13 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 		if (obj->ops->release)
 			obj->ops->release(obj->store);
 	}
-	if (obj->cache_map != MAP_FAILED)
+	if (obj->cache_map != MAP_FAILED) {
+		/* unregistered first, the unmap raises no event to wait for */
+		if (obj->mm)
+			uf_uffd_unregister(&obj->mm->uffd, (unsigned long)obj->cache_map,
+					   obj->cache_cap);
 		munmap(obj->cache_map, obj->cache_cap);
+	}
 	if (obj->memfd >= 0)
 		close(obj->memfd);
 	uf_pagemap_free(&obj->pages);
@@ -609,6 +641,8 @@ UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, 
 
 	if (!obj || (!buf && len) || uf_object_orphaned(obj))
 		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	size = obj->size;
 	if (offset >= size || !len) {
@@ -672,6 +706,8 @@ UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_
 
 	if (!obj || (!buf && len) || uf_object_orphaned(obj))
 		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
 	mm = obj->mm;
 	if (obj->readonly)
 		return -EROFS;

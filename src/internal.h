@@ -22,6 +22,7 @@
 #include "compat.h"
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -66,6 +67,7 @@ struct uf_uffd_ops {
 struct uf_uffd {
 	int fd;
 	int stopfd;			/* eventfd: handler threads exit */
+	int kickfd;			/* eventfd: messages wait in pending */
 	uint64_t features;		/* granted by UFFDIO_API */
 	const struct uf_uffd_ops *ops;
 	void *owner;
@@ -91,6 +93,20 @@ struct uf_uffd {
 	bool timer_armed;		/* atomic */
 	bool monitor_started;
 	pthread_t monitor;
+
+	/*
+	 * Address-space events (unmap, remap, remove) are read under
+	 * ev_lock and counted; ev_done counts those handed to ->event.
+	 * The kernel lets the thread that caused an event go on as soon as
+	 * it is read, so uf_uffd_quiesce() is how the owner waits until its
+	 * table shows every change made so far.  Messages a handler read
+	 * while it waited inside an ioctl (uf_uffd_drain) wait in pending.
+	 */
+	pthread_mutex_t ev_lock;
+	pthread_cond_t ev_cond;
+	uint64_t ev_read, ev_done;
+	struct uffd_msg *pending;
+	size_t npending, pending_cap;
 };
 
 #define UF_UFFD_DONTWAKE	0x01	/* uf_uffd_copy: leave waiters asleep */
@@ -109,9 +125,15 @@ void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len);
 int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
 		 unsigned int flags, size_t *copied);
 int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len);
+int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len);
+void uf_uffd_quiesce(struct uf_uffd *u);
+bool uf_uffd_in_handler(const struct uf_uffd *u);
+int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg);
+int uf_uffd_zap(struct uf_uffd *u, const unsigned long *addrs, size_t n, size_t len);
 
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
+	pid_t pid;			/* the process that created it */
 	bool wp_async;			/* dirty tracking by PAGEMAP_SCAN */
 	bool wp_sync;			/* dirty tracking by write-protect faults */
 	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
@@ -151,6 +173,20 @@ struct uf_mm {
 	unsigned int npoison;
 	uint64_t next_vma_id;
 
+	/*
+	 * Ranges ufault itself maps over (nonlinear windows): the unmap
+	 * event the kernel sends for each is not the program's.  Under
+	 * vma_lock.
+	 */
+	struct uf_range {
+		unsigned long start, end;
+	} expect[8];
+	unsigned int nexpect;
+	/* VMAs being mapped or torn down, not in the table (vma.c): their
+	 * kernel mappings may merge with a neighbour's.  Under vma_lock. */
+	struct uf_vma *busy;
+	int procmap_query;		/* PROCMAP_QUERY: 0 untried, 1 works, -1 not */
+
 	size_t ra_max;			/* readahead pages */
 	struct uf_worker *worker;	/* background work (worker.c) */
 	uint64_t budget_pages;		/* 0 = none */
@@ -165,6 +201,9 @@ struct uf_mm {
 #define VMA_OPS		0x04		/* uf_mmap_ops: anonymous, no object */
 #define VMA_WP		0x08		/* write-protected: dirty tracking */
 #define VMA_REG_WP	0x10		/* registered in WP mode */
+#define VMA_PRIV_MAP	0x20		/* shared mapping of a read-only object,
+					   mapped MAP_PRIVATE: nothing written
+					   there can reach the cache */
 
 struct uf_vma {
 	struct uf_mm *mm;
@@ -178,6 +217,11 @@ struct uf_vma {
 	struct uf_vma *obj_next;	/* obj->vmas, under mm->vma_lock */
 	uint64_t id;			/* unique in the mm */
 	bool dead;			/* unlinked, being unmapped (atomic) */
+	bool detached;			/* unmapped by the program: the last
+					   uf_vma_put() frees it (ref_lock) */
+	struct uf_vma *ev_next;		/* lists of uf_vma_event() */
+	struct uf_vma *busy_next;	/* mm->busy */
+	unsigned long ino;		/* the memfd's inode (objects) */
 
 	int refs;			/* lookups in flight + 1 while mapped */
 	pthread_mutex_t ref_lock;
@@ -208,6 +252,7 @@ struct uf_object {
 	const struct uf_store_ops *ops;
 	void *store;
 	bool readonly;
+	pid_t pid;			/* the process that created it */
 	int memfd;			/* the page cache */
 
 	pthread_rwlock_t invalidate_lock;
@@ -238,9 +283,13 @@ struct uf_object {
 };
 
 /* mm.c */
+pid_t uf_pid(void);
+bool uf_forked(const struct uf_mm *mm);
+bool uf_object_forked(const struct uf_object *obj);
 void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
 void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
 void uf_mm_put(struct uf_mm *mm);
+void uf_mm_put_child(struct uf_mm *mm);
 /* Was the object's mm destroyed (object calls other than sync fail)? */
 static inline bool uf_object_orphaned(const struct uf_object *obj)
 {
@@ -256,6 +305,11 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_unmap_all(struct uf_mm *mm);
+void uf_vma_event(void *owner, const struct uffd_msg *msg);
+int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end);
+int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr);
+void uf_vma_free_child(struct uf_vma *vma);
+void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
 
 /* fault.c */
 extern const struct uf_uffd_ops uf_fault_uffd_ops;

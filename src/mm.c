@@ -16,6 +16,44 @@
 int uf_break_protocol;
 
 /*
+ * This process, as seen by ufault: a fork child's copy of an mm or object
+ * must never act on the parent's userfaultfd, eventfds, pagemap or
+ * threads, so every call compares the pid that created it with this one.
+ * Updated in the child by a pthread_atfork() handler: cheaper than
+ * getpid() in every call.  (A child made by a raw clone() system call is
+ * not seen; vfork() and posix_spawn() children exec at once.)
+ */
+static pid_t uf_self;
+static pthread_once_t uf_self_once = PTHREAD_ONCE_INIT;
+
+static void uf_self_child(void)
+{
+	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
+}
+
+static void uf_self_init(void)
+{
+	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
+	pthread_atfork(NULL, NULL, uf_self_child);
+}
+
+pid_t uf_pid(void)
+{
+	pthread_once(&uf_self_once, uf_self_init);
+	return __atomic_load_n(&uf_self, __ATOMIC_RELAXED);
+}
+
+bool uf_forked(const struct uf_mm *mm)
+{
+	return mm && mm->pid != uf_pid();
+}
+
+bool uf_object_forked(const struct uf_object *obj)
+{
+	return obj->pid != uf_pid();
+}
+
+/*
  * Dirty tracking for shared writable object mappings, best first:
  *  - asynchronous write-protect + PAGEMAP_SCAN (6.7+): no event per write;
  *  - synchronous write-protect: the first write after a page is cleaned
@@ -37,6 +75,17 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 
 	want = UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_THREAD_ID;
 	want |= avail & (UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_POISON);
+	/*
+	 * The program's own munmap(), mremap() and madvise(MADV_DONTNEED) on
+	 * ufault memory: the VMA table follows them (vma.c).  Not
+	 * UFFD_FEATURE_EVENT_FORK: regions are MADV_DONTFORK, so a child has
+	 * no registered range to report, and the event would make every
+	 * fork() wait for a handler (a fork from inside ->fault would wait
+	 * for itself) and hand ufault a userfaultfd of the child's it has no
+	 * use for.
+	 */
+	want |= avail & (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMAP |
+			 UFFD_FEATURE_EVENT_REMOVE);
 	if (!(flags & UF_MM_NO_WP_ASYNC) && !budget &&
 	    (avail & UFFD_FEATURE_WP_ASYNC) && (avail & UFFD_FEATURE_WP_UNPOPULATED) &&
 	    (avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
@@ -76,8 +125,9 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	mm = calloc(1, sizeof(*mm));
 	if (!mm)
 		return -ENOMEM;
-	mm->uffd.fd = mm->uffd.stopfd = mm->pagemap_fd = -1;
+	mm->uffd.fd = mm->uffd.stopfd = mm->uffd.kickfd = mm->pagemap_fd = -1;
 	mm->refs = 1;		/* dropped by uf_mm_destroy() */
+	mm->pid = uf_pid();
 	/* Test switch for ufault-stress: break the truncate protocol on
 	 * purpose (see filemap.c), to show that the race finder finds it. */
 	if (getenv("UFAULT_BREAK_PROTOCOL"))
@@ -115,6 +165,10 @@ fail:
 /* The last reference: the objects that outlived the destroy are gone. */
 void uf_mm_put(struct uf_mm *mm)
 {
+	if (uf_forked(mm)) {
+		uf_mm_put_child(mm);
+		return;
+	}
 	if (__atomic_sub_fetch(&mm->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	uf_uffd_close(&mm->uffd);
@@ -130,12 +184,47 @@ void uf_mm_put(struct uf_mm *mm)
 	free(mm);
 }
 
+/*
+ * In a fork child: the last reference to the child's copy of an mm frees
+ * its memory and closes the child's copies of its fds, nothing else.  No
+ * lock is taken (a thread of the parent may have held any of them at the
+ * fork, and it does not exist here), no ioctl is made (the userfaultfd is
+ * the parent's), no thread is joined, no eventfd written, and nothing is
+ * unmapped (the regions were not inherited: MADV_DONTFORK).
+ */
+void uf_mm_put_child(struct uf_mm *mm)
+{
+	if (__atomic_sub_fetch(&mm->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	if (mm->uffd.fd >= 0)
+		close(mm->uffd.fd);
+	if (mm->uffd.stopfd >= 0)
+		close(mm->uffd.stopfd);
+	if (mm->uffd.kickfd >= 0)
+		close(mm->uffd.kickfd);
+	if (mm->pagemap_fd >= 0)
+		close(mm->pagemap_fd);
+	free(mm->uffd.pending);
+	free(mm->vmas);
+	free(mm);
+}
+
 UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 {
 	struct uf_object *obj;
 
 	if (!mm)
 		return;
+	if (uf_forked(mm)) {
+		/* the child's copies of the VMAs hold object references */
+		size_t i;
+
+		for (i = 0; i < mm->nvmas; i++)
+			uf_vma_free_child(mm->vmas[i]);
+		mm->nvmas = 0;
+		uf_mm_put_child(mm);
+		return;
+	}
 	/* object calls starting from now fail; those under way complete */
 	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
 	uf_unmap_all(mm);
@@ -221,6 +310,8 @@ UF_EXPORT int uf_mm_stats(struct uf_mm *mm, struct uf_stats *st)
 
 	if (!mm || !st)
 		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
 	stats_copy(st, &mm->stats);
 	pthread_mutex_lock(&mm->obj_lock);
 	for (obj = mm->objects; obj; obj = obj->mm_next)
@@ -233,6 +324,8 @@ UF_EXPORT int uf_vma_stats(struct uf_vma *vma, struct uf_stats *st)
 {
 	if (!vma || !st)
 		return -EINVAL;
+	if (uf_forked(vma->mm))
+		return -ECHILD;
 	stats_copy(st, &vma->stats);
 	if (vma->obj)
 		st->cache_pages = uf_object_cache_pages(vma->obj);

@@ -37,8 +37,7 @@ static void restore(struct uf_vma *vma, unsigned long s, unsigned long e)
 		while (a + (n << PAGE_SHIFT) < e &&
 		       (vma->nl_pgoff[idx + n] & ~NL_WINDOW) == pg + n)
 			n++;
-		if (mmap((void *)a, n << PAGE_SHIFT, vma->prot, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
-			 vma->obj->memfd, (off_t)(pg << PAGE_SHIFT)) != MAP_FAILED)
+		if (uf_vma_map_fixed(vma, a, n << PAGE_SHIFT, pg << PAGE_SHIFT) != MAP_FAILED)
 			uf_vma_register(vma, a, n << PAGE_SHIFT);
 		a += n << PAGE_SHIFT;
 	}
@@ -55,6 +54,8 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 
 	if (!mm || !PAGE_ALIGNED(s) || !size || !PAGE_ALIGNED(size) || prot || flags)
 		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
 	e = s + size;
 	if (e < s || pgoff > ((uint64_t)INT64_MAX >> PAGE_SHIFT) - (size >> PAGE_SHIFT))
 		return -EINVAL;
@@ -88,8 +89,7 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 		pthread_rwlock_unlock(&vma->obj->invalidate_lock);
 	}
 
-	p = mmap(start, size, vma->prot, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
-		 vma->obj->memfd, (off_t)(pgoff << PAGE_SHIFT));
+	p = uf_vma_map_fixed(vma, s, size, pgoff << PAGE_SHIFT);
 	if (p == MAP_FAILED) {
 		ret = -errno;
 		restore(vma, s, e);
@@ -142,6 +142,8 @@ UF_EXPORT int uf_vma_set_ops(struct uf_vma *vma, const struct uf_vm_operations *
 {
 	if (!vma || !ops || !vma->obj || (!ops->fault && !ops->nopage))
 		return -EINVAL;
+	if (uf_forked(vma->mm))
+		return -ECHILD;
 	pthread_rwlock_wrlock(&vma->mm->vma_lock);
 	if (vma->nl_pgoff && !ops->fault) {
 		pthread_rwlock_unlock(&vma->mm->vma_lock);

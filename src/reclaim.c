@@ -129,10 +129,18 @@ static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, ui
 	}
 }
 
-/* Unmap page @pg from the shared mappings of @obj, so the next access
- * (a kernel minor fault) shows whether it is still in use.
+/* Addresses to unmap, gathered so that one uf_uffd_zap() call (one
+ * helper thread: see uffd.c) does them all. */
+struct zap_list {
+	unsigned long *addrs;
+	size_t n, cap;
+};
+
+/* Unmap page @pg from the shared mappings of @obj (at the end of the
+ * pass), so the next access (a kernel minor fault) shows whether it is
+ * still in use.  Out of memory, the page just stays mapped.
  * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive. */
-static void __unmap_page(struct uf_object *obj, uint64_t pg)
+static void __unmap_page(struct uf_object *obj, uint64_t pg, struct zap_list *z)
 {
 	struct uf_vma *vma;
 
@@ -141,9 +149,18 @@ static void __unmap_page(struct uf_object *obj, uint64_t pg)
 
 		if (!(vma->flags & VMA_SHARED) || vma->nl_pgoff)
 			continue;
-		if (pg >= vma->pgoff && pg < vma->pgoff + npages)
-			madvise((void *)(vma->start + ((pg - vma->pgoff) << PAGE_SHIFT)),
-				PAGE_SIZE, MADV_DONTNEED);
+		if (pg >= vma->pgoff && pg < vma->pgoff + npages) {
+			if (z->n == z->cap) {
+				size_t cap = z->cap ? 2 * z->cap : 64;
+				unsigned long *a = realloc(z->addrs, cap * sizeof(*a));
+
+				if (!a)
+					return;
+				z->addrs = a;
+				z->cap = cap;
+			}
+			z->addrs[z->n++] = vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);
+		}
 	}
 }
 
@@ -185,6 +202,7 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 	/* CLOCK: one turn of the hand at most: a page passed over now is
 	 * taken by a later call if nothing maps it again by then */
 	struct uf_pagemap mapped = { 0 };
+	struct zap_list z = { 0 };
 
 	if (!uf_pagemap_grow(&mapped, end))
 		__sample_mapped(obj, &mapped, end);
@@ -208,12 +226,14 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 			 * before its bytes are read.
 			 */
 			uf_pagemap_clear(&mapped, UF_PG_PRESENT, pg);
-			__unmap_page(obj, pg);
+			__unmap_page(obj, pg, &z);
 			continue;
 		}
 		vict[n++] = pg;
 	}
 	uf_pagemap_free(&mapped);
+	uf_uffd_zap(&obj->mm->uffd, z.addrs, z.n, PAGE_SIZE);
+	free(z.addrs);
 	return n;
 }
 

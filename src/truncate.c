@@ -50,8 +50,12 @@ int uf_object_cache_map(struct uf_object *obj, uint64_t size)
 		munmap(p, cap);
 		return ret;
 	}
-	if (obj->cache_map != MAP_FAILED)
+	if (obj->cache_map != MAP_FAILED) {
+		/* unregistered first, the unmap raises no event to wait for
+		 * (the caller holds the invalidate lock) */
+		uf_uffd_unregister(&obj->mm->uffd, (unsigned long)obj->cache_map, obj->cache_cap);
 		munmap(obj->cache_map, obj->cache_cap);
+	}
 	obj->cache_map = p;
 	obj->cache_cap = cap;
 	return 0;
@@ -171,6 +175,8 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 
 	if (!obj || !obj->ops || uf_object_orphaned(obj))
 		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
 	if (obj->readonly)
 		return -EROFS;
 	if (size > UF_MAX_SIZE)
@@ -191,6 +197,8 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 
 	if (!obj || !obj->ops || uf_object_orphaned(obj) || !len)
 		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
 	if (obj->readonly)
 		return -EROFS;
 

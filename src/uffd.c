@@ -10,8 +10,20 @@
  * page faults to the fault path (fault.c), address-space events (unmap,
  * remap, remove) to the VMA code.
  *
- * Locking: u->lock (a mutex) only guards starting handler threads.  The
- * handler threads call the ops with no lock held.
+ * Address-space events.  With UFFD_FEATURE_EVENT_UNMAP/REMAP/REMOVE the
+ * thread that unmaps, moves or zaps a registered range sleeps in the kernel
+ * until a handler reads the event, and while an event is unread every
+ * copy, write-protect and poison ioctl of the fd fails with EAGAIN.  So:
+ *  - reading never waits for a lock the rest of ufault takes: events are
+ *    read under ev_lock only (a leaf lock), and handed to ->event after;
+ *  - a thread that meets EAGAIN reads the fd itself (uffd_drain) and keeps
+ *    what it read for the handlers, since they may all wait for it;
+ *  - ufault's own system calls that raise an event on this fd are made by
+ *    uf_uffd_run(): from a helper thread while the caller reads.
+ *
+ * Locking: u->lock (a mutex) only guards starting handler threads; ev_lock
+ * is a leaf (held around read() and the queue only).  The handler threads
+ * call the ops with no lock held.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -20,9 +32,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/timerfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -102,7 +118,7 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 	uint64_t got;
 	int fd, ret;
 
-	u->fd = u->stopfd = -1;
+	u->fd = u->stopfd = u->kickfd = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	fd = uffd_open(user_mode_only);
 	if (fd < 0)
@@ -114,8 +130,13 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 	}
 	u->fd = fd;
 	u->features = want;
+	pthread_mutex_init(&u->ev_lock, NULL);
+	pthread_cond_init(&u->ev_cond, NULL);
 	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (u->stopfd < 0)
+		return -errno;
+	u->kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (u->kickfd < 0)
 		return -errno;
 	return 0;
 }
@@ -171,43 +192,178 @@ static void busy_end(struct uf_uffd_handler *h)
 	__atomic_add_fetch(&h->uffd->nidle, 1, __ATOMIC_SEQ_CST);
 }
 
+/* The engine whose handler this thread is (NULL: an application thread). */
+static __thread struct uf_uffd *cur_uffd;
+
+bool uf_uffd_in_handler(const struct uf_uffd *u)
+{
+	return cur_uffd == u;
+}
+
+static bool is_event(const struct uffd_msg *m)
+{
+	return m->event != UFFD_EVENT_PAGEFAULT;
+}
+
+/*
+ * Read what the fd holds into @msgs (at most @max); count the events.
+ * Return the number of messages.
+ * Locking: takes ev_lock, so that uf_uffd_quiesce() sees every event
+ * whose reader has returned from read().
+ */
+static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *msgs, size_t max)
+{
+	ssize_t n;
+	size_t i, cnt;
+
+	pthread_mutex_lock(&u->ev_lock);
+	n = read(u->fd, msgs, max * sizeof(*msgs));
+	cnt = n > 0 ? (size_t)n / sizeof(*msgs) : 0;
+	for (i = 0; i < cnt; i++)
+		if (is_event(&msgs[i]))
+			u->ev_read++;
+	pthread_mutex_unlock(&u->ev_lock);
+	return cnt;
+}
+
+/* Hand an event up; count it done.  No lock held. */
+static void dispatch_event(struct uf_uffd *u, const struct uffd_msg *m)
+{
+	if (u->ops->event)
+		u->ops->event(u->owner, m);
+	pthread_mutex_lock(&u->ev_lock);
+	u->ev_done++;
+	pthread_cond_broadcast(&u->ev_cond);
+	pthread_mutex_unlock(&u->ev_lock);
+}
+
+/*
+ * Take the oldest kept message (events before faults), or return false.
+ * Locking: takes ev_lock.
+ */
+static bool pending_pop(struct uf_uffd *u, struct uffd_msg *m, bool events_only)
+{
+	size_t i, pick = SIZE_MAX;
+
+	pthread_mutex_lock(&u->ev_lock);
+	for (i = 0; i < u->npending && pick == SIZE_MAX; i++)
+		if (is_event(&u->pending[i]))
+			pick = i;
+	if (pick == SIZE_MAX && !events_only && u->npending)
+		pick = 0;
+	if (pick != SIZE_MAX) {
+		*m = u->pending[pick];
+		memmove(&u->pending[pick], &u->pending[pick + 1],
+			(u->npending - pick - 1) * sizeof(*m));
+		u->npending--;
+	}
+	pthread_mutex_unlock(&u->ev_lock);
+	return pick != SIZE_MAX;
+}
+
+/*
+ * A thread that cannot go on until an event is read (an ioctl says
+ * EAGAIN): read the fd and keep the messages for the handlers' loop.  Any
+ * thread may: the handlers may all be waiting for a lock the caller holds.
+ * Without memory to keep them, nothing is read.
+ */
+static void uffd_drain(struct uf_uffd *u)
+{
+	struct uffd_msg msgs[16];
+	size_t n, cap;
+
+	pthread_mutex_lock(&u->ev_lock);
+	cap = u->npending + 16;
+	if (cap > u->pending_cap) {
+		struct uffd_msg *p = realloc(u->pending, cap * sizeof(*p));
+
+		if (!p) {
+			pthread_mutex_unlock(&u->ev_lock);
+			sched_yield();
+			return;
+		}
+		u->pending = p;
+		u->pending_cap = cap;
+	}
+	pthread_mutex_unlock(&u->ev_lock);
+	n = uffd_read(u, msgs, 16);
+	pthread_mutex_lock(&u->ev_lock);
+	memcpy(&u->pending[u->npending], msgs, n * sizeof(*msgs));
+	u->npending += n;
+	pthread_mutex_unlock(&u->ev_lock);
+	if (n && cur_uffd != u) {
+		uint64_t one = 1;
+
+		/* the handlers sleep on an empty fd: tell them */
+		if (write(u->kickfd, &one, sizeof(one)) < 0) {
+			/* an eventfd write fails only on overflow */
+		}
+	}
+	if (!n)
+		sched_yield();
+}
+
+/* Serve one message.  No lock held. */
+static void dispatch(struct uf_uffd_handler *h, const struct uffd_msg *msg)
+{
+	struct uf_uffd *u = h->uffd;
+
+	busy_begin(h);
+	if (msg->event == UFFD_EVENT_PAGEFAULT)
+		u->ops->fault(u->owner, h->slot, msg);
+	else
+		dispatch_event(u, msg);
+	busy_end(h);
+}
+
 /*
  * Each handler reads one event at a time: an idle handler takes the next
  * event while another runs a slow fault() (no event waits in one
- * handler's batch behind another).
+ * handler's batch behind another).  Messages another thread read and kept
+ * (uffd_drain) are served first.
  */
 static void *handler_thread(void *arg)
 {
 	struct uf_uffd_handler *h = arg;
 	struct uf_uffd *u = h->uffd;
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = u->fd, .events = POLLIN },
 		{ .fd = u->stopfd, .events = POLLIN },
+		{ .fd = u->kickfd, .events = POLLIN },
 	};
 	sigset_t all;
 
 	/* Signals belong to the application's threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	cur_uffd = u;
 
 	for (;;) {
-		int ready = poll(pfd, 2, u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1);
 		struct uffd_msg msg;
+		int ready;
 
+		if (pending_pop(u, &msg, false)) {
+			dispatch(h, &msg);
+			continue;
+		}
+		ready = poll(pfd, 3, u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1);
 		if (u->ops->idle)
 			u->ops->idle(u->owner);
 		if (ready <= 0)
 			continue;	/* EINTR, or the owner's timer */
 		if (pfd[1].revents)
 			break;
-		if (read(u->fd, &msg, sizeof(msg)) != sizeof(msg))
-			continue;	/* EAGAIN: another handler took it */
-		busy_begin(h);
-		if (msg.event == UFFD_EVENT_PAGEFAULT)
-			u->ops->fault(u->owner, h->slot, &msg);
-		else if (u->ops->event)
-			u->ops->event(u->owner, &msg);
-		busy_end(h);
+		if (pfd[2].revents) {
+			uint64_t v;
+
+			/* messages kept by another thread: serve them */
+			if (read(u->kickfd, &v, sizeof(v)) < 0) {
+				/* another handler took the count */
+			}
+			continue;
+		}
+		if (uffd_read(u, &msg, 1) == 1)	/* else another handler took it */
+			dispatch(h, &msg);
 	}
 	return NULL;
 }
@@ -285,6 +441,80 @@ static void *monitor_thread(void *arg)
 }
 
 /*
+ * uf_uffd_quiesce - wait until every address-space event read so far has
+ * been handed to ->event: after it, the owner's table shows every unmap,
+ * remap and remove that has returned to its caller.  A handler thread
+ * hands up the events it keeps itself.
+ * Locking: none may be held that ->event takes.
+ */
+void uf_uffd_quiesce(struct uf_uffd *u)
+{
+	struct uffd_msg m;
+	uint64_t target;
+
+	pthread_mutex_lock(&u->ev_lock);
+	target = u->ev_read;
+	while (u->ev_done < target) {
+		if (cur_uffd == u) {
+			pthread_mutex_unlock(&u->ev_lock);
+			if (pending_pop(u, &m, true))
+				dispatch_event(u, &m);
+			else
+				sched_yield();
+			pthread_mutex_lock(&u->ev_lock);
+			continue;
+		}
+		pthread_cond_wait(&u->ev_cond, &u->ev_lock);
+	}
+	pthread_mutex_unlock(&u->ev_lock);
+}
+
+struct run_arg {
+	int (*fn)(void *arg);
+	void *arg;
+	int ret;
+	int done;
+};
+
+static void *run_thread(void *p)
+{
+	struct run_arg *r = p;
+
+	r->ret = r->fn(r->arg);
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * uf_uffd_run - call @fn, which may raise an event on this fd (munmap,
+ * mmap MAP_FIXED, mremap or madvise over a registered range), from a
+ * thread that may hold ufault locks or be a handler.  The event puts the
+ * caller of the system call to sleep until it is read, and the handlers
+ * may all wait for a lock the caller holds (or be the caller): so @fn runs
+ * in a helper thread while the caller reads the fd.  The events it reads
+ * are handed up later by the handlers.  Return what @fn returned, or
+ * -errno if no thread could be started.
+ */
+int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg)
+{
+	struct run_arg r = { .fn = fn, .arg = arg };
+	pthread_t t;
+	int ret;
+
+	ret = pthread_create(&t, NULL, run_thread, &r);
+	if (ret)
+		return -ret;
+	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
+		struct pollfd pfd = { .fd = u->fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 1) > 0)
+			uffd_drain(u);
+	}
+	pthread_join(t, NULL);
+	return r.ret;
+}
+
+/*
  * uf_uffd_start - start @nthreads handler threads that hand each event to
  * @ops with @owner, and the monitor that adds spares.  On failure the
  * threads started are stopped again.
@@ -337,15 +567,57 @@ void uf_uffd_stop(struct uf_uffd *u)
 	u->nthreads = 0;
 }
 
+struct zap_arg {
+	const unsigned long *addrs;
+	size_t n, len;
+};
+
+static int zap_fn(void *p)
+{
+	struct zap_arg *z = p;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < z->n; i++)
+		if (madvise((void *)z->addrs[i], z->len, MADV_DONTNEED) < 0 && !ret)
+			ret = -errno;
+	return ret;
+}
+
+/*
+ * uf_uffd_zap - drop the page table entries of [addrs[i], addrs[i] + len)
+ * for each i (MADV_DONTNEED: a poison or write-protect marker goes too).
+ * Over a registered range this raises a remove event: the calls are made
+ * through uf_uffd_run(), so the caller may hold locks or be a handler.
+ */
+int uf_uffd_zap(struct uf_uffd *u, const unsigned long *addrs, size_t n, size_t len)
+{
+	struct zap_arg z = { .addrs = addrs, .n = n, .len = len };
+
+	if (!n)
+		return 0;
+	return uf_uffd_run(u, zap_fn, &z);
+}
+
 /* uf_uffd_close - close the fds (the threads are stopped). */
 void uf_uffd_close(struct uf_uffd *u)
 {
 	if (u->stopfd >= 0)
 		close(u->stopfd);
-	if (u->fd >= 0)
+	if (u->kickfd >= 0)
+		close(u->kickfd);
+	if (u->fd >= 0) {
 		close(u->fd);
-	u->fd = u->stopfd = -1;
+		pthread_mutex_destroy(&u->ev_lock);
+		pthread_cond_destroy(&u->ev_cond);
+	}
+	u->fd = u->stopfd = u->kickfd = -1;
+	free(u->pending);
+	u->pending = NULL;
+	u->npending = u->pending_cap = 0;
 }
+
+
 
 /* ------------------------------------------------------------------ */
 /* Ranges and pages                                                    */
@@ -368,6 +640,19 @@ int uf_uffd_register(struct uf_uffd *u, unsigned long start, unsigned long len, 
 }
 
 /*
+ * uf_uffd_unregister - stop serving [start, start + len); threads waiting
+ * there are woken.  A range unregistered first can be unmapped or mapped
+ * over without raising an event.
+ */
+int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len)
+{
+	struct uffdio_range r = { .start = start, .len = len };
+
+	return ioctl(u->fd, UFFDIO_UNREGISTER, &r) < 0 ? -errno : 0;
+}
+
+
+/*
  * uf_uffd_writeprotect - set (@protect) or lift the write protection of
  * [start, start + len).  Lifting wakes threads waiting on the range unless
  * @dontwake.
@@ -381,7 +666,12 @@ int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long l
 			(dontwake ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0),
 	};
 
-	return ioctl(u->fd, UFFDIO_WRITEPROTECT, &wp) < 0 ? -errno : 0;
+	while (ioctl(u->fd, UFFDIO_WRITEPROTECT, &wp) < 0) {
+		if (errno != EAGAIN)
+			return -errno;
+		uffd_drain(u);		/* an event is unread */
+	}
+	return 0;
 }
 
 /* uf_uffd_wake - let threads waiting on [addr, addr + len) retry. */
@@ -420,8 +710,10 @@ int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t l
 			c.copy = 0;
 			continue;
 		}
-		if (ret == -EAGAIN)	/* mappings changing: retry */
+		if (ret == -EAGAIN) {	/* an event is unread: read it, retry */
+			uffd_drain(u);
 			continue;
+		}
 		return ret;
 	}
 	if (copied)
@@ -441,5 +733,10 @@ int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len)
 
 	if (!(u->features & UFFD_FEATURE_POISON))
 		return -ENOSYS;
-	return ioctl(u->fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
+	while (ioctl(u->fd, UF_UFFDIO_POISON, &p) < 0) {
+		if (errno != EAGAIN || p.updated > 0)
+			return errno == EAGAIN ? 0 : -errno;
+		uffd_drain(u);		/* an event is unread */
+	}
+	return 0;
 }

@@ -1,21 +1,39 @@
 // SPDX-License-Identifier: MIT
 /*
- * Mappings: the VMA table of an mm, uf_mmap(), uf_mmap_ops(), uf_munmap().
+ * Mappings: the VMA table of an mm, uf_mmap(), uf_mmap_ops(), uf_munmap(),
+ * uf_mprotect(), and following what the program does with the system's
+ * own calls.
  *
  * Lock order: mm->vma_lock (exclusive here to change the table)
+ *               -> obj->invalidate_lock (shared, to mark pages dirty)
  *               -> vma->ref_lock
  * A handler thread looks a VMA up under vma_lock shared and takes a
- * reference; uf_munmap() unlinks the VMA, puts a PROT_NONE placeholder over
- * the range (so the addresses are not reused while a handler may still copy
- * into them), waits for the references to drain, then unmaps.
+ * reference; uf_munmap() unlinks the VMA, makes the range inaccessible and
+ * unregisters it, puts a PROT_NONE placeholder over it (so the addresses
+ * are not reused while a handler may still copy into them), waits for the
+ * references to drain, then unmaps.  None of this raises a userfaultfd
+ * event: ufault never waits for its own handlers to read one.
+ *
+ * The program's munmap(), mremap() and madvise(MADV_DONTNEED) arrive as
+ * events (uf_vma_event): the table is cut, moved, or told that written
+ * bits went with the page tables, in which case every cached page the
+ * range showed is taken as dirty.  What raises no event - a mapping grown
+ * in place by mremap(), write permission added by the system's mprotect()
+ * - is read from /proc/self/maps (uf_vma_refresh) when a fault lands
+ * outside every VMA and before each sync.
  */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PROT_ALLOWED	(PROT_READ | PROT_WRITE | PROT_EXEC)
 
@@ -107,8 +125,10 @@ uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
 				 bool *nonlinear)
 {
+	bool fresh = false;
 	struct uf_vma *vma;
 
+again:
 	pthread_rwlock_rdlock(&mm->vma_lock);
 	vma = __uf_vma_find(mm, addr);
 	if (vma) {
@@ -121,15 +141,30 @@ struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t 
 		pthread_mutex_unlock(&vma->ref_lock);
 	}
 	pthread_rwlock_unlock(&mm->vma_lock);
+	/* a registered range no VMA covers: a mapping grown in place? */
+	if (!vma && !fresh) {
+		fresh = true;
+		if (uf_vma_refresh_fault(mm, addr) > 0)
+			goto again;
+	}
 	return vma;
 }
 
+static void vma_destroy(struct uf_vma *vma);
+
+/* Drop a reference; the last one frees a VMA the program unmapped. */
 void uf_vma_put(struct uf_vma *vma)
 {
+	bool last;
+
 	pthread_mutex_lock(&vma->ref_lock);
-	if (--vma->refs == 0)
+	last = --vma->refs == 0;
+	if (last)
 		pthread_cond_broadcast(&vma->ref_cond);
+	last = last && vma->detached;
 	pthread_mutex_unlock(&vma->ref_lock);
+	if (last)
+		vma_destroy(vma);
 }
 
 /*
@@ -191,6 +226,629 @@ static void vma_free(struct uf_vma *vma)
 	free(vma);
 }
 
+/* ------------------------------------------------------------------ */
+/* Following the program's own munmap(), mremap(), madvise()           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Note @vma as being mapped or torn down (@on), or no longer.  Its kernel
+ * mapping may merge with a neighbour's meanwhile, which uf_vma_refresh()
+ * must not take for growth.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static void __vma_busy(struct uf_mm *mm, struct uf_vma *vma, bool on)
+{
+	struct uf_vma **pp;
+
+	if (on) {
+		vma->busy_next = mm->busy;
+		mm->busy = vma;
+		return;
+	}
+	for (pp = &mm->busy; *pp; pp = &(*pp)->busy_next) {
+		if (*pp == vma) {
+			*pp = vma->busy_next;
+			return;
+		}
+	}
+}
+
+static void vma_destroy(struct uf_vma *vma)
+{
+	if (vma->vm_ops->close)
+		vma->vm_ops->close(vma);
+	if (vma->obj)
+		uf_object_put(vma->obj);
+	vma_free(vma);
+}
+
+/* Drop the reference the table held on a VMA the program unmapped. */
+static void vma_release(struct uf_vma *vma)
+{
+	bool last;
+
+	pthread_mutex_lock(&vma->ref_lock);
+	vma->detached = true;
+	last = --vma->refs == 0;
+	if (last)
+		pthread_cond_broadcast(&vma->ref_cond);
+	pthread_mutex_unlock(&vma->ref_lock);
+	if (last)
+		vma_destroy(vma);
+}
+
+/* VMAs to open (made by a split) and to release, once vma_lock is dropped:
+ * ->open, ->close and the last object put must not run under it. */
+struct vma_lists {
+	struct uf_vma *opened, *released;
+};
+
+static void vma_lists_finish(struct vma_lists *l)
+{
+	struct uf_vma *v;
+
+	while ((v = l->opened)) {
+		l->opened = v->ev_next;
+		if (v->vm_ops->open)
+			v->vm_ops->open(v);
+		uf_vma_put(v);		/* held since the split */
+	}
+	while ((v = l->released)) {
+		l->released = v->ev_next;
+		vma_release(v);
+	}
+}
+
+/*
+ * Can the page tables of @vma hold writes that obj->dirty does not know?
+ * Any shared mapping of a writable object can (the system's mprotect() may
+ * have made it writable unseen), unless synchronous write-protect tracks
+ * its writes one by one.
+ */
+static bool may_hold_writes(const struct uf_vma *vma)
+{
+	if (!vma->obj || !(vma->flags & VMA_SHARED) || vma->obj->readonly)
+		return false;
+	return !(vma->mm->wp_sync && (vma->flags & VMA_WP));
+}
+
+/* Every cached page [s, e) of @vma shows is dirty: its written bits are
+ * lost or unknown.  Locking: mm->vma_lock held. */
+static void __vma_mark_dirty(struct uf_vma *vma, unsigned long s, unsigned long e)
+{
+	pthread_rwlock_rdlock(&vma->obj->invalidate_lock);
+	__uf_vma_mark_dirty(vma, s, e);
+	pthread_rwlock_unlock(&vma->obj->invalidate_lock);
+}
+
+/* The page tables of [s, e) of @vma are going or gone with what they knew
+ * of writes.  Locking: mm->vma_lock held. */
+static void __vma_lost_writes(struct uf_vma *vma, unsigned long s, unsigned long e)
+{
+	if (may_hold_writes(vma))
+		__vma_mark_dirty(vma, s, e);
+}
+
+/*
+ * Split @vma at @addr: @vma keeps [start, addr); a new VMA with the same
+ * object, ops and private data gets [addr, end), is linked, and goes on
+ * l->opened (its ->open is called later; the list holds a reference).
+ * Return it, or NULL without memory (nothing changed).
+ * Locking: mm->vma_lock held exclusive.
+ */
+static struct uf_vma *__vma_split(struct uf_mm *mm, struct uf_vma *vma, unsigned long addr,
+				  struct vma_lists *l)
+{
+	size_t idx = (addr - vma->start) >> PAGE_SHIFT, n = (vma->end - addr) >> PAGE_SHIFT;
+	struct uf_vma *nv = vma_alloc(mm, 0, vma->prot);
+
+	if (!nv)
+		return NULL;
+	if (vma->nl_pgoff) {
+		nv->nl_pgoff = malloc(n * sizeof(*nv->nl_pgoff));
+		if (!nv->nl_pgoff) {
+			vma_free(nv);
+			return NULL;
+		}
+		memcpy(nv->nl_pgoff, vma->nl_pgoff + idx, n * sizeof(*nv->nl_pgoff));
+	}
+	nv->start = addr;
+	nv->end = vma->end;
+	nv->pgoff = vma->pgoff + idx;
+	nv->flags = vma->flags;
+	nv->vm_ops = vma->vm_ops;
+	nv->private_data = vma->private_data;
+	nv->obj = vma->obj;
+	nv->ino = vma->ino;
+	vma->end = addr;
+	if (__vma_link(mm, nv)) {
+		vma->end = nv->end;
+		vma_free(nv);
+		return NULL;
+	}
+	if (nv->obj)
+		uf_object_get(nv->obj);
+	nv->refs++;		/* for l->opened */
+	nv->ev_next = l->opened;
+	l->opened = nv;
+	return nv;
+}
+
+/* @vma now starts at @addr.  Locking: mm->vma_lock held exclusive. */
+static void __vma_trim_head(struct uf_vma *vma, unsigned long addr)
+{
+	size_t idx = (addr - vma->start) >> PAGE_SHIFT;
+
+	if (vma->nl_pgoff)
+		memmove(vma->nl_pgoff, vma->nl_pgoff + idx,
+			((vma->end - addr) >> PAGE_SHIFT) * sizeof(*vma->nl_pgoff));
+	vma->pgoff += idx;
+	vma->start = addr;
+}
+
+/*
+ * [s, e) is no longer mapped: cut it out of the table (trim, split, drop);
+ * the cached pages it showed count as dirty where writes may have gone
+ * with the page tables.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static void __vma_unmap_range(struct uf_mm *mm, unsigned long s, unsigned long e,
+			      struct vma_lists *l)
+{
+	for (;;) {
+		size_t i = __vma_index(mm, s);
+		struct uf_vma *v;
+
+		if (i >= mm->nvmas || mm->vmas[i]->start >= e)
+			return;
+		v = mm->vmas[i];
+		__vma_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
+		if (v->start < s && v->end > e && !__vma_split(mm, v, e, l)) {
+			/* no memory for the tail: it is dropped too (its
+			 * pages were marked dirty above only in part) */
+			__vma_lost_writes(v, e, v->end);
+		}
+		if (v->start < s) {
+			v->end = s;			/* keep the head */
+		} else if (v->end > e) {
+			__vma_trim_head(v, e);		/* keep the tail */
+		} else {
+			__vma_unlink(mm, v);
+			v->ev_next = l->released;
+			l->released = v;
+		}
+	}
+}
+
+/* Is [s, e) a range ufault mapped over itself?  Consume the note.
+ * Locking: mm->vma_lock held exclusive. */
+static bool __vma_expected(struct uf_mm *mm, unsigned long s, unsigned long e)
+{
+	unsigned int i;
+
+	for (i = 0; i < mm->nexpect; i++) {
+		if (mm->expect[i].start == s && mm->expect[i].end == e) {
+			mm->expect[i] = mm->expect[--mm->nexpect];
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * mremap() moved [from, from + len) to @to (registration and page tables
+ * went along: UFFD_FEATURE_EVENT_REMAP).  A part grown with the move is
+ * found by uf_vma_refresh().
+ * Locking: mm->vma_lock held exclusive.
+ */
+static void __vma_move(struct uf_mm *mm, unsigned long from, unsigned long to, unsigned long len,
+		       struct vma_lists *l)
+{
+	unsigned long delta = to - from;
+	struct uf_vma *moved = NULL, *v;
+	size_t i;
+
+	/* what the table still shows at the target is stale */
+	__vma_unmap_range(mm, to, to + len, l);
+	/* whole VMAs only */
+	i = __vma_index(mm, from);
+	if (i < mm->nvmas && mm->vmas[i]->start < from && !__vma_split(mm, mm->vmas[i], from, l))
+		return;
+	i = __vma_index(mm, from + len - 1);
+	if (i < mm->nvmas && mm->vmas[i]->start < from + len && mm->vmas[i]->end > from + len &&
+	    !__vma_split(mm, mm->vmas[i], from + len, l))
+		return;
+	/* out of the array, then back in at their new place */
+	for (;;) {
+		i = __vma_index(mm, from);
+		if (i >= mm->nvmas || mm->vmas[i]->start >= from + len)
+			break;
+		v = mm->vmas[i];
+		memmove(&mm->vmas[i], &mm->vmas[i + 1], (mm->nvmas - i - 1) * sizeof(*mm->vmas));
+		mm->nvmas--;
+		v->ev_next = moved;
+		moved = v;
+	}
+	while ((v = moved)) {
+		moved = v->ev_next;
+		v->start += delta;
+		v->end += delta;
+		i = __vma_index(mm, v->start);
+		memmove(&mm->vmas[i + 1], &mm->vmas[i], (mm->nvmas - i) * sizeof(*mm->vmas));
+		mm->vmas[i] = v;
+		mm->nvmas++;
+	}
+}
+
+/*
+ * ->event of the engine: the program unmapped (munmap, mmap MAP_FIXED,
+ * mremap shrinking), moved (mremap) or zapped (madvise MADV_DONTNEED or
+ * MADV_REMOVE) part of a registered range.  The kernel has let the
+ * program go on once the event was read; uf_uffd_quiesce() waits for this.
+ * Locking: takes mm->vma_lock exclusive (and what the lists' callbacks,
+ * ->open, ->close, the last uf_object_put(), take, after dropping it).
+ */
+void uf_vma_event(void *owner, const struct uffd_msg *msg)
+{
+	struct uf_mm *mm = owner;
+	struct vma_lists l = { NULL, NULL };
+
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	switch (msg->event) {
+	case UFFD_EVENT_UNMAP:
+		if (!__vma_expected(mm, msg->arg.remove.start, msg->arg.remove.end))
+			__vma_unmap_range(mm, msg->arg.remove.start, msg->arg.remove.end, &l);
+		break;
+	case UFFD_EVENT_REMOVE: {
+		/* sent before the zap: the written bits are about to go */
+		unsigned long s = msg->arg.remove.start, e = msg->arg.remove.end;
+		size_t i;
+
+		for (i = __vma_index(mm, s); i < mm->nvmas && mm->vmas[i]->start < e; i++) {
+			struct uf_vma *v = mm->vmas[i];
+
+			__vma_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
+		}
+		break;
+	}
+	case UFFD_EVENT_REMAP:
+		__vma_move(mm, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len, &l);
+		break;
+	default:
+		break;
+	}
+	pthread_rwlock_unlock(&mm->vma_lock);
+	vma_lists_finish(&l);
+}
+
+/* ------------------------------------------------------------------ */
+/* What raises no event: growth in place, the system's mprotect()      */
+/* ------------------------------------------------------------------ */
+
+struct kmap {
+	unsigned long start, end, off, ino;
+	bool write, shared;
+};
+
+/* The kernel's mappings, from /proc/self/maps; NULL if unreadable. */
+static struct kmap *read_maps(size_t *np)
+{
+	struct kmap *k = NULL;
+	size_t n = 0, cap = 0, linecap = 0;
+	char *line = NULL;
+	FILE *f;
+
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return NULL;
+	while (getline(&line, &linecap, f) > 0) {
+		unsigned long s, e, off, ino;
+		unsigned int maj, min;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &s, &e, perms, &off, &maj, &min,
+			   &ino) != 7)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? 2 * cap : 64;
+			struct kmap *p = realloc(k, c * sizeof(*p));
+
+			if (!p) {
+				free(k);
+				k = NULL;
+				break;
+			}
+			k = p;
+			cap = c;
+		}
+		k[n++] = (struct kmap){ s, e, off, ino, perms[1] == 'w', perms[3] == 's' };
+	}
+	free(line);
+	fclose(f);
+	*np = n;
+	return k;
+}
+
+static const struct kmap *kmap_find(const struct kmap *k, size_t n, unsigned long addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (k[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && k[lo].start <= addr ? &k[lo] : NULL;
+}
+
+/* Does kernel mapping @km show the last page of @v, as @v has it? */
+static bool kmap_is(const struct kmap *km, const struct uf_vma *v)
+{
+	unsigned long last = v->end - PAGE_SIZE;
+
+	if (!v->obj)
+		return km->ino == 0;
+	return km->ino == v->ino &&
+	       km->off + (last - km->start) == __uf_vma_pgoff(v, last) << PAGE_SHIFT;
+}
+
+/*
+ * mremap() grew @v in place to @end (the kernel keeps the registration):
+ * the grown part is served from now on, and tracked.  A page cached
+ * before is mapped by the kernel without a fault and may have been
+ * written: protected first, then taken as dirty.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static void __vma_grow(struct uf_vma *v, const struct kmap *km, unsigned long end)
+{
+	size_t oldn = (v->end - v->start) >> PAGE_SHIFT, newn = (end - v->start) >> PAGE_SHIFT, j;
+	unsigned long old_end = v->end;
+
+	if (v->nl_pgoff) {
+		uint64_t *p = realloc(v->nl_pgoff, newn * sizeof(*p));
+
+		if (!p)
+			return;
+		for (j = oldn; j < newn; j++)
+			p[j] = (km->off + (v->start + (j << PAGE_SHIFT) - km->start)) >> PAGE_SHIFT;
+		v->nl_pgoff = p;
+	}
+	v->end = end;
+	if (v->flags & VMA_REG_WP)
+		uf_vma_writeprotect(v, old_end, end - old_end);
+	if (v->obj && (v->flags & VMA_SHARED) && !v->obj->readonly)
+		__vma_mark_dirty(v, old_end, end);
+}
+
+/*
+ * The system's mprotect() made a shared mapping of @v writable: track it
+ * from now on (write-protect registration), and take every cached page it
+ * shows as dirty, since writes may have landed before.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static void __vma_now_writable(struct uf_vma *v)
+{
+	struct uf_mm *mm = v->mm;
+	size_t len = v->end - v->start;
+
+	v->prot |= PROT_WRITE;
+	if (!(v->flags & VMA_WP) && (mm->wp_async || mm->wp_sync) &&
+	    ((v->flags & VMA_REG_WP) || uf_uffd_register(&mm->uffd, v->start, len, true) == 0)) {
+		v->flags |= VMA_REG_WP | VMA_WP;
+		uf_vma_writeprotect(v, v->start, len);
+	}
+	__vma_mark_dirty(v, v->start, v->end);
+}
+
+/*
+ * The kernel's view of the address space: one PROCMAP_QUERY ioctl per
+ * question (6.11+), else /proc/self/maps read whole once.
+ */
+struct kview {
+	int fd;			/* /proc/self/maps */
+	bool query;		/* PROCMAP_QUERY works */
+	struct kmap *all;	/* else the parsed file */
+	size_t n;
+};
+
+static int kview_open(struct uf_mm *mm, struct kview *kv)
+{
+	int q = __atomic_load_n(&mm->procmap_query, __ATOMIC_RELAXED);
+
+	kv->all = NULL;
+	kv->n = 0;
+	kv->fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (kv->fd < 0)
+		return -errno;
+	if (q >= 0) {
+		struct procmap_query pq = {
+			.size = sizeof(pq), .query_addr = 0,
+			.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA,
+		};
+
+		q = ioctl(kv->fd, PROCMAP_QUERY, &pq) == 0 || errno == ENOENT;
+		__atomic_store_n(&mm->procmap_query, q ? 1 : -1, __ATOMIC_RELAXED);
+	}
+	kv->query = q > 0;
+	if (!kv->query) {
+		close(kv->fd);
+		kv->fd = -1;
+		kv->all = read_maps(&kv->n);
+		if (!kv->all)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void kview_close(struct kview *kv)
+{
+	if (kv->fd >= 0)
+		close(kv->fd);
+	free(kv->all);
+}
+
+/* The kernel mapping over @addr, or false. */
+static bool kview_at(struct kview *kv, unsigned long addr, struct kmap *km)
+{
+	struct procmap_query pq = { .size = sizeof(pq), .query_addr = addr };
+	const struct kmap *k;
+
+	if (!kv->query) {
+		k = kmap_find(kv->all, kv->n, addr);
+		if (k)
+			*km = *k;
+		return k != NULL;
+	}
+	if (ioctl(kv->fd, PROCMAP_QUERY, &pq) < 0)
+		return false;
+	*km = (struct kmap){
+		.start = pq.vma_start, .end = pq.vma_end, .off = pq.vma_offset,
+		.ino = pq.inode, .write = pq.vma_flags & PROCMAP_QUERY_VMA_WRITABLE,
+		.shared = pq.vma_flags & PROCMAP_QUERY_VMA_SHARED,
+	};
+	return km->start <= addr && addr < km->end;
+}
+
+/*
+ * Bring @v (table index @i) up to the kernel: grown in place (over
+ * @addr, if given), made writable by the system's mprotect().  Return 1
+ * if it changed.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static int __vma_refresh_one(struct uf_mm *mm, size_t i, struct kview *kv, unsigned long addr)
+{
+	struct uf_vma *v = mm->vmas[i], *b;
+	unsigned long limit = i + 1 < mm->nvmas ? mm->vmas[i + 1]->start : ULONG_MAX, a;
+	struct kmap km, kp;
+	int changed = 0;
+
+	for (b = mm->busy; b; b = b->busy_next)
+		if (b->start >= v->end && b->start < limit)
+			limit = b->start;
+	if (!kview_at(kv, v->end - PAGE_SIZE, &km) || !kmap_is(&km, v))
+		return 0;	/* unmapped: its event is on its way */
+	if (km.end > v->end && limit > v->end &&
+	    (!addr || (addr >= v->end && addr < km.end && addr < limit))) {
+		__vma_grow(v, &km, km.end < limit ? km.end : limit);
+		changed = 1;
+	}
+	if (addr || !(v->flags & VMA_SHARED) || !v->obj || v->obj->readonly ||
+	    (v->prot & PROT_WRITE))
+		return changed;
+	for (a = v->start; a < v->end && kview_at(kv, a, &kp); a = kp.end) {
+		if (kp.write) {
+			__vma_now_writable(v);
+			return 1;
+		}
+	}
+	return changed;
+}
+
+/*
+ * uf_vma_refresh - bring the VMAs overlapping [start, end) up to what
+ * raises no event: growth in place by mremap(), shared mappings made
+ * writable by the system's mprotect().  Return the VMAs changed, or -errno.
+ * Locking: takes mm->vma_lock exclusive; none held.
+ */
+int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end)
+{
+	struct kview kv;
+	int changed = 0, ret;
+	size_t i;
+
+	ret = kview_open(mm, &kv);
+	if (ret)
+		return ret;
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	for (i = __vma_index(mm, start); i < mm->nvmas && mm->vmas[i]->start < end; i++)
+		changed += __vma_refresh_one(mm, i, &kv, 0);
+	pthread_rwlock_unlock(&mm->vma_lock);
+	kview_close(&kv);
+	return changed;
+}
+
+/*
+ * uf_vma_refresh_fault - a fault at @addr, which no VMA covers: is it in a
+ * mapping grown in place?  Return 1 if the table covers @addr now.
+ * Locking: takes mm->vma_lock exclusive; none held.
+ */
+int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr)
+{
+	struct kview kv;
+	int changed = 0;
+	size_t i;
+
+	if (kview_open(mm, &kv))
+		return 0;
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	i = __vma_index(mm, addr);	/* the first VMA above addr */
+	if (i > 0 && mm->vmas[i - 1]->end <= addr)
+		changed = __vma_refresh_one(mm, i - 1, &kv, addr);
+	pthread_rwlock_unlock(&mm->vma_lock);
+	kview_close(&kv);
+	return changed;
+}
+
+struct map_fixed {
+	unsigned long addr;
+	size_t len;
+	int prot, flags, fd;
+	uint64_t off;
+	void *ret;
+};
+
+static int map_fixed_fn(void *arg)
+{
+	struct map_fixed *m = arg;
+
+	m->ret = mmap((void *)m->addr, m->len, m->prot, m->flags | MAP_FIXED | MAP_NORESERVE,
+		      m->fd, (off_t)m->off);
+	return m->ret == MAP_FAILED ? -errno : 0;
+}
+
+/*
+ * uf_vma_map_fixed - map the object's cache at @off over [addr, addr + len)
+ * of @vma (a nonlinear window), which raises an unmap event: noted as
+ * ufault's own, and made through uf_uffd_run() since the caller holds
+ * vma_lock.  Return the address, or MAP_FAILED with errno set.
+ * Locking: mm->vma_lock held exclusive.
+ */
+void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off)
+{
+	struct uf_mm *mm = vma->mm;
+	struct map_fixed m = {
+		.addr = addr, .len = len, .prot = vma->prot, .fd = vma->obj->memfd, .off = off,
+		.flags = (vma->flags & VMA_PRIV_MAP) ? MAP_PRIVATE : MAP_SHARED,
+	};
+	bool noted = false;
+	int ret;
+
+	if (mm->nexpect < sizeof(mm->expect) / sizeof(mm->expect[0])) {
+		mm->expect[mm->nexpect++] = (struct uf_range){ addr, addr + len };
+		noted = true;
+	}
+	ret = uf_uffd_run(&mm->uffd, map_fixed_fn, &m);
+	if (ret) {
+		if (noted)
+			__vma_expected(mm, addr, addr + len);
+		errno = -ret;
+		return MAP_FAILED;
+	}
+	return m.ret;
+}
+
+/* A fork child's copy of a VMA: free its memory only (see mm.c). */
+void uf_vma_free_child(struct uf_vma *vma)
+{
+	if (vma->obj)
+		uf_object_put(vma->obj);	/* the child's path: frees only */
+	free(vma->nl_pgoff);
+	free(vma);
+}
+
 /* Map @vma (vma->end holds its length), register it, link it, open it. */
 static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 		       uint64_t offset, void **addrp)
@@ -199,17 +857,33 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	void *p;
 	int ret;
 
+	struct vma_lists l = { NULL, NULL };
+
 	p = mmap(NULL, len, vma->prot, mflags | MAP_NORESERVE, fd, (off_t)offset);
 	if (p == MAP_FAILED)
 		return -errno;
 	vma->start = (unsigned long)p;
 	vma->end = vma->start + len;
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	__vma_busy(mm, vma, true);
+	pthread_rwlock_unlock(&mm->vma_lock);
 	ret = uf_vma_register(vma, vma->start, len);
 	if (ret)
 		goto fail;
+	/*
+	 * The kernel gave us a free range: whatever the table still shows
+	 * there was unmapped by the program, and its event read (its munmap
+	 * returned before our mmap).  Wait until it is applied; a kernel
+	 * without unmap events leaves stale entries, dropped here.
+	 */
+	uf_uffd_quiesce(&mm->uffd);
 	pthread_rwlock_wrlock(&mm->vma_lock);
+	__vma_unmap_range(mm, vma->start, vma->end, &l);
 	ret = __vma_link(mm, vma);
+	if (!ret)
+		__vma_busy(mm, vma, false);
 	pthread_rwlock_unlock(&mm->vma_lock);
+	vma_lists_finish(&l);
 	if (ret)
 		goto fail;
 	if (vma->vm_ops->open)
@@ -217,7 +891,12 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	*addrp = p;
 	return 0;
 fail:
+	/* unregistered first: the unmap raises no event to wait for */
+	uf_uffd_unregister(&mm->uffd, vma->start, len);
 	munmap(p, len);
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	__vma_busy(mm, vma, false);
+	pthread_rwlock_unlock(&mm->vma_lock);
 	return ret;
 }
 
@@ -231,6 +910,9 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	struct uf_vma *vma;
 	int ret;
 
+	struct stat st;
+	int mflags;
+
 	if (!mm || !obj || !addrp || !len || !PAGE_ALIGNED(len) || !PAGE_ALIGNED(offset))
 		return -EINVAL;
 	if (!(prot & PROT_READ) || (prot & ~PROT_ALLOWED))
@@ -239,6 +921,8 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 		return -EINVAL;
 	if (obj->mm != mm)
 		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
 	if (offset > (uint64_t)INT64_MAX - len)
 		return -EOVERFLOW;
 	if (obj->readonly && flags == UF_MAP_SHARED && (prot & PROT_WRITE))
@@ -257,9 +941,23 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	} else {
 		vma->flags = VMA_PRIVATE;
 	}
+	/*
+	 * A shared mapping of a read-only object is the cache mapped
+	 * MAP_PRIVATE: it reads the same pages, but should the system's
+	 * mprotect() make it writable (which the kernel cannot refuse: a
+	 * userfaultfd range must be writable in principle), what is written
+	 * stays in that mapping, copied on write, and never reaches the cache,
+	 * the other mappings or the store.
+	 */
+	mflags = flags == UF_MAP_SHARED ? MAP_SHARED : MAP_PRIVATE;
+	if (obj->readonly && flags == UF_MAP_SHARED) {
+		vma->flags |= VMA_PRIV_MAP;
+		mflags = MAP_PRIVATE;
+	}
+	if (fstat(obj->memfd, &st) == 0)
+		vma->ino = st.st_ino;
 	uf_object_get(obj);
-	ret = vma_install(mm, vma, flags == UF_MAP_SHARED ? MAP_SHARED : MAP_PRIVATE,
-			  obj->memfd, offset, addrp);
+	ret = vma_install(mm, vma, mflags, obj->memfd, offset, addrp);
 	if (ret) {
 		uf_object_put(obj);
 		vma_free(vma);
@@ -280,6 +978,8 @@ UF_EXPORT int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 		return -EINVAL;
 	if (!ops->fault && !ops->nopage)
 		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
 
 	vma = vma_alloc(mm, len, prot);
 	if (!vma)
@@ -308,10 +1008,17 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 		uf_vma_collect_dirty(vma, vma->start, vma->end);
 	}
 
-	/* Placeholder: wakes nobody by itself, keeps the range ours. */
+	/*
+	 * No access from here on (it gets SIGSEGV, as after the unmap); then
+	 * unregistered (which wakes the threads waiting there: they meet
+	 * PROT_NONE), so that the placeholder and the unmap raise no event.
+	 * The placeholder keeps the range ours while a handler may still
+	 * copy into it.
+	 */
+	mprotect((void *)vma->start, len, PROT_NONE);
+	uf_uffd_unregister(&mm->uffd, vma->start, len);
 	mmap((void *)vma->start, len, PROT_NONE,
 	     MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	uf_uffd_wake(&mm->uffd, vma->start, len);
 
 	pthread_mutex_lock(&vma->ref_lock);
 	vma->refs--;
@@ -320,6 +1027,9 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 	pthread_mutex_unlock(&vma->ref_lock);
 
 	munmap((void *)vma->start, len);
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	__vma_busy(mm, vma, false);
+	pthread_rwlock_unlock(&mm->vma_lock);
 	if (obj)
 		uf_object_put(obj);
 	vma_free(vma);
@@ -327,32 +1037,142 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 
 UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 {
-	unsigned long start = (unsigned long)addr;
-	struct uf_vma *vma;
+	unsigned long start = (unsigned long)addr, a;
+	struct uf_vma *vma, *gone = NULL;
 
 	if (!mm || !PAGE_ALIGNED(start) || !len)
 		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
 	len = (len + PAGE_SIZE - 1) & PAGE_MASK;
 
+	/* what the program did to the range with the system's calls first:
+	 * never unmap what is no longer ufault's */
+	uf_uffd_quiesce(&mm->uffd);
+	uf_vma_refresh(mm, start, start + len + 1);
 	pthread_rwlock_wrlock(&mm->vma_lock);
-	vma = __uf_vma_find(mm, start);
-	if (!vma || vma->start != start || vma->end - vma->start != len) {
-		pthread_rwlock_unlock(&mm->vma_lock);
-		return -EINVAL;
+	/* whole mappings, one after the other (uf_mprotect() splits) */
+	for (a = start; a < start + len; a = vma->end) {
+		vma = __uf_vma_find(mm, a);
+		if (!vma || vma->start != a || vma->end > start + len) {
+			pthread_rwlock_unlock(&mm->vma_lock);
+			return -EINVAL;
+		}
 	}
-	if (vma == uf_fault_vma()) {
-		pthread_rwlock_unlock(&mm->vma_lock);
-		return -EDEADLK;
+	for (a = start; a < start + len; a = vma->end) {
+		vma = __uf_vma_find(mm, a);
+		if (vma == uf_fault_vma()) {
+			pthread_rwlock_unlock(&mm->vma_lock);
+			return -EDEADLK;
+		}
 	}
-	__vma_unlink(mm, vma);
+	for (a = start; a < start + len; a = vma->end) {
+		vma = __uf_vma_find(mm, a);
+		__vma_unlink(mm, vma);
+		__vma_busy(mm, vma, true);
+		vma->ev_next = gone;
+		gone = vma;
+	}
 	pthread_rwlock_unlock(&mm->vma_lock);
 
-	vma_teardown(mm, vma);
+	while ((vma = gone)) {
+		gone = vma->ev_next;
+		vma_teardown(mm, vma);
+	}
 	return 0;
+}
+
+/*
+ * Change the protection of @v to @prot keeping dirty tracking right:
+ * write permission added to a shared mapping of an object is tracked
+ * (write-protect registration) before the first write can land; taken
+ * away, what was written is collected once the mapping is read-only.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static int __vma_mprotect(struct uf_vma *v, int prot)
+{
+	struct uf_mm *mm = v->mm;
+	size_t len = v->end - v->start;
+	bool tracked = v->obj && (v->flags & VMA_SHARED);
+
+	if (tracked && (prot & PROT_WRITE) && !(v->flags & VMA_WP) &&
+	    (mm->wp_async || mm->wp_sync)) {
+		int ret = 0;
+
+		if (!(v->flags & VMA_REG_WP))
+			ret = uf_uffd_register(&mm->uffd, v->start, len, true);
+		if (!ret)
+			ret = uf_vma_writeprotect(v, v->start, len);
+		if (ret)
+			return ret;
+		v->flags |= VMA_REG_WP | VMA_WP;
+	}
+	if (mprotect((void *)v->start, len, prot) < 0)
+		return -errno;
+	if (tracked && (v->prot & PROT_WRITE) && !(prot & PROT_WRITE))
+		uf_vma_collect_dirty(v, v->start, v->end);
+	v->prot = prot;
+	return 0;
+}
+
+UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
+{
+	unsigned long s = (unsigned long)addr, e, a;
+	struct vma_lists l = { NULL, NULL };
+	struct uf_vma *v;
+	int ret = 0;
+
+	if (!mm || !PAGE_ALIGNED(s) || (prot & ~PROT_ALLOWED))
+		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
+	if (!len)
+		return 0;
+	if (len > ULONG_MAX - PAGE_SIZE || s + ((len + PAGE_SIZE - 1) & PAGE_MASK) < s)
+		return -ENOMEM;
+	e = s + ((len + PAGE_SIZE - 1) & PAGE_MASK);
+
+	uf_uffd_quiesce(&mm->uffd);
+	uf_vma_refresh(mm, s, e);
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	/* all of it ufault's, and allowed: else nothing changes */
+	for (a = s; a < e; a = v->end) {
+		v = __uf_vma_find(mm, a);
+		if (!v || v->start > a) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		if ((prot & PROT_WRITE) && (v->flags & VMA_SHARED) && v->obj && v->obj->readonly) {
+			ret = -EACCES;
+			goto out;
+		}
+	}
+	/* whole VMAs (a split alone changes nothing a program sees) */
+	v = __uf_vma_find(mm, s);
+	if (v->start < s && !__vma_split(mm, v, s, &l)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	v = __uf_vma_find(mm, e - 1);
+	if (v->end > e && !__vma_split(mm, v, e, &l)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (a = s; a < e && !ret; a = v->end) {
+		v = __uf_vma_find(mm, a);
+		ret = __vma_mprotect(v, prot);
+	}
+out:
+	pthread_rwlock_unlock(&mm->vma_lock);
+	vma_lists_finish(&l);
+	return ret;
 }
 
 void uf_unmap_all(struct uf_mm *mm)
 {
+	/* what the program unmapped itself is not ufault's to unmap */
+	uf_uffd_quiesce(&mm->uffd);
+	uf_vma_refresh(mm, 0, ULONG_MAX);
 	for (;;) {
 		struct uf_vma *vma = NULL;
 
@@ -360,6 +1180,7 @@ void uf_unmap_all(struct uf_mm *mm)
 		if (mm->nvmas) {
 			vma = mm->vmas[mm->nvmas - 1];
 			__vma_unlink(mm, vma);
+			__vma_busy(mm, vma, true);
 		}
 		pthread_rwlock_unlock(&mm->vma_lock);
 		if (!vma)
@@ -372,8 +1193,9 @@ UF_EXPORT struct uf_vma *uf_find_vma(struct uf_mm *mm, const void *addr)
 {
 	struct uf_vma *vma;
 
-	if (!mm)
+	if (!mm || uf_forked(mm))
 		return NULL;
+	uf_uffd_quiesce(&mm->uffd);
 	pthread_rwlock_rdlock(&mm->vma_lock);
 	vma = __uf_vma_find(mm, (unsigned long)addr);
 	pthread_rwlock_unlock(&mm->vma_lock);

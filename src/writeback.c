@@ -21,6 +21,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -240,6 +241,12 @@ static int object_sync_range(struct uf_object *obj, uint64_t first, uint64_t las
 	struct uf_mm *mm = obj->mm;
 	int ret = 0, r;
 
+	/* the table as the kernel has it: events applied, growth and the
+	 * system's mprotect() seen */
+	if (collect && mm && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
+		uf_uffd_quiesce(&mm->uffd);
+		uf_vma_refresh(mm, 0, ULONG_MAX);
+	}
 	pthread_mutex_lock(&obj->sync_lock);
 	if (mm)
 		pthread_rwlock_rdlock(&mm->vma_lock);
@@ -290,6 +297,8 @@ UF_EXPORT int uf_object_sync(struct uf_object *obj)
 {
 	if (!obj || !obj->ops)
 		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
 	if (obj->readonly)
 		return 0;
 	return object_sync_range(obj, 0, UINT64_MAX, true);
@@ -309,6 +318,8 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 
 	if (!mm || !PAGE_ALIGNED(start) || (flags & ~UF_MS_SYNC))
 		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
 	if (!len)
 		return 0;
 	if (len > SIZE_MAX - PAGE_SIZE)
@@ -317,6 +328,8 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 	if (end < start)
 		return -ENOMEM;
 
+	uf_uffd_quiesce(&mm->uffd);
+	uf_vma_refresh(mm, start, end);
 	/* collect under the VMA lock; write back after dropping it */
 	pthread_rwlock_rdlock(&mm->vma_lock);
 	for (a = start; a < end; ) {

@@ -49,6 +49,7 @@ int main(void)
 	memset(own, 0x77, 16 * PG);
 	m[4 * PG] = 0x04;
 	CHECK_RET(uf_munmap(mm, m, 16 * PG), 0);
+	CHECK_RET(uf_object_sync(obj), 0);
 	CHECK(file_byte(path, 4 * PG) == 0x04, "write before uf_munmap lost");
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
