@@ -215,7 +215,7 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 		return;
 	if (vma->obj && thread_blocks_sigbus(tid)) {
 		ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
-		if (ret == -EEXIST && (vma->flags & VMA_REG_WP)) {
+		if (ret == -EEXIST && (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)) {
 			/* a write-protect marker holds the PTE: lift it first
 			 * (poison_expire() puts it back) */
 			if (uf_uffd_writeprotect(&mm->uffd, page_addr, PAGE_SIZE, false, true) == 0)
@@ -355,7 +355,7 @@ static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 		 * whose ->fault installed nothing would fault forever: that
 		 * is a broken ->fault, and the access gets SIGBUS, not a hang.
 		 */
-		if ((vma->flags & VMA_OPS) && !cur.installed)
+		if (!vma->obj && !cur.installed)	/* an operation mapping */
 			fdata.type = UF_FAULT_SIGBUS;
 	} else if (fdata.type != UF_FAULT_OOM) {
 		fdata.type = UF_FAULT_SIGBUS;
@@ -467,19 +467,23 @@ UF_EXPORT void uf_page_put(struct uf_page *page)
 UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kaddr)
 {
 	unsigned long page_addr = address & PAGE_MASK;
+	uint64_t pgoff = 0;
+	bool inside;
 	int ret;
 
-	if (!vma || !kaddr || !PAGE_ALIGNED(kaddr) ||
-	    address < vma->start || address >= vma->end)
+	if (!vma || !kaddr || !PAGE_ALIGNED(kaddr))
 		return -EINVAL;
 	if (uf_forked(vma->mm))
 		return -ECHILD;
-	if (vma->obj) {
-		uint64_t pgoff;
-
-		pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	/* (the program may unmap or move part of the mapping meanwhile) */
+	pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	inside = address >= vma->start && address < vma->end;
+	if (inside && vma->obj)
 		pgoff = __uf_vma_pgoff(vma, page_addr);
-		pthread_rwlock_unlock(&vma->mm->vma_lock);
+	pthread_rwlock_unlock(&vma->mm->vma_lock);
+	if (!inside)
+		return -EINVAL;
+	if (vma->obj) {
 		ret = uf_object_insert(vma->obj, pgoff, kaddr);
 		if ((ret == 0 || ret == -EEXIST) && !(cur.vma == vma && cur.page == page_addr))
 			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);

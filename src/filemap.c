@@ -545,6 +545,10 @@ UF_EXPORT void uf_object_get(struct uf_object *obj)
  */
 static void object_free_child(struct uf_object *obj)
 {
+	/* a built-in store is the child's memory too; a program's own store
+	 * is left alone (its ->release may act on what the parent shares) */
+	if (obj->ops == &uf_file_store_ops)
+		uf_file_store_free_child(obj->store);
 	if (obj->memfd >= 0)
 		close(obj->memfd);
 	uf_pagemap_free(&obj->pages);

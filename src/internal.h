@@ -396,6 +396,7 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size);
 /* store_file.c */
 extern const struct uf_store_ops uf_file_store_ops;
 int uf_file_store_new(int fd, void **storep);
+void uf_file_store_free_child(void *store);
 int uf_file_store_open(int fd, bool writer, void **storep);
 
 /* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip

@@ -51,6 +51,19 @@ static int store_new(int fd, bool check, void **storep)
 	return 0;
 }
 
+/*
+ * In a fork child: free the child's copy of a file store.  No ->release:
+ * closing the child's descriptor leaves the open file description, and
+ * its lock, to the parent; nothing is synced or unlocked.
+ */
+void uf_file_store_free_child(void *store)
+{
+	struct file_store *fs = store;
+
+	close(fs->fd);
+	free(fs);
+}
+
 /* A store over @fd that only ufault uses (the memory store's memfd). */
 int uf_file_store_new(int fd, void **storep)
 {

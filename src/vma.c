@@ -637,7 +637,8 @@ static void __vma_now_writable(struct uf_vma *v)
 	v->prot |= PROT_WRITE;
 	if (!(v->flags & VMA_WP) && (mm->wp_async || mm->wp_sync) &&
 	    ((v->flags & VMA_REG_WP) || uf_uffd_register(&mm->uffd, v->start, len, true) == 0)) {
-		v->flags |= VMA_REG_WP | VMA_WP;
+		/* (read without the lock by the fault path) */
+		__atomic_store_n(&v->flags, v->flags | VMA_REG_WP | VMA_WP, __ATOMIC_RELAXED);
 		uf_vma_writeprotect(v, v->start, len);
 	}
 	__vma_mark_dirty(v, v->start, v->end);
@@ -857,6 +858,7 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	void *p;
 	int ret;
 
+	const struct uf_vm_operations *ops;
 	struct vma_lists l = { NULL, NULL };
 
 	p = mmap(NULL, len, vma->prot, mflags | MAP_NORESERVE, fd, (off_t)offset);
@@ -882,12 +884,13 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	ret = __vma_link(mm, vma);
 	if (!ret)
 		__vma_busy(mm, vma, false);
+	ops = vma->vm_ops;	/* read before the program can unmap it */
 	pthread_rwlock_unlock(&mm->vma_lock);
 	vma_lists_finish(&l);
 	if (ret)
 		goto fail;
-	if (vma->vm_ops->open)
-		vma->vm_ops->open(vma);
+	if (ops->open)
+		ops->open(vma);
 	*addrp = p;
 	return 0;
 fail:
@@ -1105,7 +1108,8 @@ static int __vma_mprotect(struct uf_vma *v, int prot)
 			ret = uf_vma_writeprotect(v, v->start, len);
 		if (ret)
 			return ret;
-		v->flags |= VMA_REG_WP | VMA_WP;
+		/* (read without the lock by the fault path) */
+		__atomic_store_n(&v->flags, v->flags | VMA_REG_WP | VMA_WP, __ATOMIC_RELAXED);
 	}
 	if (mprotect((void *)v->start, len, prot) < 0)
 		return -errno;
@@ -1207,14 +1211,29 @@ UF_EXPORT void *uf_vma_private(const struct uf_vma *vma)
 	return vma ? __atomic_load_n(&vma->private_data, __ATOMIC_ACQUIRE) : NULL;
 }
 
+/* (start and end change when the program unmaps or moves part of it) */
 UF_EXPORT void *uf_vma_start(const struct uf_vma *vma)
 {
-	return vma ? (void *)vma->start : NULL;
+	unsigned long start;
+
+	if (!vma)
+		return NULL;
+	pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	start = vma->start;
+	pthread_rwlock_unlock(&vma->mm->vma_lock);
+	return (void *)start;
 }
 
 UF_EXPORT size_t uf_vma_len(const struct uf_vma *vma)
 {
-	return vma ? vma->end - vma->start : 0;
+	size_t len;
+
+	if (!vma)
+		return 0;
+	pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	len = vma->end - vma->start;
+	pthread_rwlock_unlock(&vma->mm->vma_lock);
+	return len;
 }
 
 UF_EXPORT struct uf_object *uf_vma_object(const struct uf_vma *vma)

@@ -90,7 +90,7 @@ int main(void)
 
 		if (pid == 0) {
 			uf_mm_destroy(c.mm);
-			exit(0);
+			_exit(0);	/* (see fork-child-destroy.c) */
 		}
 		reap(&c, pid);
 	}
