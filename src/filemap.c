@@ -452,8 +452,8 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 		ret = -errno;
 		goto fail;
 	}
-	/* the address space first: it says -ENOMEM for a size no bitmap
-	 * should be allocated for */
+	/* the address space first: it says -ENOMEM for a size that cannot
+	 * be cached at all */
 	ret = uf_object_cache_map(obj, size);
 	if (ret)
 		goto fail;

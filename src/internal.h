@@ -6,9 +6,13 @@
  *   mm->vma_lock                 (rwlock: lookups shared, map/unmap/remap
  *                                 exclusive)
  *     obj->invalidate_lock       (rwlock: fillers, pread/pwrite, writeback
- *                                 shared; truncate, punch, reclaim exclusive)
- *       obj->page_lock           (mutex: the present/dirty bits
- *                                 and the page count)
+ *                                 shared; truncate, punch, reclaim and a
+ *                                 pwrite's extension exclusive.  Held in
+ *                                 any mode, the present/dirty bits may be
+ *                                 read and set (atomic); exclusive, their
+ *                                 memory may be freed: pagemap.c)
+ *       obj->page_lock           (mutex: FIFO order, write-protect
+ *                                 changes against writeback)
  *
  * mm->obj_lock (the list of objects) nests inside vma_lock and outside the
  * invalidate locks.  obj->sync_lock serializes writeback of one object and

@@ -55,7 +55,8 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
  * Move the "written" state of [start, end) of a shared writable object
  * mapping into obj->dirty, write-protecting the pages again.
  * Locking: mm->vma_lock held (any mode), or the VMA is already unlinked.
- * Takes obj->invalidate_lock shared: the bitmaps do not move under it.
+ * Takes obj->invalidate_lock shared: the page state (pagemap.c) is not
+ * freed under it.
  */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
 {
