@@ -124,6 +124,7 @@ HIREDIS_LIBS   = $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis
 
 all: redis
 tests: redis $(REDIS_TESTS)
+test: redis-deps
 install: install-redis
 
 redis: $(B)/$(REDIS_SONAME) $(B)/libufault-redis.a $(B)/ufault-redis.pc
