@@ -402,8 +402,12 @@ static void t_close(struct tobj *t)
 static void t_destroy(struct tobj *t)
 {
 	t_close(t);
-	if (t->path[0] && is_redis(t->c->tg))
-		uf_redis_remove(t->path);
+	if (t->path[0] && is_redis(t->c->tg)) {
+		int ret = uf_redis_remove(t->path);
+
+		if (ret)
+			fail(t->c, "remove %s: %s", strrchr(t->path, '/') + 1, strerror(-ret));
+	}
 	else if (t->path[0])
 		unlink(t->path);
 	t->path[0] = 0;
