@@ -52,6 +52,7 @@ struct rc_client {
 	struct rc_cluster *cl;
 	struct rc_client *next;		/* in the pool */
 	redisContext **conns;		/* by node index */
+	int *io_ms;			/* each one's socket timeout now */
 	int nconns;
 	redisReplyObjectFunctions *fn;	/* hiredis's own reply functions */
 	char *sink;			/* where the current reply's elements go */
@@ -409,24 +410,39 @@ static redisContext *get_conn(struct rc_client *c, int node, int64_t deadline, i
 	if (node >= c->nconns) {
 		int n = node + 8;
 		redisContext **v = realloc(c->conns, (size_t)n * sizeof(*v));
+		int *t;
 
 		if (!v) {
 			*err = -ENOMEM;
 			return NULL;
 		}
-		memset(v + c->nconns, 0, (size_t)(n - c->nconns) * sizeof(*v));
 		c->conns = v;
+		t = realloc(c->io_ms, (size_t)n * sizeof(*t));
+		if (!t) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		c->io_ms = t;
+		memset(v + c->nconns, 0, (size_t)(n - c->nconns) * sizeof(*v));
 		c->nconns = n;
 	}
-	if (c->conns[node])
+	left = deadline - now_ms();
+	if (c->conns[node]) {
+		/* no wait on one node may outlast the operation's budget */
+		int want = left < IO_MS ? (left > 1 ? (int)left : 1) : IO_MS;
+
+		if (c->io_ms[node] != want) {
+			redisSetTimeout(c->conns[node], tv_ms(want));
+			c->io_ms[node] = want;
+		}
 		return c->conns[node];
+	}
 
 	pthread_mutex_lock(&cl->map_lock);
 	snprintf(host, sizeof(host), "%s", cl->nodes[node].host);
 	port = cl->nodes[node].port;
 	pthread_mutex_unlock(&cl->map_lock);
 
-	left = deadline - now_ms();
 	ctx = redisConnectWithTimeout(host, port, tv_ms(left < CONNECT_MS ? left : CONNECT_MS));
 	if (!ctx) {
 		*err = -ENOMEM;
@@ -438,7 +454,8 @@ static redisContext *get_conn(struct rc_client *c, int node, int64_t deadline, i
 		redisFree(ctx);
 		return NULL;
 	}
-	redisSetTimeout(ctx, tv_ms(IO_MS));
+	c->io_ms[node] = left < IO_MS ? (left > 1 ? (int)left : 1) : IO_MS;
+	redisSetTimeout(ctx, tv_ms(c->io_ms[node]));
 	ctx->reader->maxbuf = 0;		/* keep the read buffer */
 	c->fn = ctx->reader->fn;
 	ctx->reader->fn = &sink_functions;
@@ -697,6 +714,7 @@ static void client_free(struct rc_client *c)
 		if (c->conns[i])
 			redisFree(c->conns[i]);
 	free(c->conns);
+	free(c->io_ms);
 	free(c->scratch);
 	free(c->segs);
 	free(c->iov);
