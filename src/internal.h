@@ -103,13 +103,16 @@ struct uf_uffd {
 	 * ev_lock and counted; ev_done counts those handed to ->event.
 	 * The kernel lets the thread that caused an event go on as soon as
 	 * it is read, so uf_uffd_quiesce() is how the owner waits until its
-	 * table shows every change made so far.  Messages a handler read
-	 * while it waited inside an ioctl (uf_uffd_drain) wait in pending.
+	 * table shows every change made so far.  Faults a thread read
+	 * while it waited inside an ioctl (uffd_drain) wait in pending.
 	 */
 	pthread_mutex_t ev_lock;
 	pthread_cond_t ev_cond;
 	uint64_t ev_read, ev_done;
-	struct uffd_msg *pending;
+	struct uffd_msg *evq;		/* events read, not yet applied, in order */
+	size_t nevq, evq_cap;
+	bool ev_applying;		/* a thread applies evq (one at a time) */
+	struct uffd_msg *pending;	/* faults read by another thread */
 	size_t npending, pending_cap;
 };
 

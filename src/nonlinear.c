@@ -60,6 +60,9 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 	if (e < s || pgoff > ((uint64_t)INT64_MAX >> PAGE_SHIFT) - (size >> PAGE_SHIFT))
 		return -EINVAL;
 
+	/* the mapping as the program left it (moved, grown in place) */
+	uf_uffd_quiesce(&mm->uffd);
+	uf_vma_refresh(mm, s, e);
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	vma = __uf_vma_find(mm, s);
 	fresh = false;

@@ -205,92 +205,117 @@ static bool is_event(const struct uffd_msg *m)
 	return m->event != UFFD_EVENT_PAGEFAULT;
 }
 
-/*
- * Read what the fd holds into @msgs (at most @max); count the events.
- * Return the number of messages.
- * Locking: takes ev_lock, so that uf_uffd_quiesce() sees every event
- * whose reader has returned from read().
- */
-static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *msgs, size_t max)
+/* Room for @n more messages in @q (*cap entries).  Locking: ev_lock. */
+static bool __room(struct uffd_msg **q, size_t used, size_t *cap, size_t n)
 {
-	ssize_t n;
-	size_t i, cnt;
+	struct uffd_msg *p;
 
+	if (used + n <= *cap)
+		return true;
+	p = realloc(*q, (used + n + 16) * sizeof(*p));
+	if (!p)
+		return false;
+	*q = p;
+	*cap = used + n + 16;
+	return true;
+}
+
+/*
+ * Read up to @max messages.  Events go to the event queue, in the order
+ * read (they are applied in that order: a move and an unmap of the same
+ * addresses do not commute); faults go to @faults, or with @faults NULL
+ * to the pending queue.  Return the faults given back in @faults.
+ * Locking: takes ev_lock, so that uf_uffd_quiesce() sees every event
+ * whose reader has returned from read().  Without memory to keep what it
+ * would read, nothing is read.
+ */
+static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, size_t *nread)
+{
+	struct uffd_msg msgs[16];
+	size_t i, cnt, nf = 0;
+	ssize_t n;
+
+	if (max > 16)
+		max = 16;
 	pthread_mutex_lock(&u->ev_lock);
+	if (!__room(&u->evq, u->nevq, &u->evq_cap, max) ||
+	    (!faults && !__room(&u->pending, u->npending, &u->pending_cap, max))) {
+		pthread_mutex_unlock(&u->ev_lock);
+		*nread = 0;
+		return 0;
+	}
 	n = read(u->fd, msgs, max * sizeof(*msgs));
 	cnt = n > 0 ? (size_t)n / sizeof(*msgs) : 0;
-	for (i = 0; i < cnt; i++)
-		if (is_event(&msgs[i]))
+	for (i = 0; i < cnt; i++) {
+		if (is_event(&msgs[i])) {
+			u->evq[u->nevq++] = msgs[i];
 			u->ev_read++;
+		} else if (faults) {
+			faults[nf++] = msgs[i];
+		} else {
+			u->pending[u->npending++] = msgs[i];
+		}
+	}
 	pthread_mutex_unlock(&u->ev_lock);
-	return cnt;
-}
-
-/* Hand an event up; count it done.  No lock held. */
-static void dispatch_event(struct uf_uffd *u, const struct uffd_msg *m)
-{
-	if (u->ops->event)
-		u->ops->event(u->owner, m);
-	pthread_mutex_lock(&u->ev_lock);
-	u->ev_done++;
-	pthread_cond_broadcast(&u->ev_cond);
-	pthread_mutex_unlock(&u->ev_lock);
+	*nread = cnt;
+	return nf;
 }
 
 /*
- * Take the oldest kept message (events before faults), or return false.
- * Locking: takes ev_lock.
+ * Apply the queued events, oldest first, unless another thread is at it
+ * (it takes those queued meanwhile too).  No lock held by the caller.
  */
-static bool pending_pop(struct uf_uffd *u, struct uffd_msg *m, bool events_only)
+static void apply_events(struct uf_uffd *u)
 {
-	size_t i, pick = SIZE_MAX;
+	struct uffd_msg m;
 
 	pthread_mutex_lock(&u->ev_lock);
-	for (i = 0; i < u->npending && pick == SIZE_MAX; i++)
-		if (is_event(&u->pending[i]))
-			pick = i;
-	if (pick == SIZE_MAX && !events_only && u->npending)
-		pick = 0;
-	if (pick != SIZE_MAX) {
-		*m = u->pending[pick];
-		memmove(&u->pending[pick], &u->pending[pick + 1],
-			(u->npending - pick - 1) * sizeof(*m));
+	if (u->ev_applying || !u->nevq) {
+		pthread_mutex_unlock(&u->ev_lock);
+		return;
+	}
+	u->ev_applying = true;
+	while (u->nevq) {
+		m = u->evq[0];
+		memmove(&u->evq[0], &u->evq[1], (u->nevq - 1) * sizeof(m));
+		u->nevq--;
+		pthread_mutex_unlock(&u->ev_lock);
+		if (u->ops->event)
+			u->ops->event(u->owner, &m);
+		pthread_mutex_lock(&u->ev_lock);
+		u->ev_done++;
+		pthread_cond_broadcast(&u->ev_cond);
+	}
+	u->ev_applying = false;
+	pthread_mutex_unlock(&u->ev_lock);
+}
+
+/* Take a fault another thread read and kept.  Locking: takes ev_lock. */
+static bool pending_pop(struct uf_uffd *u, struct uffd_msg *m)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&u->ev_lock);
+	if (u->npending) {
+		*m = u->pending[0];
+		memmove(&u->pending[0], &u->pending[1], (u->npending - 1) * sizeof(*m));
 		u->npending--;
+		got = true;
 	}
 	pthread_mutex_unlock(&u->ev_lock);
-	return pick != SIZE_MAX;
+	return got;
 }
 
 /*
  * A thread that cannot go on until an event is read (an ioctl says
- * EAGAIN): read the fd and keep the messages for the handlers' loop.  Any
+ * EAGAIN): read the fd and keep the messages for the handlers.  Any
  * thread may: the handlers may all be waiting for a lock the caller holds.
- * Without memory to keep them, nothing is read.
  */
 static void uffd_drain(struct uf_uffd *u)
 {
-	struct uffd_msg msgs[16];
-	size_t n, cap;
+	size_t n;
 
-	pthread_mutex_lock(&u->ev_lock);
-	cap = u->npending + 16;
-	if (cap > u->pending_cap) {
-		struct uffd_msg *p = realloc(u->pending, cap * sizeof(*p));
-
-		if (!p) {
-			pthread_mutex_unlock(&u->ev_lock);
-			sched_yield();
-			return;
-		}
-		u->pending = p;
-		u->pending_cap = cap;
-	}
-	pthread_mutex_unlock(&u->ev_lock);
-	n = uffd_read(u, msgs, 16);
-	pthread_mutex_lock(&u->ev_lock);
-	memcpy(&u->pending[u->npending], msgs, n * sizeof(*msgs));
-	u->npending += n;
-	pthread_mutex_unlock(&u->ev_lock);
+	uffd_read(u, NULL, 16, &n);
 	if (n && cur_uffd != u) {
 		uint64_t one = 1;
 
@@ -303,24 +328,21 @@ static void uffd_drain(struct uf_uffd *u)
 		sched_yield();
 }
 
-/* Serve one message.  No lock held. */
-static void dispatch(struct uf_uffd_handler *h, const struct uffd_msg *msg)
+/* Serve a fault.  No lock held. */
+static void serve_fault(struct uf_uffd_handler *h, const struct uffd_msg *msg)
 {
 	struct uf_uffd *u = h->uffd;
 
 	busy_begin(h);
-	if (msg->event == UFFD_EVENT_PAGEFAULT)
-		u->ops->fault(u->owner, h->slot, msg);
-	else
-		dispatch_event(u, msg);
+	u->ops->fault(u->owner, h->slot, msg);
 	busy_end(h);
 }
 
 /*
  * Each handler reads one event at a time: an idle handler takes the next
  * event while another runs a slow fault() (no event waits in one
- * handler's batch behind another).  Messages another thread read and kept
- * (uffd_drain) are served first.
+ * handler's batch behind another).  Address-space events are applied
+ * first, in the order read; then faults another thread read and kept.
  */
 static void *handler_thread(void *arg)
 {
@@ -340,10 +362,16 @@ static void *handler_thread(void *arg)
 
 	for (;;) {
 		struct uffd_msg msg;
+		size_t n;
 		int ready;
 
-		if (pending_pop(u, &msg, false)) {
-			dispatch(h, &msg);
+		if (__atomic_load_n(&u->nevq, __ATOMIC_RELAXED)) {
+			busy_begin(h);
+			apply_events(u);
+			busy_end(h);
+		}
+		if (pending_pop(u, &msg)) {
+			serve_fault(h, &msg);
 			continue;
 		}
 		ready = poll(pfd, 3, u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1);
@@ -362,10 +390,83 @@ static void *handler_thread(void *arg)
 			}
 			continue;
 		}
-		if (uffd_read(u, &msg, 1) == 1)	/* else another handler took it */
-			dispatch(h, &msg);
+		/* an event is queued (applied at the top of the loop); a
+		 * fault is served now; nothing: another handler took it */
+		if (uffd_read(u, &msg, 1, &n) == 1)
+			serve_fault(h, &msg);
 	}
 	return NULL;
+}
+
+/*
+ * uf_uffd_quiesce - wait until every address-space event read so far has
+ * been handed to ->event: after it, the owner's table shows every unmap,
+ * remap and remove that has returned to its caller.  A handler thread
+ * applies them itself when no other thread is at it.
+ * Locking: none may be held that ->event takes.
+ */
+void uf_uffd_quiesce(struct uf_uffd *u)
+{
+	uint64_t target;
+
+	pthread_mutex_lock(&u->ev_lock);
+	target = u->ev_read;
+	while (u->ev_done < target) {
+		if (!u->ev_applying) {
+			/* the handlers may all be busy: apply them here */
+			pthread_mutex_unlock(&u->ev_lock);
+			apply_events(u);
+			pthread_mutex_lock(&u->ev_lock);
+			continue;
+		}
+		pthread_cond_wait(&u->ev_cond, &u->ev_lock);
+	}
+	pthread_mutex_unlock(&u->ev_lock);
+}
+
+struct run_arg {
+	int (*fn)(void *arg);
+	void *arg;
+	int ret;
+	int done;
+};
+
+static void *run_thread(void *p)
+{
+	struct run_arg *r = p;
+
+	r->ret = r->fn(r->arg);
+	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * uf_uffd_run - call @fn, which may raise an event on this fd (munmap,
+ * mmap MAP_FIXED, mremap or madvise over a registered range), from a
+ * thread that may hold ufault locks or be a handler.  The event puts the
+ * caller of the system call to sleep until it is read, and the handlers
+ * may all wait for a lock the caller holds (or be the caller): so @fn runs
+ * in a helper thread while the caller reads the fd.  The events it reads
+ * are applied later by the handlers.  Return what @fn returned, or
+ * -errno if no thread could be started.
+ */
+int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg)
+{
+	struct run_arg r = { .fn = fn, .arg = arg };
+	pthread_t t;
+	int ret;
+
+	ret = pthread_create(&t, NULL, run_thread, &r);
+	if (ret)
+		return -ret;
+	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
+		struct pollfd pfd = { .fd = u->fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 1) > 0)
+			uffd_drain(u);
+	}
+	pthread_join(t, NULL);
+	return r.ret;
 }
 
 /* Locking: u->lock held. */
@@ -438,80 +539,6 @@ static void *monitor_thread(void *arg)
 		}
 	}
 	return NULL;
-}
-
-/*
- * uf_uffd_quiesce - wait until every address-space event read so far has
- * been handed to ->event: after it, the owner's table shows every unmap,
- * remap and remove that has returned to its caller.  A handler thread
- * hands up the events it keeps itself.
- * Locking: none may be held that ->event takes.
- */
-void uf_uffd_quiesce(struct uf_uffd *u)
-{
-	struct uffd_msg m;
-	uint64_t target;
-
-	pthread_mutex_lock(&u->ev_lock);
-	target = u->ev_read;
-	while (u->ev_done < target) {
-		if (cur_uffd == u) {
-			pthread_mutex_unlock(&u->ev_lock);
-			if (pending_pop(u, &m, true))
-				dispatch_event(u, &m);
-			else
-				sched_yield();
-			pthread_mutex_lock(&u->ev_lock);
-			continue;
-		}
-		pthread_cond_wait(&u->ev_cond, &u->ev_lock);
-	}
-	pthread_mutex_unlock(&u->ev_lock);
-}
-
-struct run_arg {
-	int (*fn)(void *arg);
-	void *arg;
-	int ret;
-	int done;
-};
-
-static void *run_thread(void *p)
-{
-	struct run_arg *r = p;
-
-	r->ret = r->fn(r->arg);
-	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
-	return NULL;
-}
-
-/*
- * uf_uffd_run - call @fn, which may raise an event on this fd (munmap,
- * mmap MAP_FIXED, mremap or madvise over a registered range), from a
- * thread that may hold ufault locks or be a handler.  The event puts the
- * caller of the system call to sleep until it is read, and the handlers
- * may all wait for a lock the caller holds (or be the caller): so @fn runs
- * in a helper thread while the caller reads the fd.  The events it reads
- * are handed up later by the handlers.  Return what @fn returned, or
- * -errno if no thread could be started.
- */
-int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg)
-{
-	struct run_arg r = { .fn = fn, .arg = arg };
-	pthread_t t;
-	int ret;
-
-	ret = pthread_create(&t, NULL, run_thread, &r);
-	if (ret)
-		return -ret;
-	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
-		struct pollfd pfd = { .fd = u->fd, .events = POLLIN };
-
-		if (poll(&pfd, 1, 1) > 0)
-			uffd_drain(u);
-	}
-	pthread_join(t, NULL);
-	return r.ret;
 }
 
 /*
@@ -615,6 +642,9 @@ void uf_uffd_close(struct uf_uffd *u)
 	free(u->pending);
 	u->pending = NULL;
 	u->npending = u->pending_cap = 0;
+	free(u->evq);
+	u->evq = NULL;
+	u->nevq = u->evq_cap = 0;
 }
 
 

@@ -488,16 +488,27 @@ static void __vma_move(struct uf_mm *mm, unsigned long from, unsigned long to, u
  * Locking: takes mm->vma_lock exclusive (and what the lists' callbacks,
  * ->open, ->close, the last uf_object_put(), take, after dropping it).
  */
+struct kview;
+static int kview_open(struct uf_mm *mm, struct kview *kv);
+static void kview_close(struct kview *kv);
+static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e,
+			      struct kview *kv, struct vma_lists *l);
+
 void uf_vma_event(void *owner, const struct uffd_msg *msg)
 {
 	struct uf_mm *mm = owner;
 	struct vma_lists l = { NULL, NULL };
+	struct kview *kv = NULL;
+	char kvbuf[64] __attribute__((aligned(16)));
 
+	/* (the kernel's view, to tell an unmap from one that came late) */
+	if (msg->event == UFFD_EVENT_UNMAP && !kview_open(mm, (struct kview *)kvbuf))
+		kv = (struct kview *)kvbuf;
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	switch (msg->event) {
 	case UFFD_EVENT_UNMAP:
 		if (!__vma_expected(mm, msg->arg.remove.start, msg->arg.remove.end))
-			__vma_unmap_range(mm, msg->arg.remove.start, msg->arg.remove.end, &l);
+			__vma_unmap_event(mm, msg->arg.remove.start, msg->arg.remove.end, kv, &l);
 		break;
 	case UFFD_EVENT_REMOVE: {
 		/* sent before the zap: the written bits are about to go */
@@ -518,6 +529,8 @@ void uf_vma_event(void *owner, const struct uffd_msg *msg)
 		break;
 	}
 	pthread_rwlock_unlock(&mm->vma_lock);
+	if (kv)
+		kview_close(kv);
 	vma_lists_finish(&l);
 }
 
@@ -691,6 +704,8 @@ static void kview_close(struct kview *kv)
 	free(kv->all);
 }
 
+_Static_assert(sizeof(struct kview) <= 64, "uf_vma_event's buffer");
+
 /* The kernel mapping over @addr, or false. */
 static bool kview_at(struct kview *kv, unsigned long addr, struct kmap *km)
 {
@@ -711,6 +726,63 @@ static bool kview_at(struct kview *kv, unsigned long addr, struct kmap *km)
 		.shared = pq.vma_flags & PROCMAP_QUERY_VMA_SHARED,
 	};
 	return km->start <= addr && addr < km->end;
+}
+
+/*
+ * Does the kernel still map [a, b) of @v as @v does?  Return where that
+ * stops (@a: not at all).  A range being mapped anew by uf_mmap() is not
+ * @v's, whatever the kernel shows there.
+ * Locking: mm->vma_lock held.
+ */
+static unsigned long __vma_live_until(struct uf_mm *mm, struct uf_vma *v, unsigned long a,
+				      unsigned long b, struct kview *kv)
+{
+	struct uf_vma *bz;
+	struct kmap km;
+
+	for (bz = mm->busy; bz; bz = bz->busy_next)
+		if (bz->start < b && bz->end > a)
+			return a;
+	if (!kview_at(kv, a, &km))
+		return a;
+	if (v->obj ? km.ino != v->ino ||
+		     km.off + (a - km.start) != __uf_vma_pgoff(v, a) << PAGE_SHIFT
+		   : km.ino != 0 || km.shared)
+		return a;
+	return km.end < b ? km.end : b;
+}
+
+/*
+ * An unmap event for [s, e).  The kernel queues it after it has freed the
+ * range, so it can come after the range was mapped again (by a move that
+ * was queued first, or by uf_mmap()): what the kernel still maps as the
+ * table has it is left alone.
+ * Locking: mm->vma_lock held exclusive.
+ */
+static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e,
+			      struct kview *kv, struct vma_lists *l)
+{
+	unsigned long a = s;
+
+	while (a < e) {
+		size_t i = __vma_index(mm, a);
+		unsigned long b, live;
+		struct uf_vma *v;
+
+		if (i >= mm->nvmas || mm->vmas[i]->start >= e)
+			return;
+		v = mm->vmas[i];
+		if (v->start > a)
+			a = v->start;
+		b = v->end < e ? v->end : e;
+		live = kv ? __vma_live_until(mm, v, a, b, kv) : a;
+		if (live > a) {
+			a = live;
+			continue;
+		}
+		__vma_unmap_range(mm, a, b, l);
+		a = b;
+	}
 }
 
 /*
@@ -764,7 +836,9 @@ int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end)
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&mm->vma_lock);
-	for (i = __vma_index(mm, start); i < mm->nvmas && mm->vmas[i]->start < end; i++)
+	/* from the VMA before @start too: it may have grown into the range */
+	i = __vma_index(mm, start);
+	for (i = i ? i - 1 : 0; i < mm->nvmas && mm->vmas[i]->start < end; i++)
 		changed += __vma_refresh_one(mm, i, &kv, 0);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);
@@ -860,6 +934,7 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 
 	const struct uf_vm_operations *ops;
 	struct vma_lists l = { NULL, NULL };
+	unsigned int tries;
 
 	p = mmap(NULL, len, vma->prot, mflags | MAP_NORESERVE, fd, (off_t)offset);
 	if (p == MAP_FAILED)
@@ -878,8 +953,19 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	 * returned before our mmap).  Wait until it is applied; a kernel
 	 * without unmap events leaves stale entries, dropped here.
 	 */
-	uf_uffd_quiesce(&mm->uffd);
-	pthread_rwlock_wrlock(&mm->vma_lock);
+	for (tries = 0;; tries++) {
+		size_t i;
+
+		uf_uffd_quiesce(&mm->uffd);
+		pthread_rwlock_wrlock(&mm->vma_lock);
+		i = __vma_index(mm, vma->start);
+		if (i >= mm->nvmas || mm->vmas[i]->start >= vma->end || tries >= 2000 ||
+		    !(mm->uffd.features & UFFD_FEATURE_EVENT_UNMAP))
+			break;
+		/* the event for what was there is on its way */
+		pthread_rwlock_unlock(&mm->vma_lock);
+		usleep(1000);
+	}
 	__vma_unmap_range(mm, vma->start, vma->end, &l);
 	ret = __vma_link(mm, vma);
 	if (!ret)

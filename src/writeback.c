@@ -84,6 +84,13 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 			arg.start = start;
 			arg.end = end;
 			n = ioctl(mm->pagemap_fd, PAGEMAP_SCAN, &arg);
+			if (n < 0 && errno == EPERM) {
+				/* part of the range is no longer write-protect
+				 * tracked (the program remapped it, its event
+				 * not applied yet): take its pages as dirty */
+				__uf_vma_mark_dirty(vma, start, end);
+				break;
+			}
 			if (n < 0) {
 				ret = -errno;
 				break;

@@ -23,6 +23,10 @@
  *                   and reopen at random over small objects; every byte
  *                   read is checked against a model, and SIGBUS must come
  *                   exactly where the model puts EOF.
+ *   random-syscalls the same, with the program's own munmap() (of all or
+ *                   the tail of a mapping) and mremap() (grow, usually
+ *                   moving; shrink; move) mixed in: the reopen checks that
+ *                   every write made before reached the store.
  *
  * Targets: ufault with the memory store, ufault with the file store on
  * tmpfs (/dev/shm) and on disk (/var/tmp), and the kernel's own MAP_SHARED
@@ -219,6 +223,7 @@ struct cell {
 	uint64_t seed;
 	double seconds;
 	atomic_int stop;
+	bool syscalls;		/* random-syscalls: plain munmap()/mremap() too */
 	atomic_ullong ops;
 	atomic_ullong failures;
 	atomic_uint nfiles;
@@ -1287,8 +1292,13 @@ static void r_map_unmap(struct rthr *t, struct robj *o)
 	pthread_rwlock_wrlock(&sl->lock);
 	if (sl->addr) {
 		ret = t_unmap(&o->t, sl->addr, sl->npages * PG);
-		if (ret)
-			fail(c, "obj %d: unmap: %s", o->idx, strerror(-ret));
+		if (ret) {
+			struct uf_vma *v = o->t.uo ? uf_find_vma(c->mm, sl->addr) : NULL;
+
+			fail(c, "obj %d: unmap %p + %zu pages: %s (VMA %p + %zu)", o->idx,
+			     (void *)sl->addr, sl->npages, strerror(-ret),
+			     v ? uf_vma_start(v) : NULL, v ? uf_vma_len(v) / PG : 0);
+		}
 		sl->addr = NULL;
 	} else {
 		size_t first = rnd(&t->rs, R_MAXPG);
@@ -1299,6 +1309,84 @@ static void r_map_unmap(struct rthr *t, struct robj *o)
 			fail(c, "obj %d: map %zu pages at page %zu: %s", o->idx, n, first,
 			     strerror(-ret));
 	}
+	pthread_rwlock_unlock(&sl->lock);
+}
+
+/*
+ * The program's own calls on a mapping (random-syscalls): the system's
+ * munmap() of all or the tail of it, mremap() growing it (the kernel
+ * usually moves it), shrinking it in place, or moving it elsewhere.  The
+ * kernel targets do the same to their mappings, so the model is the
+ * same; mremap() of a mapping split into windows is the kernel's EFAULT.
+ */
+static void r_plain(struct rthr *t, struct robj *o)
+{
+	struct cell *c = t->r->c;
+	struct rslot *sl = &o->slot[rnd(&t->rs, R_NSLOT)];
+	bool linear = true;
+	size_t n, k, i;
+	void *p, *dst;
+
+	pthread_rwlock_wrlock(&sl->lock);
+	if (!sl->addr)
+		goto out;
+	n = sl->npages;
+	for (i = 1; i < n; i++)
+		if (sl->pg[i] != sl->pg[0] + i)
+			linear = false;
+	switch (rnd(&t->rs, 4)) {
+	case 0:		/* munmap() all, or the tail */
+		k = rnd(&t->rs, n);
+		if (munmap(sl->addr + k * PG, (n - k) * PG) < 0) {
+			fail(c, "obj %d: munmap: %s", o->idx, strerror(errno));
+			break;
+		}
+		sl->npages = k;
+		if (!k)
+			sl->addr = NULL;
+		break;
+	case 1:		/* shrink in place */
+		if (n < 2)
+			break;
+		k = 1 + rnd(&t->rs, n - 1);
+		if (mremap(sl->addr, n * PG, k * PG, 0) == MAP_FAILED) {
+			fail(c, "obj %d: mremap shrink: %s", o->idx, strerror(errno));
+			break;
+		}
+		sl->npages = k;
+		break;
+	case 2:		/* grow */
+		if (!linear || sl->pg[0] + n >= R_MAXPG)
+			break;
+		k = n + 1 + rnd(&t->rs, R_MAXPG - sl->pg[0] - n);
+		p = mremap(sl->addr, n * PG, k * PG, MREMAP_MAYMOVE);
+		if (p == MAP_FAILED) {
+			if (errno != EFAULT)
+				fail(c, "obj %d: mremap grow: %s", o->idx, strerror(errno));
+			break;
+		}
+		sl->addr = p;
+		for (i = n; i < k; i++)
+			sl->pg[i] = sl->pg[0] + i;
+		sl->npages = k;
+		break;
+	default:	/* move over a range of the program's own */
+		if (!linear)
+			break;
+		dst = mmap(NULL, n * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (dst == MAP_FAILED)
+			break;
+		p = mremap(sl->addr, n * PG, n * PG, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+		if (p == MAP_FAILED) {
+			if (errno != EFAULT)
+				fail(c, "obj %d: mremap move: %s", o->idx, strerror(errno));
+			munmap(dst, n * PG);
+			break;
+		}
+		sl->addr = p;
+		break;
+	}
+out:
 	pthread_rwlock_unlock(&sl->lock);
 }
 
@@ -1314,9 +1402,14 @@ static void r_remap(struct rthr *t, struct robj *o)
 		uint64_t pgoff = rnd(&t->rs, R_MAXPG - w + 1);
 		int ret = t_remap(&o->t, sl->addr + i * PG, w * PG, pgoff);
 
-		if (ret)
-			fail(c, "obj %d: remap %zu pages to page %" PRIu64 ": %s", o->idx, w, pgoff,
-			     strerror(-ret));
+		if (ret) {
+			struct uf_vma *v = o->t.uo ? uf_find_vma(c->mm, sl->addr + i * PG) : NULL;
+
+			fail(c, "obj %d: remap %zu pages at %p (page %zu of %p + %zu) to page %"
+			     PRIu64 ": %s (VMA %p + %zu)", o->idx, w, (void *)(sl->addr + i * PG), i,
+			     (void *)sl->addr, sl->npages, pgoff, strerror(-ret),
+			     v ? uf_vma_start(v) : NULL, v ? uf_vma_len(v) / PG : 0);
+		}
 		else
 			for (k = 0; k < w; k++)
 				sl->pg[i + k] = pgoff + k;
@@ -1424,8 +1517,12 @@ static void *rthr_main(void *arg)
 				r_tail_grow(t, o);
 			else
 				r_truncate(t, o);
-		} else if (op < 900)
-			r_map_unmap(t, o);
+		} else if (op < 900) {
+			if (c->syscalls && rnd(&t->rs, 2))
+				r_plain(t, o);
+			else
+				r_map_unmap(t, o);
+		}
 		else if (op < 960)
 			r_remap(t, o);
 		else
@@ -1524,7 +1621,7 @@ static void run_random(struct cell *c)
 
 struct scenario {
 	const char *name;
-	int mode;		/* enum seed_mode, or -1: random */
+	int mode;		/* enum seed_mode, or -1: random, -2: random-syscalls */
 };
 
 static const struct scenario scenarios[] = {
@@ -1532,6 +1629,7 @@ static const struct scenario scenarios[] = {
 	{ "seed-each",      SEED_EACH },
 	{ "seed-nonlinear", SEED_NONLINEAR },
 	{ "random",         -1 },
+	{ "random-syscalls", -2 },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -1667,6 +1765,7 @@ int main(int argc, char **argv)
 				}
 			}
 			stray0 = atomic_load(&stray_sigbus);
+			c.syscalls = scenarios[i].mode == -2;
 			if (scenarios[i].mode < 0)
 				run_random(&c);
 			else
