@@ -248,7 +248,9 @@ static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, 
 	cnt = n > 0 ? (size_t)n / sizeof(*msgs) : 0;
 	for (i = 0; i < cnt; i++) {
 		if (is_event(&msgs[i])) {
-			u->evq[u->nevq++] = msgs[i];
+			u->evq[u->nevq] = msgs[i];
+			/* (nevq is also peeked at without the lock) */
+			__atomic_store_n(&u->nevq, u->nevq + 1, __ATOMIC_RELAXED);
 			u->ev_read++;
 		} else if (faults) {
 			faults[nf++] = msgs[i];
@@ -278,7 +280,7 @@ static void apply_events(struct uf_uffd *u)
 	while (u->nevq) {
 		m = u->evq[0];
 		memmove(&u->evq[0], &u->evq[1], (u->nevq - 1) * sizeof(m));
-		u->nevq--;
+		__atomic_store_n(&u->nevq, u->nevq - 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&u->ev_lock);
 		if (u->ops->event)
 			u->ops->event(u->owner, &m);
@@ -644,7 +646,8 @@ void uf_uffd_close(struct uf_uffd *u)
 	u->npending = u->pending_cap = 0;
 	free(u->evq);
 	u->evq = NULL;
-	u->nevq = u->evq_cap = 0;
+	u->evq_cap = 0;
+	__atomic_store_n(&u->nevq, 0, __ATOMIC_RELAXED);
 }
 
 
