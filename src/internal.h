@@ -396,6 +396,9 @@ void uf_readahead_free(struct uf_vma *vma);
 void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *req);
 void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req);
 
+/* populate.c */
+void uf_vma_populate_cached(struct uf_vma *vma);
+
 /* truncate.c */
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);
 int __uf_object_set_size(struct uf_object *obj, uint64_t size);

@@ -1050,8 +1050,10 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	if (ret) {
 		uf_object_put(obj);
 		vma_free(vma);
+		return ret;
 	}
-	return ret;
+	uf_vma_populate_cached(vma);
+	return 0;
 }
 
 UF_EXPORT int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
