@@ -315,6 +315,7 @@ void uf_unmap_all(struct uf_mm *mm);
 void uf_vma_event(void *owner, const struct uffd_msg *msg);
 int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr);
+int uf_vma_refresh_object(struct uf_object *obj);
 void uf_vma_free_child(struct uf_vma *vma);
 void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
 

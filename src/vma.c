@@ -846,6 +846,34 @@ int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end)
 }
 
 /*
+ * uf_vma_refresh_object - uf_vma_refresh() for the mappings of @obj only
+ * (before a sync of the object).
+ * Locking: takes mm->vma_lock exclusive; none held.
+ */
+int uf_vma_refresh_object(struct uf_object *obj)
+{
+	struct uf_mm *mm = obj->mm;
+	struct uf_vma *v;
+	struct kview kv;
+	int changed = 0, ret;
+
+	pthread_rwlock_rdlock(&mm->vma_lock);
+	v = obj->vmas;
+	pthread_rwlock_unlock(&mm->vma_lock);
+	if (!v)
+		return 0;
+	ret = kview_open(mm, &kv);
+	if (ret)
+		return ret;
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	for (v = obj->vmas; v; v = v->obj_next)
+		changed += __vma_refresh_one(mm, __vma_index(mm, v->start), &kv, 0);
+	pthread_rwlock_unlock(&mm->vma_lock);
+	kview_close(&kv);
+	return changed;
+}
+
+/*
  * uf_vma_refresh_fault - a fault at @addr, which no VMA covers: is it in a
  * mapping grown in place?  Return 1 if the table covers @addr now.
  * Locking: takes mm->vma_lock exclusive; none held.
@@ -949,9 +977,10 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 		goto fail;
 	/*
 	 * The kernel gave us a free range: whatever the table still shows
-	 * there was unmapped by the program, and its event read (its munmap
-	 * returned before our mmap).  Wait until it is applied; a kernel
-	 * without unmap events leaves stale entries, dropped here.
+	 * there was unmapped or moved away by the program, and the kernel
+	 * queues that event after it freed the range: wait until it is
+	 * applied.  A kernel without unmap events leaves stale entries,
+	 * dropped here (as after 2 s, should an event never come).
 	 */
 	for (tries = 0;; tries++) {
 		size_t i;

@@ -253,7 +253,7 @@ static int object_sync_range(struct uf_object *obj, uint64_t first, uint64_t las
 	 * system's mprotect() seen */
 	if (collect && mm && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
 		uf_uffd_quiesce(&mm->uffd);
-		uf_vma_refresh(mm, 0, ULONG_MAX);
+		uf_vma_refresh_object(obj);
 	}
 	pthread_mutex_lock(&obj->sync_lock);
 	if (mm)
