@@ -500,7 +500,8 @@ int uf_object_truncate(struct uf_object *obj, uint64_t size);
  * uf_object_punch_hole - make [@offset, @offset + @len) read zero in every
  * mapping and in the store.  The range is clamped at the object's end.
  * Return: 0, or -EINVAL (NULL @obj, @len 0, or its mm was destroyed),
- * -EROFS, or the store's error.
+ * -EROFS, -ESTALE (a file changed behind ufault's back, see
+ * uf_object_open()), or the store's error; then nothing has changed.
  */
 int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint64_t len);
 
