@@ -12,6 +12,17 @@
  * success and a negative errno on failure.  Nothing aborts, nothing prints.
  * Bad input returns an error and changes nothing.
  *
+ * After fork(): the child inherits no ufault mapping (MADV_DONTFORK: a
+ * touch is SIGSEGV) and its copy of ufault never acts on the parent's
+ * userfaultfd, threads or stores.  Every call on an mm, object or VMA made
+ * before the fork returns -ECHILD there (NULL where a pointer is
+ * returned), except uf_mm_destroy() and uf_object_put(), which free the
+ * child's memory and do nothing else.
+ *
+ * The program's own munmap(), mremap() and madvise(MADV_DONTNEED) on ufault
+ * memory are followed; use uf_mprotect() rather than mprotect() (see
+ * ufault(7)).
+ *
  * Lock order inside the library (see src/fault.c):
  *   mm->vma_lock -> obj->invalidate_lock -> page lock
  * fault() is called with none of them held.
@@ -99,7 +110,7 @@ int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp);
  * another thread while destroy runs completes or fails with -EINVAL;
  * calls made after it fail with -EINVAL (sync and put excepted).  The
  * userfaultfd stays open until the last such object is put.  Must not be
- * called from fault().
+ * called from fault().  In a fork child it only frees the child's copy.
  */
 void uf_mm_destroy(struct uf_mm *mm);
 
@@ -469,7 +480,8 @@ void uf_object_get(struct uf_object *obj);
  * uf_object_put - drop a reference.  The last one (mappings hold their
  * own) writes the dirty pages to the store, releases the store and frees
  * the object.  A store error at that point cannot be reported: call
- * uf_object_sync() first when it matters.  NULL is ignored.
+ * uf_object_sync() first when it matters.  NULL is ignored.  In a fork
+ * child the last put only frees the child's copy (no sync, no ->release).
  */
 void uf_object_put(struct uf_object *obj);
 

@@ -47,6 +47,8 @@ int uf_object_cache_map(struct uf_object *obj, uint64_t size)
 	if (!ret && madvise(p, cap, MADV_DONTFORK) < 0)
 		ret = -errno;
 	if (ret) {
+		/* (unregistered first: no event to wait for) */
+		uf_uffd_unregister(&obj->mm->uffd, (unsigned long)p, cap);
 		munmap(p, cap);
 		return ret;
 	}
