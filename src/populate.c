@@ -31,14 +31,24 @@
 void uf_vma_populate_cached(struct uf_vma *vma)
 {
 	struct uf_object *obj = vma->obj;
+	struct uf_mm *mm = vma->mm;
 	off_t first, off, end, size;
+	unsigned long start, len;
+	unsigned int flags;
 
-	if (!obj || !(vma->flags & VMA_WP) || vma->mm->budget_pages)
-		return;
+	/* (the program may unmap or move the mapping at any time: the VMA's
+	 * fields are read under the VMA lock) */
+	pthread_rwlock_rdlock(&mm->vma_lock);
+	flags = vma->flags;
+	start = vma->start;
+	len = vma->end - vma->start;
 	first = (off_t)(vma->pgoff << PAGE_SHIFT);
+	pthread_rwlock_unlock(&mm->vma_lock);
+	if (!obj || !(flags & VMA_WP) || mm->budget_pages)
+		return;
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	size = (off_t)((obj->size + PAGE_SIZE - 1) & PAGE_MASK);
-	end = first + (off_t)(vma->end - vma->start);
+	end = first + (off_t)len;
 	if (end > size)
 		end = size;
 	/* the cache's own view of what it holds: data and holes of the memfd */
@@ -51,7 +61,7 @@ void uf_vma_populate_cached(struct uf_vma *vma)
 		if (hole < 0 || hole > end)
 			hole = end;
 		/* best effort: an old kernel without it just maps on faults */
-		if (madvise((void *)(vma->start + (unsigned long)(data - first)),
+		if (madvise((void *)(start + (unsigned long)(data - first)),
 			    (size_t)(hole - data), MADV_POPULATE_READ) < 0 && errno == EINVAL)
 			break;
 		off = hole;
