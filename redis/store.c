@@ -318,8 +318,9 @@ static int meta_get(struct rstore *st, uint64_t *size, uint64_t *hwm)
 }
 
 /* Delete the pages in [@from, @to) bytes; a partial first page keeps its
- * bytes before @from. */
-static int drop_range(struct rstore *st, uint64_t from, uint64_t to)
+ * bytes before @from.  A partial last page keeps its bytes from @to on,
+ * unless @to_end: @to is the end of what is stored, and the page goes. */
+static int drop_range(struct rstore *st, uint64_t from, uint64_t to, bool to_end)
 {
 	uint64_t first = pages_of(from), last = pages_of(to);
 	int ret = 0;
@@ -334,7 +335,7 @@ static int drop_range(struct rstore *st, uint64_t from, uint64_t to)
 		if (ret)
 			return ret;
 	}
-	if (to % RC_PAGE && to / RC_PAGE >= first) {
+	if (to % RC_PAGE && to / RC_PAGE >= first && !to_end) {
 		last = to / RC_PAGE;	/* the partial last page keeps its tail */
 		ret = page_zero(st, last, 0, (size_t)(to % RC_PAGE));
 		if (ret)
@@ -518,12 +519,12 @@ static int rs_truncate(void *store, uint64_t size)
 		/* size first, so nothing past it is ever shown again */
 		ret = meta_set(st, size, hwm);
 		if (!ret)
-			ret = drop_range(st, size, hwm);
+			ret = drop_range(st, size, hwm, true);
 		if (!ret)
 			ret = meta_set(st, size, size);
 	} else {
 		/* pages a failed shrink left behind must not come back */
-		ret = drop_range(st, cur, hwm);
+		ret = drop_range(st, cur, hwm, true);
 		if (!ret)
 			ret = meta_set(st, size, size);
 	}
@@ -541,7 +542,7 @@ static int rs_punch_hole(void *store, uint64_t off, uint64_t len)
 
 	if (lease_lost(st))
 		return -EBUSY;
-	return drop_range(st, off, off + len);
+	return drop_range(st, off, off + len, false);
 }
 
 /* Every write already waited for its replicas: what is left to say is
@@ -704,7 +705,7 @@ RC_EXPORT int uf_redis_remove(const char *url)
 	if (!ret)
 		ret = meta_set(st, 0, hwm);	/* empty first: a crash leaves a valid object */
 	if (!ret)
-		ret = drop_range(st, 0, hwm);
+		ret = drop_range(st, 0, hwm, true);
 	if (!ret) {
 		const char *argv[] = { "UNLINK", st->meta };
 

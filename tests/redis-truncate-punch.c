@@ -105,10 +105,18 @@ int main(void)
 	CHECK(stored_pages(&x, 0) == 301 - 10, "extent 0 has %ld pages", stored_pages(&x, 0));
 	compare(&x, "after the shrink");
 
+	/* shrink again from an end inside a page: that old last page goes
+	 * whole, none of it is stored past the new end */
+	CHECK_RET(uf_object_truncate(obj, 299 * 4096 + 10), 0);
+	CHECK(ftruncate(x.fd, 299 * 4096 + 10) == 0, "ftruncate");
+	CHECK(stored_pages(&x, 0) == 300 - 10, "after the second shrink extent 0 has %ld pages",
+	      stored_pages(&x, 0));
+	compare(&x, "after the second shrink");
+
 	/* grow again: the old bytes do not come back */
 	CHECK_RET(uf_object_truncate(obj, size), 0);
 	CHECK(ftruncate(x.fd, (off_t)size) == 0, "ftruncate");
-	CHECK(stored_pages(&x, 0) == 301 - 10, "extent 0 has %ld pages", stored_pages(&x, 0));
+	CHECK(stored_pages(&x, 0) == 300 - 10, "extent 0 has %ld pages", stored_pages(&x, 0));
 	compare(&x, "after growing again");
 
 	/* a write past the old shrink point, then a shrink to 0 */
@@ -122,9 +130,17 @@ int main(void)
 		CHECK(stored_pages(&x, e) == 0, "after truncate to 0, extent %u has %ld pages", e,
 		      stored_pages(&x, e));
 	compare(&x, "after truncate to 0");
+
+	/* an object whose size ends inside a page: removing it leaves no page */
+	CHECK_RET(uf_object_pwrite(obj, buf, 5000, 0), 5000);
+	CHECK_RET(uf_object_sync(obj), 0);
+	CHECK(stored_pages(&x, 0) == 2, "a 5000-byte object has %ld pages", stored_pages(&x, 0));
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
 	CHECK_RET(uf_redis_remove(x.url), 0);
+	for (unsigned int e = 0; e < 3; e++)
+		CHECK(stored_pages(&x, e) == 0, "after remove, extent %u has %ld pages", e,
+		      stored_pages(&x, e));
 	free(buf);
 	printf("ok: truncate and punch-hole deleted the pages they dropped\n");
 	return UT_PASS;
