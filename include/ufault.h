@@ -408,7 +408,11 @@ int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kadd
  * ->read - read up to @len bytes at @off into @buf; return bytes read.
  *	A short count is fine: ufault asks again for the rest.  Only 0
  *	means the store ends there (the rest reads as zero).  It may call
- *	uf_object_pread() on another object (an overlay).  Required.
+ *	uf_object_pread() on another object (an overlay), map and unmap,
+ *	truncate other objects and touch other ufault mappings: it runs
+ *	with no lock that mapping needs (the object's invalidate lock is
+ *	held shared, so it must not truncate or punch its own object).
+ *	Required.
  * ->write - write @len bytes at @off; return 0 when all were written.
  *	NULL for a read-only store (objects are then read-only).
  * ->truncate - make the store @size bytes long.  May be NULL.

@@ -11,6 +11,8 @@
  * page, mapped by the kernel itself.
  *
  * Lock order: mm->vma_lock -> obj->invalidate_lock -> obj->page_lock.
+ * Fills (and so the store's reads) run without mm->vma_lock; they only
+ * try it around a copy straight into the faulting mapping.
  * Fillers hold obj->invalidate_lock shared and check pgoff against i_size
  * under it; truncate, hole punch and reclaim hold it exclusive.
  */
@@ -153,7 +155,8 @@ static int store_read(struct uf_object *obj, void *buf, size_t len, uint64_t off
  * a shared linear mapping of it (the copy fills the cache and maps the page
  * there at once, saving the faulting thread a second fault), else into
  * obj->cache_map.  *run: how many pages from @pg go to the same place.
- * Locking: mm->vma_lock held shared when @vma is given.
+ * Locking: mm->vma_lock held shared when @vma is given (the address must
+ * stay @vma's until the copy is done).
  */
 static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64_t pg,
 			       size_t n, size_t *run, unsigned int *mode)
@@ -181,7 +184,11 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 /*
  * Copy @npages pages from @buf into the cache at @pgoff, skipping pages
  * that are present already.  Return the number newly inserted, or -errno.
- * Locking: obj->invalidate_lock held shared; mm->vma_lock shared if @vma.
+ * Locking: obj->invalidate_lock held shared.  mm->vma_lock is only tried
+ * (shared) around a copy straight into @vma, never waited for: it is
+ * outside the invalidate lock, and a fill must not wait for a map or
+ * unmap (nor they for a store read); when it is busy the page goes
+ * through cache_map.
  */
 static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf, size_t npages,
 			 struct uf_vma *vma)
@@ -196,8 +203,12 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		unsigned int mode;
 		int ret;
 
-		dst = copy_dest(obj, direct ? vma : NULL, pgoff + i, npages - i, &run, &mode);
+		bool locked = direct && pthread_rwlock_tryrdlock(&obj->mm->vma_lock) == 0;
+
+		dst = copy_dest(obj, locked ? vma : NULL, pgoff + i, npages - i, &run, &mode);
 		ret = uf_uffd_copy(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT), run << PAGE_SHIFT, mode, &copied);
+		if (locked)
+			pthread_rwlock_unlock(&obj->mm->vma_lock);
 		for (k = 0; k < copied >> PAGE_SHIFT; k++)
 			mark_present(obj, pgoff + i + k);
 		added += copied >> PAGE_SHIFT;
@@ -371,14 +382,14 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	 * without the invalidate lock, a truncate can run between the store
 	 * read and the insert, and the insert brings old bytes back.
 	 */
-	pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	/* no mm->vma_lock: the store's read must not hold up map and unmap
+	 * (the VMA is kept alive by the caller's reference) */
 	if (!uf_protocol_broken())
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 	/* one store read per run of holes, one wake (by the caller) */
 	ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
 	if (!uf_protocol_broken())
 		pthread_rwlock_unlock(&obj->invalidate_lock);
-	pthread_rwlock_unlock(&vma->mm->vma_lock);
 	uf_readahead_submit(vma, &ra);
 
 	if (ret == -ENOMEM) {

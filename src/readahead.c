@@ -22,8 +22,9 @@
  *
  * Locking: ra->lock guards the table; it is a leaf, except that a thread
  * that waits for a background window sleeps on ra->cond with it.  The
- * worker fills under mm->vma_lock and obj->invalidate_lock shared (the
- * order of internal.h), never with ra->lock held.
+ * worker fills under obj->invalidate_lock shared (the
+ * order of internal.h), never with ra->lock held.  Not mm->vma_lock: store
+ * reads never hold up map and unmap.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -119,7 +120,8 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	n = s->job_n;
 	pthread_mutex_unlock(&ra->lock);
 
-	pthread_rwlock_rdlock(&vma->mm->vma_lock);
+	/* no mm->vma_lock (see cache_insert() in filemap.c): the VMA is kept
+	 * alive by the job's reference */
 	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		/* best effort: a page the store cannot give stays a hole, and
@@ -127,7 +129,6 @@ static void ra_work_fn(struct uf_work *work, bool run)
 		uf_object_fill(obj, first, n, UF_FILL_ANY, &filled, NULL, vma);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 	}
-	pthread_rwlock_unlock(&vma->mm->vma_lock);
 	/* counted before the waiters go on: they may read the statistics */
 	uf_add(&vma->stats.readahead_pages, filled);
 	uf_add(&vma->mm->stats.readahead_pages, filled);
