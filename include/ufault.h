@@ -165,10 +165,11 @@ struct uf_fault_data {
  *	si_addr the faulting address.  On an operation mapping the page is
  *	then poisoned where the kernel has UFFDIO_POISON (6.6+): every later
  *	touch gets SIGBUS (BUS_ADRERR) from the kernel without calling
- *	fault() again, and a system call touching it fails with EFAULT.  On
- *	an object mapping (and without poison) the signal is queued to the
- *	faulting thread with si_code SI_QUEUE, and each later touch calls
- *	fault() again.  Returning NULL with MINOR/MAJOR without installing
+ *	fault() again, and a system call touching it fails with EFAULT.
+ *	(Object pages are poisoned only until the faulting thread retried;
+ *	without poison the signal is queued, si_code SI_QUEUE, and each
+ *	later touch calls fault() again.)  fault() may touch other ufault
+ *	mappings (a spare handler serves that), but not its own page.  Returning NULL with MINOR/MAJOR without installing
  *	the page on an operation mapping also gives SIGBUS.
  *	Set fdata->type to UF_FAULT_MINOR or UF_FAULT_MAJOR on success
  *	(it starts as UF_FAULT_MINOR).

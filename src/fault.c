@@ -24,6 +24,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,18 +95,91 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
 }
 
-/* How long an object page stays poisoned after a failed fault: enough for
- * the woken thread to retry its access and take the SIGBUS. */
-#define POISON_NS	(5 * 1000 * 1000)
+/*
+ * A store error on an object page is answered with the kernel's poison
+ * marker (UFFDIO_POISON, 6.6+) and a wake: the faulting thread's retry
+ * takes SIGBUS (BUS_ADRERR, si_addr in the page) from the kernel, once,
+ * in that access; a system call fails with EFAULT; a thread that blocks
+ * or ignores SIGBUS is killed by it, as by any failed kernel fault.  No
+ * signal is ever queued from here, so none can arrive late.
+ *
+ * The marker must then be lifted, so that a later access tries the store
+ * again (the kernel retries a failed read too), but not before the
+ * faulting thread has retried, or that retry faults again instead of
+ * failing.  A thread cannot be asked whether it took the signal, so the
+ * marker goes when the first of these says it has:
+ *  - the thread has been scheduled since the wake (its run count in
+ *    /proc/self/task/TID/schedstat moved): woken from its fault, the
+ *    first thing it does is retry the access;
+ *  - the thread faults on another address (it is past this access);
+ *  - POISON_MAX_NS have passed (a thread that was not waiting in this
+ *    fault when it was poisoned, or a kernel without schedstat).
+ * Lifted early, the retry just faults and reads the store again; an
+ * access by another thread in between gets SIGBUS without a store read.
+ */
+#define POISON_MAX_NS	(50 * 1000 * 1000)
+#define RUNS_UNKNOWN	UINT64_MAX
+
+/* How many times thread @tid has been scheduled in, RUNS_UNKNOWN when
+ * this kernel does not say, 0 when the thread is gone. */
+static uint64_t thread_runs(pid_t tid)
+{
+	char path[64], buf[128];
+	unsigned long long cpu, wait, runs;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT && access("/proc/self/schedstat", F_OK) == 0 ? 0 : RUNS_UNKNOWN;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return RUNS_UNKNOWN;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu %llu", &cpu, &wait, &runs) != 3)
+		return RUNS_UNKNOWN;
+	return runs;
+}
+
+/* Is there a page (not a marker) at @addr?  Then the marker is gone. */
+static bool page_present(struct uf_mm *mm, unsigned long addr)
+{
+	uint64_t e;
+
+	if (mm->pagemap_fd < 0 ||
+	    pread(mm->pagemap_fd, &e, sizeof(e), (off_t)(addr / PAGE_SIZE * sizeof(e))) != sizeof(e))
+		return false;
+	return e >> 63;
+}
+
+/* Locking: mm->vma_lock held shared, mm->poison_lock held. */
+static void __poison_lift(struct uf_mm *mm, unsigned int i)
+{
+	struct uf_poison *p = &mm->poison[i];
+	struct uf_vma *vma = __uf_vma_find(mm, p->addr);
+
+	/*
+	 * A marker in a mapping unmapped meanwhile went with it.  The marker
+	 * is the whole PTE: zapping it loses no data, unless it was replaced
+	 * (by a truncate's zap, then a private copy) -- hence the check.
+	 */
+	if (vma && vma->id == p->vma_id && !page_present(mm, p->addr)) {
+		uf_uffd_zap(&mm->uffd, &p->addr, 1, PAGE_SIZE);
+		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)
+			uf_vma_writeprotect(vma, p->addr, PAGE_SIZE);
+	}
+	*p = mm->poison[__atomic_sub_fetch(&mm->npoison, 1, __ATOMIC_RELAXED)];
+}
 
 /*
- * Lift the poison markers put on object pages more than POISON_NS ago (all
- * of them with @all), so that a later access tries the store again, as the
- * kernel retries a failed read.  A marker in a mapping unmapped meanwhile
- * went with it.
+ * Lift the markers whose thread has retried (see above): all with @all;
+ * with @tid, also those of thread @tid on other pages than @addr (it is
+ * faulting there now).
  * Locking: takes mm->vma_lock shared, then mm->poison_lock.
  */
-static void poison_expire(struct uf_mm *mm, bool all)
+static void poison_expire(struct uf_mm *mm, bool all, pid_t tid, unsigned long addr)
 {
 	uint64_t now = now_ns();
 	unsigned int i = 0;
@@ -114,29 +188,24 @@ static void poison_expire(struct uf_mm *mm, bool all)
 	pthread_mutex_lock(&mm->poison_lock);
 	while (i < mm->npoison) {
 		struct uf_poison *p = &mm->poison[i];
-		struct uf_vma *vma;
 
-		if (!all && now - p->when_ns < POISON_NS) {
+		if (all || now - p->when_ns >= POISON_MAX_NS ||
+		    (tid && p->tid == tid && p->addr != addr) ||
+		    (p->runs != RUNS_UNKNOWN && thread_runs(p->tid) != p->runs))
+			__poison_lift(mm, i);
+		else
 			i++;
-			continue;
-		}
-		vma = __uf_vma_find(mm, p->addr);
-		if (vma && vma->id == p->vma_id) {
-			/* the marker is the whole PTE: no data goes with it */
-			uf_uffd_zap(&mm->uffd, &p->addr, 1, PAGE_SIZE);
-			if (vma->flags & VMA_REG_WP)
-				uf_vma_writeprotect(vma, p->addr, PAGE_SIZE);
-		}
-		*p = mm->poison[__atomic_sub_fetch(&mm->npoison, 1, __ATOMIC_RELAXED)];
 	}
 	pthread_mutex_unlock(&mm->poison_lock);
 	pthread_rwlock_unlock(&mm->vma_lock);
 }
 
-/* Remember a poison marker on an object page, to lift it after POISON_NS;
- * with the table full, the oldest is lifted at once.
+/* Remember a poison marker on an object page, to lift it (above); with the
+ * table full, every marker is lifted at once.  @runs: thread_runs(@tid)
+ * before the wake.
  * Locking: takes mm->poison_lock (and what poison_expire() takes). */
-static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page_addr)
+static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page_addr,
+			pid_t tid, uint64_t runs)
 {
 	const unsigned int max = sizeof(mm->poison) / sizeof(mm->poison[0]);
 
@@ -145,42 +214,35 @@ static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page
 		if (mm->npoison < max) {
 			mm->poison[__atomic_fetch_add(&mm->npoison, 1, __ATOMIC_RELAXED)] =
 				(struct uf_poison){ .addr = page_addr, .vma_id = vma->id,
-						    .when_ns = now_ns() };
+						    .when_ns = now_ns(), .tid = tid, .runs = runs };
 			pthread_mutex_unlock(&mm->poison_lock);
 			return;
 		}
 		pthread_mutex_unlock(&mm->poison_lock);
-		poison_expire(mm, true);
+		poison_expire(mm, true, 0, 0);
 	}
 }
 
-/* While poison markers wait to be lifted, wake up to lift them. */
+/* While poison markers wait to be lifted, look every millisecond. */
 static int poll_timeout_ms(struct uf_mm *mm)
 {
-	unsigned int n = __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED);
-
-	return n ? (int)(POISON_NS / 1000000) : -1;
+	return __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED) ? 1 : -1;
 }
 
-/* Does thread @tid of this process block SIGBUS?  (Error path only.) */
-static bool thread_blocks_sigbus(pid_t tid)
+/*
+ * Poison @page_addr of @vma and wake its waiters.  A write-protect marker
+ * holding the PTE (a WP-registered mapping) is lifted first;
+ * __poison_lift() puts it back.
+ */
+static int poison_page(struct uf_vma *vma, unsigned long page_addr)
 {
-	char path[64], line[256];
-	bool blocked = false;
-	FILE *f;
+	struct uf_mm *mm = vma->mm;
+	int ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, "SigBlk:", 7)) {
-			blocked = (strtoull(line + 7, NULL, 16) >> (SIGBUS - 1)) & 1;
-			break;
-		}
-	}
-	fclose(f);
-	return blocked;
+	if (ret == -EEXIST && (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP) &&
+	    uf_uffd_writeprotect(&mm->uffd, page_addr, PAGE_SIZE, false, true) == 0)
+		ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
+	return ret;
 }
 
 /*
@@ -189,42 +251,44 @@ static bool thread_blocks_sigbus(pid_t tid)
  *  - An object page past EOF (truncated while the fault was queued): a
  *    wake is enough; the retried access meets the memfd's size and the
  *    kernel raises SIGBUS (BUS_ADRERR) itself.
- *  - An operation mapping: the page gets a poison marker (the kernel's poison,
- *    6.6+) and keeps it: every later touch takes SIGBUS (BUS_ADRERR) from
- *    the kernel, and a system call touching it fails with EFAULT.
- *  - An object page inside EOF (a store error): SIGBUS is queued to the
- *    faulting thread, which interrupts its wait; its next touch faults
- *    and tries the store again.  Only a thread signalling itself may use
- *    BUS_ADRERR, so si_code is SI_QUEUE; si_addr is the faulting address.
- *    A thread that blocks SIGBUS would wait for it: it gets a poison
- *    marker instead, lifted again after POISON_NS (poison_expire()).
- *  - Without poison, operation mappings are served as object pages are.
+ *  - An operation mapping: the page gets a poison marker and keeps it:
+ *    every later touch takes SIGBUS (BUS_ADRERR) from the kernel, and a
+ *    system call touching it fails with EFAULT.
+ *  - An object page inside EOF (a store error): a poison marker, lifted
+ *    once the thread has retried (see above).  If the page is present
+ *    (filled meanwhile) or poisoned already, a wake lets the retry see it.
+ *  - Without UFFDIO_POISON (before 6.6), SIGBUS is queued to the faulting
+ *    thread (si_code SI_QUEUE, si_addr exact), which interrupts its wait;
+ *    a system call then spins and a thread that blocks or ignores SIGBUS
+ *    waits: README says so.
  */
 static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bool eof)
 {
 	unsigned long page_addr = addr & PAGE_MASK;
 	struct uf_mm *mm = vma->mm;
 	siginfo_t si;
+	uint64_t runs;
 	int ret;
 
 	if (eof) {
 		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
 		return;
 	}
-	if (!vma->obj && uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE) == 0)
+	if (!vma->obj) {
+		ret = poison_page(vma, page_addr);
+	} else {
+		runs = thread_runs(tid);	/* before the wake */
+		ret = poison_page(vma, page_addr);
+		if (ret == 0)
+			poison_note(mm, vma, page_addr, tid, runs);
+	}
+	if (ret == 0)
 		return;
-	if (vma->obj && thread_blocks_sigbus(tid)) {
-		ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
-		if (ret == -EEXIST && (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)) {
-			/* a write-protect marker holds the PTE: lift it first
-			 * (poison_expire() puts it back) */
-			if (uf_uffd_writeprotect(&mm->uffd, page_addr, PAGE_SIZE, false, true) == 0)
-				ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
-		}
-		if (ret == 0) {
-			poison_note(mm, vma, page_addr);
-			return;
-		}
+	if (ret != -ENOSYS) {
+		/* EEXIST: present, or poisoned already; else the mapping is
+		 * changing: either way the retry sees what is there now */
+		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+		return;
 	}
 	memset(&si, 0, sizeof(si));
 	si.si_signo = SIGBUS;
@@ -266,22 +330,58 @@ static struct uf_page *nopage_adapter(struct uf_vma *vma, const struct uf_vm_ope
  * handler's wake could let a thread through whose own fault the other
  * handler is answering with SIGBUS, which would then land after the
  * access.  Served in turn, the second finds the page present (minor), or
- * fails in turn.  @slot is this handler's index.
+ * fails in turn.  @slot is this handler's index, @tid the faulting thread.
  * Locking: takes mm->inflight_lock; no other lock held.
  */
-static void inflight_begin(struct uf_mm *mm, unsigned int slot, unsigned long page_addr)
+static void inflight_begin(struct uf_mm *mm, unsigned int slot, unsigned long page_addr,
+			   pid_t tid)
 {
 	unsigned int i;
 
 	pthread_mutex_lock(&mm->inflight_lock);
 	for (i = 0; i < __atomic_load_n(&mm->uffd.nthreads, __ATOMIC_ACQUIRE); i++) {
 		if (i != slot && mm->inflight[i] == page_addr) {
+			mm->inflight_wait[slot] = page_addr;
+			mm->inflight_wait_tid[slot] = tid;
 			pthread_cond_wait(&mm->inflight_cond, &mm->inflight_lock);
+			mm->inflight_wait[slot] = 0;
 			i = (unsigned int)-1;	/* look again from the start */
 		}
 	}
 	mm->inflight[slot] = page_addr;
 	pthread_mutex_unlock(&mm->inflight_lock);
+}
+
+/*
+ * Is another handler waiting to serve another thread's fault at
+ * @page_addr?  Then a store error is passed on instead of answered with
+ * poison, whose wake would give that thread SIGBUS without its own try at
+ * the store (the kernel lets a second waiter read the page again).  The
+ * waiting handler serves next and answers every waiter: a wake if its
+ * read works, else poison -- it does not pass the error on again, so
+ * threads that keep re-faulting (interrupted by signals) cannot keep the
+ * error from ever being answered.  Events of thread @tid itself (its
+ * re-faults) are no reason to wait.
+ * Locking: takes mm->inflight_lock.
+ */
+static bool inflight_pass_error(struct uf_mm *mm, unsigned int slot, unsigned long page_addr,
+				pid_t tid)
+{
+	unsigned int i, n = __atomic_load_n(&mm->uffd.nthreads, __ATOMIC_ACQUIRE);
+	bool pass = false;
+
+	pthread_mutex_lock(&mm->inflight_lock);
+	if (__atomic_load_n(&mm->inflight_deferred, __ATOMIC_RELAXED) == page_addr) {
+		__atomic_store_n(&mm->inflight_deferred, 0, __ATOMIC_RELAXED);
+	} else {
+		for (i = 0; i < n && !pass; i++)
+			pass = i != slot && mm->inflight_wait[i] == page_addr &&
+			       mm->inflight_wait_tid[i] != tid;
+		if (pass)
+			__atomic_store_n(&mm->inflight_deferred, page_addr, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&mm->inflight_lock);
+	return pass;
 }
 
 static void inflight_end(struct uf_mm *mm, unsigned int slot)
@@ -292,7 +392,7 @@ static void inflight_end(struct uf_mm *mm, unsigned int slot)
 	pthread_mutex_unlock(&mm->inflight_lock);
 }
 
-static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
+static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uffd_msg *msg)
 {
 	unsigned long addr = msg->arg.pagefault.address;
 	unsigned long page_addr = addr & PAGE_MASK;
@@ -307,6 +407,9 @@ static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	int typed;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* this thread is past any access it was poisoned for elsewhere */
+	if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
+		poison_expire(mm, false, tid, page_addr);
 	vma = uf_vma_lookup_get(mm, addr, &pgoff, &nonlinear);
 	if (!vma) {
 		/* unmapped meanwhile: the retry meets the placeholder */
@@ -374,8 +477,15 @@ static void __handle_fault(struct uf_mm *mm, const struct uffd_msg *msg)
 	 * its access returns must see its own fault */
 	count_fault(vma, fdata.type);
 	count_latency(vma, &t0);
-	if (fdata.type == UF_FAULT_MINOR || fdata.type == UF_FAULT_MAJOR)
+	if (fdata.type == UF_FAULT_MINOR || fdata.type == UF_FAULT_MAJOR) {
+		/* a passed-on error is answered (page atomic: a stale one only
+		 * costs a later error its pass) */
+		if (__atomic_load_n(&mm->inflight_deferred, __ATOMIC_RELAXED) == page_addr)
+			__atomic_store_n(&mm->inflight_deferred, 0, __ATOMIC_RELAXED);
 		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+	} else if (vma->obj && !(fdata.flags & UF_FAULT_FLAG_EOF) &&
+		 inflight_pass_error(mm, slot, page_addr, tid))
+		;	/* the next handler answers this thread too */
 	else
 		deliver_sigbus(vma, addr, tid, fdata.flags & UF_FAULT_FLAG_EOF);
 	uf_vma_put(vma);
@@ -389,8 +499,8 @@ static void handle_fault(void *owner, unsigned int slot, const struct uffd_msg *
 	struct uf_mm *mm = owner;
 	unsigned long page_addr = msg->arg.pagefault.address & PAGE_MASK;
 
-	inflight_begin(mm, slot, page_addr);
-	__handle_fault(mm, msg);
+	inflight_begin(mm, slot, page_addr, (pid_t)msg->arg.pagefault.feat.ptid);
+	__handle_fault(mm, slot, msg);
 	inflight_end(mm, slot);
 }
 
@@ -404,7 +514,7 @@ static void fault_idle(void *owner)
 	struct uf_mm *mm = owner;
 
 	if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
-		poison_expire(mm, false);
+		poison_expire(mm, false, 0, 0);
 }
 
 /* What the engine's handler threads call (uffd.c). */

@@ -169,6 +169,9 @@ struct uf_mm {
 	pthread_mutex_t inflight_lock;
 	pthread_cond_t inflight_cond;
 	unsigned long inflight[UF_MAX_HANDLERS];
+	unsigned long inflight_wait[UF_MAX_HANDLERS];	/* waiting to serve */
+	pid_t inflight_wait_tid[UF_MAX_HANDLERS];	/* ... this thread's fault */
+	unsigned long inflight_deferred;	/* a page whose error was passed on */
 
 	/* poison markers on object pages, to lift again (fault.c) */
 	pthread_mutex_t poison_lock;
@@ -176,6 +179,8 @@ struct uf_mm {
 		unsigned long addr;
 		uint64_t vma_id;
 		uint64_t when_ns;
+		uint64_t runs;		/* the thread's run count when woken */
+		pid_t tid;		/* the thread that faulted */
 	} poison[64];
 	unsigned int npoison;
 	uint64_t next_vma_id;
