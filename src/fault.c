@@ -110,7 +110,12 @@ static uint64_t now_ns(void)
  * marker goes when the first of these says it has:
  *  - the thread has been scheduled since the wake (its run count in
  *    /proc/self/task/TID/schedstat moved): woken from its fault, the
- *    first thing it does is retry the access;
+ *    first thing it does is retry the access.  The handler watches for
+ *    that for up to POISON_WATCH_NS after the wake (a loaded machine may
+ *    take milliseconds to run the thread) and lifts the marker
+ *    POISON_GRACE_NS after it, so a program that retries soon (a loop
+ *    waiting for the store to come back) reads the store again; later,
+ *    the handlers look every millisecond;
  *  - the thread faults on another address (it is past this access);
  *  - POISON_MAX_NS have passed (a thread that was not waiting in this
  *    fault when it was poisoned, or a kernel without schedstat).
@@ -118,6 +123,8 @@ static uint64_t now_ns(void)
  * access by another thread in between gets SIGBUS without a store read.
  */
 #define POISON_MAX_NS	(50 * 1000 * 1000)
+#define POISON_WATCH_NS	(20 * 1000 * 1000)
+#define POISON_GRACE_NS	(10 * 1000)
 #define RUNS_UNKNOWN	UINT64_MAX
 
 /* How many times thread @tid has been scheduled in, RUNS_UNKNOWN when
@@ -223,6 +230,31 @@ static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page
 	}
 }
 
+/*
+ * Wait (up to POISON_WATCH_NS) for thread @tid to be scheduled after its
+ * wake, then POISON_GRACE_NS for its retry to meet the marker, and lift
+ * the markers whose thread has retried.  Error path only: a handler
+ * spends microseconds here, at most POISON_WATCH_NS.
+ */
+static void poison_watch(struct uf_mm *mm, pid_t tid, uint64_t runs)
+{
+	uint64_t end = now_ns() + POISON_WATCH_NS, ran;
+	struct timespec tick = { 0, 20 * 1000 };
+
+	if (runs == RUNS_UNKNOWN)
+		return;
+	while (thread_runs(tid) == runs) {
+		if (now_ns() >= end)
+			return;		/* not waiting in this fault: the table's */
+		nanosleep(&tick, NULL);	/* leave the CPU to the woken thread */
+	}
+	/* spin, not sleep: a sleep's timer slack alone is 50 us */
+	ran = now_ns();
+	while (now_ns() - ran < POISON_GRACE_NS)
+		;
+	poison_expire(mm, false, 0, 0);
+}
+
 /* While poison markers wait to be lifted, look every millisecond. */
 static int poll_timeout_ms(struct uf_mm *mm)
 {
@@ -279,8 +311,10 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 	} else {
 		runs = thread_runs(tid);	/* before the wake */
 		ret = poison_page(vma, page_addr);
-		if (ret == 0)
+		if (ret == 0) {
 			poison_note(mm, vma, page_addr, tid, runs);
+			poison_watch(mm, tid, runs);
+		}
 	}
 	if (ret == 0)
 		return;
