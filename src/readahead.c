@@ -10,7 +10,7 @@
  * in the background by the mm's worker
  * (worker.c), on the other CPU while the faulting thread goes on.  A fault inside a background window still
  * queued takes the window over and fills it now; one inside a window being
- * filled waits for it, then finds its page (a minor fault).  Any other fault
+ * filled waits for it (20 ms at most), then finds its page (a minor fault).  Any other fault
  * reads its own page only, and notes a candidate stream starting at the
  * next page, so two threads reading two halves of one mapping each keep
  * their stream.  A fault at the first page of the mapping starts a stream.
@@ -31,9 +31,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define RA_STREAMS	8
 #define RA_INIT		16	/* pages: a new stream's first window */
+#define RA_WAIT_MS	20	/* longest wait for a background window */
 
 enum ra_job_state { RA_IDLE, RA_QUEUED, RA_RUNNING };
 
@@ -174,6 +176,8 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 	struct uf_ra_state *ra = vma->ra;
 	bool async = mm->worker && !mm->budget_pages;
 	struct ra_stream *s = NULL;
+	struct timespec deadline;
+	bool waited = false;
 	size_t n;
 	int i;
 
@@ -192,9 +196,26 @@ again:
 	}
 	if (i < RA_STREAMS) {
 		if (s->job_state == RA_RUNNING) {
-			/* the worker is filling it: wait, then find the page */
-			pthread_cond_wait(&ra->cond, &ra->lock);
-			goto again;
+			/*
+			 * The worker is filling it: wait, then find the page.  Not
+			 * for long: the worker's copy may itself wait for this
+			 * handler (a copy fails with EAGAIN until the handlers
+			 * have read an unmap or remap event), so after RA_WAIT_MS
+			 * the fault reads its own page.
+			 */
+			if (!waited) {
+				clock_gettime(CLOCK_REALTIME, &deadline);
+				deadline.tv_nsec += RA_WAIT_MS * 1000000L;
+				if (deadline.tv_nsec >= 1000000000L) {
+					deadline.tv_sec++;
+					deadline.tv_nsec -= 1000000000L;
+				}
+				waited = true;
+			}
+			if (pthread_cond_timedwait(&ra->cond, &ra->lock, &deadline) != ETIMEDOUT)
+				goto again;
+			pthread_mutex_unlock(&ra->lock);
+			return;		/* this page only */
 		}
 		/* still queued: take the window over (the queued item is
 		 * stale now) and go on from its end */
