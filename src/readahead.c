@@ -10,7 +10,8 @@
  * in the background by the mm's worker
  * (worker.c), on the other CPU while the faulting thread goes on.  A fault inside a background window still
  * queued takes the window over and fills it now; one inside a window being
- * filled waits for it (20 ms at most), then finds its page (a minor fault).  Any other fault
+ * filled waits for it (250 ms at most), then finds its page (a minor
+ * fault).  Any other fault
  * reads its own page only, and notes a candidate stream starting at the
  * next page, so two threads reading two halves of one mapping each keep
  * their stream.  A fault at the first page of the mapping starts a stream.
@@ -35,7 +36,7 @@
 
 #define RA_STREAMS	8
 #define RA_INIT		16	/* pages: a new stream's first window */
-#define RA_WAIT_MS	20	/* longest wait for a background window */
+#define RA_WAIT_MS	250	/* longest wait for a background window */
 
 enum ra_job_state { RA_IDLE, RA_QUEUED, RA_RUNNING };
 
