@@ -8,12 +8,12 @@
  * then x4 while under ra_max/4, then x2, up to mm->ra_max) and is filled
  * now; from the stream's second window on, the window after it is filled
  * in the background by the mm's worker
- * (worker.c), on the other CPU while the faulting thread goes on.  A fault inside a background window still
- * queued takes the window over and fills it now; one inside a window being
- * filled waits for it (250 ms at most), then finds its page (a minor
- * fault).  Any other fault
- * reads its own page only, and notes a candidate stream starting at the
- * next page, so two threads reading two halves of one mapping each keep
+ * (worker.c), on the other CPU while the faulting thread goes on.  A
+ * fault inside a background window still queued takes the window over and
+ * fills it now; one inside a window being filled waits for it (250 ms at
+ * most), then finds its page (a minor fault).  Any other fault reads its
+ * own page only, and notes a candidate stream starting at the next page,
+ * so two threads reading two halves of one mapping each keep
  * their stream.  A fault at the first page of the mapping starts a stream.
  *
  * Fills never overwrite a present page (filemap.c fills holes only), so a
