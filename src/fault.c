@@ -97,7 +97,7 @@ static uint64_t now_ns(void)
 
 /*
  * A store error on an object page is answered with the kernel's poison
- * marker (UFFDIO_POISON, 6.6+) and a wake: the faulting thread's retry
+ * marker (the poison ioctl, Linux 6.6+) and a wake: the faulting thread's retry
  * takes SIGBUS (BUS_ADRERR, si_addr in the page) from the kernel, once,
  * in that access; a system call fails with EFAULT; a thread that blocks
  * or ignores SIGBUS is killed by it, as by any failed kernel fault.  No
@@ -289,7 +289,7 @@ static int poison_page(struct uf_vma *vma, unsigned long page_addr)
  *  - An object page inside EOF (a store error): a poison marker, lifted
  *    once the thread has retried (see above).  If the page is present
  *    (filled meanwhile) or poisoned already, a wake lets the retry see it.
- *  - Without UFFDIO_POISON (before 6.6), SIGBUS is queued to the faulting
+ *  - Without the poison ioctl (before 6.6), SIGBUS is queued to the faulting
  *    thread (si_code SI_QUEUE, si_addr exact), which interrupts its wait;
  *    a system call then spins and a thread that blocks or ignores SIGBUS
  *    waits: README says so.
