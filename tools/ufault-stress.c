@@ -1646,14 +1646,23 @@ static void usage(FILE *f)
 	fprintf(f, "\n  targets:  ");
 	for (i = 0; i < NTARGETS; i++)
 		fprintf(f, " %s", targets[i].name);
-	fprintf(f, "\n  NAME may be a prefix (\"seed\", \"ufault\", \"kernel\").\n"
+	fprintf(f, "\n  NAME may be a prefix (\"seed\", \"ufault\", \"kernel\"); a whole\n"
+		   "  scenario name means that one only.\n"
 		   "  --store URL: run on objects in that Redis Cluster (target ufault-redis\n"
 		   "  only); the password may come from UFAULT_REDIS_PASSWORD.\n");
 }
 
+/* A filter names one exactly ("random"), or all it begins ("seed"). */
 static bool match(const char *filter, const char *name)
 {
-	return !filter || !strncmp(filter, name, strlen(filter));
+	size_t i;
+
+	if (!filter)
+		return true;
+	for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		if (!strcmp(filter, scenarios[i].name))
+			return !strcmp(filter, name);
+	return !strncmp(filter, name, strlen(filter));
 }
 
 /* The Redis target runs with --store, and then alone. */
