@@ -137,3 +137,13 @@ struct uf_object *ut_object(struct uf_mm *mm, enum ut_store store, uint64_t size
 	CHECK(ret == 0, "uf_object_open %s: %s", path, strerror(-ret));
 	return obj;
 }
+
+unsigned char ut_file_byte(const char *path, uint64_t off)
+{
+	unsigned char b = 0;
+	int fd = open(path, O_RDONLY);
+
+	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
+	close(fd);
+	return b;
+}

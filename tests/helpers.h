@@ -70,4 +70,7 @@ extern const char *const ut_store_names[UT_NSTORES];
 struct uf_object *ut_object(struct uf_mm *mm, enum ut_store store, uint64_t size,
 			    char *path, size_t pathlen);
 
+/* The byte at @off of the file @path (a failed read fails the test). */
+unsigned char ut_file_byte(const char *path, uint64_t off);
+
 #endif

@@ -15,16 +15,6 @@
 #define NPAGES	16
 #define SIZE	(NPAGES * PG)
 
-static unsigned char file_byte(const char *path, uint64_t off)
-{
-	unsigned char b = 0;
-	int fd = open(path, O_RDONLY);
-
-	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
-	close(fd);
-	return b;
-}
-
 static void writable(unsigned int flags)
 {
 	struct uf_mm_config cfg = { .flags = flags };
@@ -51,15 +41,15 @@ static void writable(unsigned int flags)
 	CHECK(os_poke(m + 2 * PG, 0x22, &f) == 0, "write after uf_mprotect: signal %d", f.sig);
 	m[9 * PG] = 0x99;			/* uncached */
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK(file_byte(path, 2 * PG) == 0x22, "page 2: write lost");
-	CHECK(file_byte(path, 9 * PG) == 0x99, "page 9: write lost");
+	CHECK(ut_file_byte(path, 2 * PG) == 0x22, "page 2: write lost");
+	CHECK(ut_file_byte(path, 9 * PG) == 0x99, "page 9: write lost");
 
 	/* read-only again: what was written before still reaches the file */
 	m[3 * PG] = 0x33;
 	CHECK_RET(uf_mprotect(mm, m, SIZE, PROT_READ), 0);
 	CHECK(os_poke(m + 3 * PG, 1, &f) == SIGSEGV, "write after PROT_READ");
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK(file_byte(path, 3 * PG) == 0x33, "page 3: write lost");
+	CHECK(ut_file_byte(path, 3 * PG) == 0x33, "page 3: write lost");
 
 	/* part of the mapping */
 	CHECK_RET(uf_mprotect(mm, m + 4 * PG, 4 * PG, PROT_READ | PROT_WRITE), 0);
@@ -67,8 +57,8 @@ static void writable(unsigned int flags)
 	CHECK(os_poke(m + 1 * PG, 1, &f) == SIGSEGV, "page 1 writable");
 	CHECK(os_poke(m + 8 * PG, 1, &f) == SIGSEGV, "page 8 writable");
 	CHECK_RET(uf_msync(mm, m, SIZE, UF_MS_SYNC), 0);
-	CHECK(file_byte(path, 5 * PG + 1) == 0x51, "page 5: write lost");
-	CHECK(file_byte(path, 1 * PG) == ut_pattern(1 * PG), "page 1 changed");
+	CHECK(ut_file_byte(path, 5 * PG + 1) == 0x51, "page 5: write lost");
+	CHECK(ut_file_byte(path, 1 * PG) == ut_pattern(1 * PG), "page 1 changed");
 
 	CHECK_RET(uf_munmap(mm, m, SIZE), 0);
 	uf_object_put(obj);
@@ -103,7 +93,7 @@ static void readonly(void)
 	CHECK_RET(uf_munmap(mm, p, SIZE), 0);
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
-	CHECK(file_byte(path, PG) == ut_pattern(PG), "file changed");
+	CHECK(ut_file_byte(path, PG) == ut_pattern(PG), "file changed");
 	unlink(path);
 }
 

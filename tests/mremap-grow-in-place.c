@@ -16,16 +16,6 @@
 #define NEWLEN	(128 * PG)
 #define SIZE	(100 * PG)
 
-static unsigned char file_byte(const char *path, uint64_t off)
-{
-	unsigned char b = 0;
-	int fd = open(path, O_RDONLY);
-
-	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
-	close(fd);
-	return b;
-}
-
 /*
  * Map so that the 64 pages after the mapping are free: reserve 128 pages,
  * free the first 64 (the kernel places a new mapping at the top of the
@@ -90,12 +80,12 @@ static void run(unsigned int flags)
 	vma = uf_find_vma(mm, n + 90 * PG);
 	CHECK(vma && uf_vma_start(vma) == n && uf_vma_len(vma) == NEWLEN, "uf_find_vma");
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK(file_byte(path, 2 * PG) == 0x22, "write to the old part lost");
-	CHECK(file_byte(path, 70 * PG + 1) == 0x70, "write to a cached page of the grown part lost");
-	CHECK(file_byte(path, 81 * PG + 1) == 0x81, "write to the grown part lost");
+	CHECK(ut_file_byte(path, 2 * PG) == 0x22, "write to the old part lost");
+	CHECK(ut_file_byte(path, 70 * PG + 1) == 0x70, "write to a cached page of the grown part lost");
+	CHECK(ut_file_byte(path, 81 * PG + 1) == 0x81, "write to the grown part lost");
 	n[95 * PG] = 0x95;
 	CHECK_RET(uf_msync(mm, n + 64 * PG, 36 * PG, UF_MS_SYNC), 0);
-	CHECK(file_byte(path, 95 * PG) == 0x95, "write found by uf_msync lost");
+	CHECK(ut_file_byte(path, 95 * PG) == 0x95, "write found by uf_msync lost");
 	CHECK_RET(uf_munmap(mm, n, NEWLEN), 0);
 	uf_object_put(obj);
 	uf_mm_destroy(mm);

@@ -17,16 +17,6 @@
 #define NEWLEN	(128 * PG)
 #define SIZE	(160 * PG)
 
-static unsigned char file_byte(const char *path, uint64_t off)
-{
-	unsigned char b = 0;
-	int fd = open(path, O_RDONLY);
-
-	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
-	close(fd);
-	return b;
-}
-
 static void run(unsigned int flags)
 {
 	struct uf_mm_config cfg = { .flags = flags };
@@ -67,17 +57,17 @@ static void run(unsigned int flags)
 	if (m + OLDLEN <= n || m >= n + NEWLEN)
 		CHECK(uf_find_vma(mm, m) == NULL, "uf_find_vma(old)");
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK(file_byte(path, 3 * PG + 1) == 0x31, "write before the move lost");
-	CHECK(file_byte(path, 5 * PG + 2) == 0x52, "write to a moved page lost");
-	CHECK(file_byte(path, 70 * PG + 3) == 0x73, "write to the grown part lost");
-	CHECK(file_byte(path, 50 * PG + 10) == 'p', "pwrite lost");
-	CHECK(file_byte(path, 50 * PG + 9) == ut_pattern(50 * PG + 9), "page 50 zeroed");
-	CHECK(file_byte(path, 30 * PG + 9) == ut_pattern(30 * PG + 9), "page 30 changed");
+	CHECK(ut_file_byte(path, 3 * PG + 1) == 0x31, "write before the move lost");
+	CHECK(ut_file_byte(path, 5 * PG + 2) == 0x52, "write to a moved page lost");
+	CHECK(ut_file_byte(path, 70 * PG + 3) == 0x73, "write to the grown part lost");
+	CHECK(ut_file_byte(path, 50 * PG + 10) == 'p', "pwrite lost");
+	CHECK(ut_file_byte(path, 50 * PG + 9) == ut_pattern(50 * PG + 9), "page 50 zeroed");
+	CHECK(ut_file_byte(path, 30 * PG + 9) == ut_pattern(30 * PG + 9), "page 30 changed");
 
 	/* a write after the first sync, found by uf_msync on the new range */
 	n[90 * PG] = 0x90;
 	CHECK_RET(uf_msync(mm, n, NEWLEN, UF_MS_SYNC), 0);
-	CHECK(file_byte(path, 90 * PG) == 0x90, "write after sync lost");
+	CHECK(ut_file_byte(path, 90 * PG) == 0x90, "write after sync lost");
 
 	CHECK_RET(uf_munmap(mm, n, NEWLEN), 0);
 	if (guard != MAP_FAILED)

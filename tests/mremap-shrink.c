@@ -12,16 +12,6 @@
 #define PG	UF_PAGE_SIZE
 #define SIZE	(32 * PG)
 
-static unsigned char file_byte(const char *path, uint64_t off)
-{
-	unsigned char b = 0;
-	int fd = open(path, O_RDONLY);
-
-	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
-	close(fd);
-	return b;
-}
-
 int main(void)
 {
 	struct uf_object *obj;
@@ -41,8 +31,8 @@ int main(void)
 	CHECK(vma && uf_vma_len(vma) == 16 * PG, "length %zu", vma ? uf_vma_len(vma) : 0);
 	CHECK(uf_find_vma(mm, m + 20 * PG) == NULL, "uf_find_vma in the cut-off part");
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK(file_byte(path, 20 * PG) == 0x20, "write to the cut-off part lost");
-	CHECK(file_byte(path, 3 * PG) == 0x03, "write lost");
+	CHECK(ut_file_byte(path, 20 * PG) == 0x20, "write to the cut-off part lost");
+	CHECK(ut_file_byte(path, 3 * PG) == 0x03, "write lost");
 	own = mmap(m + 16 * PG, 16 * PG, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	CHECK(own == m + 16 * PG, "mmap in the freed range: %s", strerror(errno));
@@ -50,7 +40,7 @@ int main(void)
 	m[4 * PG] = 0x04;
 	CHECK_RET(uf_munmap(mm, m, 16 * PG), 0);
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK(file_byte(path, 4 * PG) == 0x04, "write before uf_munmap lost");
+	CHECK(ut_file_byte(path, 4 * PG) == 0x04, "write before uf_munmap lost");
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
 	CHECK(own[0] == 0x77 && own[16 * PG - 1] == 0x77, "the program's mapping changed");

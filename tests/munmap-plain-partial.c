@@ -15,16 +15,6 @@
 #define NPAGES	32
 #define SIZE	(NPAGES * PG)
 
-static unsigned char file_byte(const char *path, uint64_t off)
-{
-	unsigned char b = 0;
-	int fd = open(path, O_RDONLY);
-
-	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
-	close(fd);
-	return b;
-}
-
 static void run(unsigned int flags)
 {
 	struct uf_mm_config cfg = { .flags = flags };
@@ -56,17 +46,17 @@ static void run(unsigned int flags)
 	m[20 * PG] = 0x20;
 	m[5 * PG] = 0x05;
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK(file_byte(path, 14 * PG) == 0x10, "write to the unmapped part lost");
-	CHECK(file_byte(path, 15 * PG + 1) == 0x11, "write to the unmapped part lost");
-	CHECK(file_byte(path, 6 * PG) == 0x02, "head write lost");
-	CHECK(file_byte(path, 24 * PG) == 0x20, "tail write lost");
-	CHECK(file_byte(path, 9 * PG) == 0x05, "head write after munmap lost");
+	CHECK(ut_file_byte(path, 14 * PG) == 0x10, "write to the unmapped part lost");
+	CHECK(ut_file_byte(path, 15 * PG + 1) == 0x11, "write to the unmapped part lost");
+	CHECK(ut_file_byte(path, 6 * PG) == 0x02, "head write lost");
+	CHECK(ut_file_byte(path, 24 * PG) == 0x20, "tail write lost");
+	CHECK(ut_file_byte(path, 9 * PG) == 0x05, "head write after munmap lost");
 
 	CHECK(munmap(m, 2 * PG) == 0, "munmap head");
 	CHECK(uf_find_vma(mm, m) == NULL, "uf_find_vma after head munmap");
 	m[3 * PG] = 0x33;
 	CHECK_RET(uf_msync(mm, m + 2 * PG, 6 * PG, UF_MS_SYNC), 0);
-	CHECK(file_byte(path, 7 * PG) == 0x33, "write to the trimmed head lost");
+	CHECK(ut_file_byte(path, 7 * PG) == 0x33, "write to the trimmed head lost");
 	CHECK_RET(uf_munmap(mm, m + 2 * PG, 6 * PG), 0);
 	CHECK_RET(uf_munmap(mm, m + 16 * PG, 12 * PG), 0);
 	uf_object_put(obj);

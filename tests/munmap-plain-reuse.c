@@ -14,16 +14,6 @@
 #define NPAGES	16
 #define SIZE	(NPAGES * PG)
 
-static unsigned char file_byte(const char *path, uint64_t off)
-{
-	unsigned char b = 0;
-	int fd = open(path, O_RDONLY);
-
-	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
-	close(fd);
-	return b;
-}
-
 static void run(unsigned int flags)
 {
 	struct uf_mm_config cfg = { .flags = flags };
@@ -57,11 +47,11 @@ static void run(unsigned int flags)
 	mb[3 * PG] = 0xb3;
 	CHECK_RET(uf_object_sync(b), 0);
 	CHECK_RET(uf_object_sync(a), 0);
-	CHECK(file_byte(pa, 1 * PG) == 0xa1, "a: write before munmap lost");
-	CHECK(file_byte(pa, 2 * PG + 7) == 0xa2, "a: write before munmap lost");
-	CHECK(file_byte(pa, 3 * PG) == ut_pattern(3 * PG), "a: got b's write");
-	CHECK(file_byte(pb, 1 * PG) == 0xb1, "b: write lost");
-	CHECK(file_byte(pb, 3 * PG) == 0xb3, "b: write lost");
+	CHECK(ut_file_byte(pa, 1 * PG) == 0xa1, "a: write before munmap lost");
+	CHECK(ut_file_byte(pa, 2 * PG + 7) == 0xa2, "a: write before munmap lost");
+	CHECK(ut_file_byte(pa, 3 * PG) == ut_pattern(3 * PG), "a: got b's write");
+	CHECK(ut_file_byte(pb, 1 * PG) == 0xb1, "b: write lost");
+	CHECK(ut_file_byte(pb, 3 * PG) == 0xb3, "b: write lost");
 
 	/* the program's own mapping over b's old range, after a plain munmap */
 	CHECK(munmap(mb, SIZE) == 0, "munmap b");
@@ -72,7 +62,7 @@ static void run(unsigned int flags)
 	uf_object_put(b);
 	uf_mm_destroy(mm);
 	CHECK(own[0] == 0x5c && own[SIZE - 1] == 0x5c, "the program's mapping changed");
-	CHECK(file_byte(pb, 3 * PG) == 0xb3, "b: write lost at the end");
+	CHECK(ut_file_byte(pb, 3 * PG) == 0xb3, "b: write lost at the end");
 	munmap(own, SIZE);
 	unlink(pa);
 	unlink(pb);
