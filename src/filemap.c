@@ -4,7 +4,8 @@
  * cache from the store, uf_object_pread()/pwrite(), object lifetime.
  *
  * The cache of an object is a memfd.  A page is filled by a uffd copy into
- * obj->cache_map, a mapping of the whole memfd that nothing ever touches:
+ * obj->cache_map, a PROT_NONE mapping of the whole memfd that nothing
+ * ever touches (truncate.c):
  * the copy inserts the page into the memfd atomically and refuses a page
  * that is already present (EEXIST), so a fill never overwrites a page that
  * a program has already written.  Every mapping of the object then sees the

@@ -25,7 +25,11 @@
 /*
  * Make obj->cache_map cover @size bytes: a MAP_SHARED mapping of the
  * memfd, registered MISSING, target of uffd copies.  Past i_size it is
- * never used.
+ * never used.  It is PROT_NONE: a copy fills a hole of the memfd whatever
+ * the mapping's protection, and a stray access (nothing of ufault's ever
+ * reads or writes it) gets SIGSEGV from the kernel, EFAULT in a system
+ * call, instead of a missing-page fault no VMA of the table covers, which
+ * would be served again and again.
  * Locking: obj->invalidate_lock held exclusive (or the object is new).
  */
 int uf_object_cache_map(struct uf_object *obj, uint64_t size)
@@ -40,7 +44,7 @@ int uf_object_cache_map(struct uf_object *obj, uint64_t size)
 		cap = 64ULL << 20;
 	while (cap < size)
 		cap *= 2;
-	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, obj->memfd, 0);
+	p = mmap(NULL, cap, PROT_NONE, MAP_SHARED | MAP_NORESERVE, obj->memfd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	ret = uf_uffd_register(&obj->mm->uffd, (unsigned long)p, cap, false);
