@@ -363,6 +363,36 @@ out:
 /* ->fault for object mappings                                         */
 /* ------------------------------------------------------------------ */
 
+/*
+ * A missing-page fault on @pgoff, which the page state says is present:
+ * unless a fill put it there since the fault was raised, the program took
+ * it out of the memfd behind ufault's back -- madvise(MADV_REMOVE) on a
+ * shared mapping, which punches the cache as it would punch a file (the
+ * kernel's remove event does not tell it from MADV_DONTNEED, which leaves
+ * the cache alone).  The object sees a punch of that page, as a file
+ * would: it reads zero from now on, and the zeros reach the store on the
+ * next sync (dirty).  Without this the fill would skip the page, and the
+ * access would fault again for ever.  A page really present (or swapped
+ * out) is left alone: the copy refuses it.
+ * Locking: obj->invalidate_lock held shared.
+ */
+static int fill_removed(struct uf_object *obj, uint64_t pgoff)
+{
+	static const char zeros[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
+	unsigned long dst = (unsigned long)obj->cache_map + (pgoff << PAGE_SHIFT);
+	unsigned char vec = 0;
+	size_t copied = 0;
+	int ret;
+
+	if (mincore((void *)dst, PAGE_SIZE, &vec) == 0 && (vec & 1))
+		return 0;
+	ret = uf_uffd_copy(&obj->mm->uffd, dst, zeros, PAGE_SIZE, UF_UFFD_DONTWAKE, &copied);
+	if (copied)
+		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
+	return ret == -EEXIST ? 0 : ret;
+}
+
+
 UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
 	struct uf_object *obj;
@@ -389,6 +419,8 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 	/* one store read per run of holes, one wake (by the caller) */
 	ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
+	if (!ret && !major && !uf_protocol_broken())
+		ret = fill_removed(obj, fdata->pgoff);
 	if (!uf_protocol_broken())
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 	uf_readahead_submit(vma, &ra);

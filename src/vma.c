@@ -511,14 +511,25 @@ void uf_vma_event(void *owner, const struct uffd_msg *msg)
 			__vma_unmap_event(mm, msg->arg.remove.start, msg->arg.remove.end, kv, &l);
 		break;
 	case UFFD_EVENT_REMOVE: {
-		/* sent before the zap: the written bits are about to go */
+		/*
+		 * Sent before MADV_DONTNEED zaps the range (the written bits
+		 * go) or MADV_REMOVE punches the cache under a shared mapping
+		 * (the pages then read zero, as from a punched file): either
+		 * way every cached page a shared mapping of a writable object
+		 * shows there is dirty, so that the store gets what the cache
+		 * holds -- the zeros of a punch included.  The page state still
+		 * says "present" for a punched page: its next fault finds out
+		 * (filemap.c), and pread() reads the hole's zeros meanwhile.
+		 */
 		unsigned long s = msg->arg.remove.start, e = msg->arg.remove.end;
 		size_t i;
 
 		for (i = __vma_index(mm, s); i < mm->nvmas && mm->vmas[i]->start < e; i++) {
 			struct uf_vma *v = mm->vmas[i];
+			unsigned long a = v->start > s ? v->start : s, b = v->end < e ? v->end : e;
 
-			__vma_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
+			if (v->obj && (v->flags & VMA_SHARED) && !v->obj->readonly)
+				__vma_mark_dirty(v, a, b);
 		}
 		break;
 	}
