@@ -6,15 +6,25 @@
  * A mapping keeps a small table of streams.  A fault at the page where a
  * stream's last window ended is sequential: the window grows (16 pages,
  * then x4 while under ra_max/4, then x2, up to mm->ra_max) and is filled
- * now; from the stream's second window on, the window after it is filled
- * in the background by the mm's worker
- * (worker.c), on the other CPU while the faulting thread goes on.  A
- * fault inside a background window still queued takes the window over and
- * fills it now; one inside a window being filled waits for it (250 ms at
- * most), then finds its page (a minor fault).  Any other fault reads its
- * own page only, and notes a candidate stream starting at the next page,
- * so two threads reading two halves of one mapping each keep
- * their stream.  A fault at the first page of the mapping starts a stream.
+ * now.  From the stream's second window on, the window after it is filled
+ * in the background by the mm's worker (worker.c), on the other CPU while
+ * the faulting thread goes on -- all but its first page, the marker, which
+ * is left a hole (the kernel's PG_readahead page): the stream's thread
+ * faults there as it enters the window, and that fault reads the marker
+ * alone and queues the next window.  So the worker stays a window ahead of
+ * a steady reader, which never waits for a window being read (asynchronous
+ * readahead); without the marker the reader would find nothing queued at
+ * each window's end and wait for the next window to be read.
+ *
+ * A fault inside a background window still queued takes the window over
+ * and fills it now; one inside a window being filled waits for it (250 ms
+ * at most), then finds its page (a minor fault).  Any other fault reads
+ * its own page only, and notes a candidate stream starting at the next
+ * page, so two threads reading two halves of one mapping each keep their
+ * stream.  A candidate that proves sequential starts with the window of
+ * the mapping's largest stream (threads reading one mapping in parallel
+ * read alike), else with 16 pages.  A fault at the first page of the
+ * mapping starts a stream.
  *
  * Fills never overwrite a present page (filemap.c fills holes only), so a
  * background window that overlaps pages a program wrote loses nothing.
@@ -37,11 +47,13 @@
 #define RA_STREAMS	8
 #define RA_INIT		16	/* pages: a new stream's first window */
 #define RA_WAIT_MS	250	/* longest wait for a background window */
+#define RA_NONE		UINT64_MAX
 
 enum ra_job_state { RA_IDLE, RA_QUEUED, RA_RUNNING };
 
 struct ra_stream {
 	uint64_t next;		/* the page after the stream's last window */
+	uint64_t marker;	/* the hole left in the last background window */
 	uint64_t used;		/* LRU clock */
 	size_t size;		/* pages in the last window; 0: candidate */
 	/* the background window: [job_first, job_first + job_n) */
@@ -49,6 +61,9 @@ struct ra_stream {
 	size_t job_n;
 	unsigned int job_state;
 	uint64_t job_gen;	/* a queued item with another gen is stale */
+	/* the window to queue when this one is done (job_n 0: none) */
+	uint64_t chain_first;
+	size_t chain_n;
 };
 
 struct uf_ra_state {
@@ -75,7 +90,7 @@ int uf_readahead_init(struct uf_vma *vma)
 	pthread_mutex_init(&ra->lock, NULL);
 	pthread_cond_init(&ra->cond, NULL);
 	for (i = 0; i < RA_STREAMS; i++)
-		ra->s[i].next = UINT64_MAX;
+		ra->s[i].next = ra->s[i].marker = RA_NONE;
 	vma->ra = ra;
 	return 0;
 }
@@ -99,6 +114,23 @@ static void vma_get(struct uf_vma *vma)
 	pthread_mutex_unlock(&vma->ref_lock);
 }
 
+/*
+ * The window chained behind the one just done becomes the job: return
+ * true when @s has one queued now (its gen in *gen).
+ * Locking: ra->lock held.
+ */
+static bool __ra_chain(struct ra_stream *s, uint64_t *gen)
+{
+	if (!s->chain_n)
+		return false;
+	s->job_first = s->chain_first;
+	s->job_n = s->chain_n;
+	s->chain_n = 0;
+	s->job_state = RA_QUEUED;
+	*gen = ++s->job_gen;
+	return true;
+}
+
 /* Fill a background window.  Runs in the worker, no lock held. */
 static void ra_work_fn(struct uf_work *work, bool run)
 {
@@ -113,8 +145,10 @@ static void ra_work_fn(struct uf_work *work, bool run)
 
 	pthread_mutex_lock(&ra->lock);
 	if (!run || s->job_gen != w->gen || s->job_state != RA_QUEUED) {
-		if (s->job_gen == w->gen && s->job_state == RA_QUEUED)
+		if (s->job_gen == w->gen && s->job_state == RA_QUEUED) {
 			s->job_state = RA_IDLE;		/* dropped */
+			s->chain_n = 0;
+		}
 		pthread_mutex_unlock(&ra->lock);
 		goto out;
 	}
@@ -139,6 +173,17 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	pthread_mutex_lock(&ra->lock);
 	s->job_state = RA_IDLE;
 	pthread_cond_broadcast(&ra->cond);
+	/* the stream's reader has passed this window's marker: on to the
+	 * next (the item goes to the back of the queue: streams take turns) */
+	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) && __ra_chain(s, &w->gen)) {
+		pthread_mutex_unlock(&ra->lock);
+		if (uf_worker_queue(vma->mm, &w->work))
+			return;
+		pthread_mutex_lock(&ra->lock);
+		if (s->job_gen == w->gen)
+			s->job_state = RA_IDLE;
+	}
+	s->chain_n = 0;
 	pthread_mutex_unlock(&ra->lock);
 out:
 	uf_vma_put(vma);
@@ -160,6 +205,53 @@ static struct ra_stream *__ra_victim(struct uf_ra_state *ra)
 			v = s;
 	}
 	return v;
+}
+
+/*
+ * The window after @s's last, ra_max pages: its first page (s->next) is
+ * the marker, the pages after it go to the worker -- now, or when the stream's
+ * window being filled is done.  Sets req's background part when it is
+ * to be queued now.
+ * Locking: ra->lock held.
+ */
+static void __ra_next_window(struct uf_vma *vma, struct uf_ra_state *ra, struct ra_stream *s,
+			     struct uf_ra_req *req)
+{
+	uint64_t end = DIV_ROUND_UP(__atomic_load_n(&vma->obj->size, __ATOMIC_ACQUIRE), PAGE_SIZE);
+	uint64_t m = s->next;
+	size_t n = vma->mm->ra_max - 1;
+
+	s->size = vma->mm->ra_max;
+	if (m >= end)
+		return;
+	s->marker = m;
+	if (n > end - m - 1)
+		n = end - m - 1;
+	s->next = m + 1 + n;
+	if (!n)
+		return;
+	if (s->job_state != RA_IDLE) {
+		s->chain_first = m + 1;
+		s->chain_n = n;
+		return;
+	}
+	s->job_first = m + 1;
+	s->job_n = n;
+	s->job_state = RA_QUEUED;
+	s->job_gen++;
+	req->bg_first = s->job_first;
+	req->bg_n = n;
+	req->idx = (int)(s - ra->s);
+	req->gen = s->job_gen;
+}
+
+/* The window after one of @size pages: x4 while small, as the kernel
+ * ramps a new stream, then x2, up to ra_max. */
+static size_t ra_grow(const struct uf_mm *mm, size_t size)
+{
+	size_t n = !size ? RA_INIT : size < mm->ra_max / 4 ? 4 * size : 2 * size;
+
+	return n > mm->ra_max ? mm->ra_max : n;
 }
 
 /*
@@ -196,6 +288,7 @@ again:
 			break;
 	}
 	if (i < RA_STREAMS) {
+		s->used = ra->clock;
 		if (s->job_state == RA_RUNNING) {
 			/*
 			 * The worker is filling it: wait, then find the page.  Not
@@ -219,14 +312,43 @@ again:
 			return;		/* this page only */
 		}
 		/* still queued: take the window over (the queued item is
-		 * stale now) and go on from its end */
+		 * stale now), and queue what was to follow it */
 		s->job_gen++;
 		s->job_state = RA_IDLE;
-		s->used = ra->clock;
 		req->first = s->job_first;
 		req->n = s->job_n;
-		n = s->size;
-		goto background;
+		if (__ra_chain(s, &req->gen)) {
+			req->bg_first = s->job_first;
+			req->bg_n = s->job_n;
+			req->idx = i;
+		}
+		pthread_mutex_unlock(&ra->lock);
+		return;
+	}
+	if (waited) {
+		/* the window it waited for is in: its page is too */
+		pthread_mutex_unlock(&ra->lock);
+		return;
+	}
+	for (i = 0; i < RA_STREAMS; i++)
+		if (ra->s[i].marker == pgoff)
+			break;
+	if (i < RA_STREAMS) {
+		/* the stream's reader enters its last window: this page now,
+		 * the next window in the background */
+		s = &ra->s[i];
+		s->marker = RA_NONE;
+		s->used = ra->clock;
+		if (s->job_state == RA_QUEUED && s->job_first == pgoff + 1) {
+			/* the worker has not begun this window: read it now,
+			 * with its marker (the reader would wait for it next) */
+			s->job_gen++;
+			s->job_state = RA_IDLE;
+			req->n = 1 + s->job_n;
+		}
+		__ra_next_window(vma, ra, s, req);
+		pthread_mutex_unlock(&ra->lock);
+		return;
 	}
 	for (i = 0; i < RA_STREAMS; i++)
 		if (ra->s[i].next == pgoff)
@@ -243,43 +365,29 @@ again:
 		} else {
 			s = &ra->s[i];
 		}
-		/* a stream's first window is read alone: one fault at the
-		 * start of a mapping is no stream yet */
-		if (!s->size)
+		/* a fault at the start of a mapping is no stream yet: its
+		 * window is read alone */
+		if (i == RA_STREAMS && !s->size)
 			async = false;
-		/* quadruple while small, as the kernel ramps a new stream */
-		n = !s->size ? RA_INIT : s->size < mm->ra_max / 4 ? 4 * s->size : 2 * s->size;
-		if (n > mm->ra_max)
-			n = mm->ra_max;
+		n = !s->size ? RA_INIT : ra_grow(mm, s->size);
 		s->size = n;
 		s->used = ra->clock;
+		s->marker = RA_NONE;
+		s->next = pgoff + n;
 		req->n = n;
-		goto background;
+		if (async)
+			__ra_next_window(vma, ra, s, req);
+		pthread_mutex_unlock(&ra->lock);
+		return;
 	}
 	/* not part of a stream: this page only; a fault at the next page
 	 * would start one */
 	s = __ra_victim(ra);
 	if (s) {
 		s->next = pgoff + 1;
+		s->marker = RA_NONE;
 		s->size = 0;
 		s->used = ra->clock;
-	}
-	pthread_mutex_unlock(&ra->lock);
-	return;
-
-background:
-	s->next = req->first + req->n;
-	if (async && !s->job_state &&
-	    s->next < DIV_ROUND_UP(__atomic_load_n(&vma->obj->size, __ATOMIC_ACQUIRE), PAGE_SIZE)) {
-		s->job_first = s->next;
-		s->job_n = n;
-		s->job_state = RA_QUEUED;
-		s->job_gen++;
-		s->next += n;
-		req->bg_first = s->job_first;
-		req->bg_n = n;
-		req->idx = (int)(s - ra->s);
-		req->gen = s->job_gen;
 	}
 	pthread_mutex_unlock(&ra->lock);
 }
@@ -291,6 +399,7 @@ background:
 void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
 {
 	struct uf_ra_state *ra = vma->ra;
+	struct ra_stream *s;
 	struct ra_work *w;
 
 	if (!req->bg_n)
@@ -307,9 +416,17 @@ void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
 		uf_vma_put(vma);
 		free(w);
 	}
-	/* no worker: the window is simply not read ahead */
+	/* no worker: the window is simply not read ahead, and the stream
+	 * goes on at its marker */
 	pthread_mutex_lock(&ra->lock);
-	if (ra->s[req->idx].job_gen == req->gen)
-		ra->s[req->idx].job_state = RA_IDLE;
+	s = &ra->s[req->idx];
+	if (s->job_gen == req->gen) {
+		s->job_state = RA_IDLE;
+		s->chain_n = 0;
+		if (s->marker == req->bg_first - 1) {
+			s->next = s->marker;
+			s->marker = RA_NONE;
+		}
+	}
 	pthread_mutex_unlock(&ra->lock);
 }

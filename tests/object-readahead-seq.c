@@ -1,6 +1,7 @@
 /* Description: a sequential read of a 16 MiB object through a shared
  * mapping takes few major faults: the readahead window grows to the 2 MiB
- * default (512 pages), readahead_pages covers nearly the whole object, and
+ * default (512 pages, read in the background less its first page, which
+ * the reader's fault reads), readahead_pages covers nearly the whole object, and
  * every page is read from the store exactly once (a recording store checks
  * the read calls and their sizes); a smaller readahead_max caps the window.
  * Runs on the tmpfs and disk file stores and the recording store (the
@@ -49,8 +50,10 @@ static void check_reads(struct ctx *c, uint64_t majors)
 	}
 	printf("%s: %zu store reads, largest %zu bytes\n", c->name, c->st->nreads, maxlen);
 	pthread_mutex_unlock(&c->st->lock);
-	CHECK(maxlen == c->ra_max * UF_PAGE_SIZE, "%s: largest read %zu bytes, want the %zu-page window",
-	      c->name, maxlen, c->ra_max);
+	/* a background window is read less its first page (the marker, read
+	 * by the reader's fault there) */
+	CHECK(maxlen == c->ra_max * UF_PAGE_SIZE || maxlen == (c->ra_max - 1) * UF_PAGE_SIZE,
+	      "%s: largest read %zu bytes, want the %zu-page window", c->name, maxlen, c->ra_max);
 }
 
 static void run(struct ctx *c, struct uf_object *obj)
