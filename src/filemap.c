@@ -207,7 +207,12 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		bool locked = direct && pthread_rwlock_tryrdlock(&obj->mm->vma_lock) == 0;
 
 		dst = copy_dest(obj, locked ? vma : NULL, pgoff + i, npages - i, &run, &mode);
-		ret = uf_uffd_copy(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT), run << PAGE_SHIFT, mode, &copied);
+		if (dst == (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT))
+			ret = uf_uffd_copy(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT),
+					   run << PAGE_SHIFT, mode, &copied);
+		else	/* -EAGAIN while the table may be behind the kernel */
+			ret = uf_uffd_copy_mapped(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT),
+						  run << PAGE_SHIFT, mode, &copied);
 		if (locked)
 			pthread_rwlock_unlock(&obj->mm->vma_lock);
 		for (k = 0; k < copied >> PAGE_SHIFT; k++)
@@ -216,9 +221,11 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		i += copied >> PAGE_SHIFT;
 		if (ret && dst + copied != (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT)) {
 			/*
-			 * The mapping refused: going away, or a marker holds the
-			 * PTE (EEXIST then says nothing of the cache).  Retry
-			 * through cache_map, whose answer is the cache's.
+			 * The mapping refused: going away, moved or unmapped by
+			 * the program with the table not yet told (EAGAIN), or
+			 * a marker holds the PTE (EEXIST then says nothing of
+			 * the cache).  Retry through cache_map, whose answer is
+			 * the cache's.
 			 */
 			direct = false;
 			continue;

@@ -114,6 +114,15 @@ struct uf_uffd {
 	bool ev_applying;		/* a thread applies evq (one at a time) */
 	struct uffd_msg *pending;	/* faults read by another thread */
 	size_t npending, pending_cap;
+	/*
+	 * A copy into the program's own mappings (uf_uffd_copy_mapped)
+	 * holds copy_lock shared; a read of the fd holds it exclusive
+	 * (outside ev_lock).  The kernel changes a mapping before it queues
+	 * the event, and copies there fail with EAGAIN only until the event
+	 * is read: with no read during the copy, and every event read before
+	 * applied, the owner's table is the kernel's for its length.
+	 */
+	pthread_rwlock_t copy_lock;
 };
 
 #define UF_UFFD_DONTWAKE	0x01	/* uf_uffd_copy: leave waiters asleep */
@@ -131,6 +140,8 @@ int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long l
 void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len);
 int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
 		 unsigned int flags, size_t *copied);
+int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
+			unsigned int flags, size_t *copied);
 int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len);
 int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len);
 void uf_uffd_quiesce(struct uf_uffd *u);

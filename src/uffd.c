@@ -132,6 +132,15 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 	u->features = want;
 	pthread_mutex_init(&u->ev_lock, NULL);
 	pthread_cond_init(&u->ev_cond, NULL);
+	{
+		pthread_rwlockattr_t a;
+
+		/* a reader of the fd is not kept out by a stream of copies */
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&u->copy_lock, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
 	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (u->stopfd < 0)
 		return -errno;
@@ -225,9 +234,11 @@ static bool __room(struct uffd_msg **q, size_t used, size_t *cap, size_t n)
  * read (they are applied in that order: a move and an unmap of the same
  * addresses do not commute); faults go to @faults, or with @faults NULL
  * to the pending queue.  Return the faults given back in @faults.
- * Locking: takes ev_lock, so that uf_uffd_quiesce() sees every event
- * whose reader has returned from read().  Without memory to keep what it
- * would read, nothing is read.
+ * Locking: takes copy_lock exclusive (no copy into a mapping of the
+ * program runs across a read: see uf_uffd_copy_mapped()), then ev_lock,
+ * so that uf_uffd_quiesce() sees every event whose reader has returned
+ * from read().  Without memory to keep what it would read, nothing is
+ * read.
  */
 static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, size_t *nread)
 {
@@ -237,10 +248,12 @@ static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, 
 
 	if (max > 16)
 		max = 16;
+	pthread_rwlock_wrlock(&u->copy_lock);
 	pthread_mutex_lock(&u->ev_lock);
 	if (!__room(&u->evq, u->nevq, &u->evq_cap, max) ||
 	    (!faults && !__room(&u->pending, u->npending, &u->pending_cap, max))) {
 		pthread_mutex_unlock(&u->ev_lock);
+		pthread_rwlock_unlock(&u->copy_lock);
 		*nread = 0;
 		return 0;
 	}
@@ -249,9 +262,9 @@ static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, 
 	for (i = 0; i < cnt; i++) {
 		if (is_event(&msgs[i])) {
 			u->evq[u->nevq] = msgs[i];
-			/* (nevq is also peeked at without the lock) */
+			/* (nevq and ev_read are also read without the lock) */
 			__atomic_store_n(&u->nevq, u->nevq + 1, __ATOMIC_RELAXED);
-			u->ev_read++;
+			__atomic_store_n(&u->ev_read, u->ev_read + 1, __ATOMIC_RELAXED);
 		} else if (faults) {
 			faults[nf++] = msgs[i];
 		} else {
@@ -259,6 +272,7 @@ static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, 
 		}
 	}
 	pthread_mutex_unlock(&u->ev_lock);
+	pthread_rwlock_unlock(&u->copy_lock);
 	*nread = cnt;
 	return nf;
 }
@@ -285,7 +299,7 @@ static void apply_events(struct uf_uffd *u)
 		if (u->ops->event)
 			u->ops->event(u->owner, &m);
 		pthread_mutex_lock(&u->ev_lock);
-		u->ev_done++;
+		__atomic_store_n(&u->ev_done, u->ev_done + 1, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&u->ev_cond);
 	}
 	u->ev_applying = false;
@@ -639,6 +653,7 @@ void uf_uffd_close(struct uf_uffd *u)
 		close(u->fd);
 		pthread_mutex_destroy(&u->ev_lock);
 		pthread_cond_destroy(&u->ev_cond);
+		pthread_rwlock_destroy(&u->copy_lock);
 	}
 	u->fd = u->stopfd = u->kickfd = -1;
 	free(u->pending);
@@ -752,6 +767,57 @@ int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t l
 	if (copied)
 		*copied += c.copy;
 	return 0;
+}
+
+/*
+ * uf_uffd_copy_mapped - uf_uffd_copy() into the program's own mapping at
+ * @dst, as the owner's table shows it.  The program may have unmapped or
+ * moved that mapping and put another there (one of this fd too); the
+ * kernel makes such copies fail with EAGAIN only until the event is read,
+ * so a copy made after another thread read the event, but before the
+ * table shows it, would land in whatever is there now -- another object's
+ * cache, another page of this one.  So the copy is made only while every
+ * event read has been applied, with reads of the fd kept out until it is
+ * done (copy_lock); else, or on EAGAIN (an event is unread), it returns
+ * -EAGAIN at once, and the caller copies elsewhere or looks again: it
+ * does not read the fd itself, which would wait for its own copy_lock.
+ * *copied grows as with uf_uffd_copy().
+ * Locking: the caller holds what keeps its table from changing (the
+ * owner's lock that ->event takes, shared), taken before copy_lock.
+ */
+int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
+			unsigned int flags, size_t *copied)
+{
+	struct uffdio_copy c = {
+		.dst = dst, .src = (unsigned long)src, .len = len,
+		.mode = ((flags & UF_UFFD_DONTWAKE) ? UFFDIO_COPY_MODE_DONTWAKE : 0) |
+			((flags & UF_UFFD_WP) ? UFFDIO_COPY_MODE_WP : 0),
+	};
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&u->copy_lock);
+	/* (ev_read cannot move under copy_lock; ev_done only grows to it) */
+	if (__atomic_load_n(&u->ev_done, __ATOMIC_ACQUIRE) !=
+	    __atomic_load_n(&u->ev_read, __ATOMIC_RELAXED)) {
+		pthread_rwlock_unlock(&u->copy_lock);
+		return -EAGAIN;
+	}
+	while (ioctl(u->fd, UFFDIO_COPY, &c) < 0) {
+		ret = -errno;
+		if (c.copy <= 0)
+			break;
+		c.dst += c.copy;
+		c.src += c.copy;
+		c.len -= c.copy;
+		if (copied)
+			*copied += c.copy;
+		c.copy = 0;
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&u->copy_lock);
+	if (!ret && copied)
+		*copied += c.copy;
+	return ret;
 }
 
 /*
