@@ -742,12 +742,16 @@ static bool kview_at(struct kview *kv, unsigned long addr, struct kmap *km)
 /*
  * Does the kernel still map [a, b) of @v as @v does?  Return where that
  * stops (@a: not at all).  A range being mapped anew by uf_mmap() is not
- * @v's, whatever the kernel shows there.
+ * @v's, whatever the kernel shows there.  Page by page where @v has
+ * nonlinear windows: the kernel's mapping may be linear there now (the
+ * program shrank the mapping, then grew it in place again before the
+ * shrink's event was applied).
  * Locking: mm->vma_lock held.
  */
 static unsigned long __vma_live_until(struct uf_mm *mm, struct uf_vma *v, unsigned long a,
 				      unsigned long b, struct kview *kv)
 {
+	unsigned long end, x;
 	struct uf_vma *bz;
 	struct kmap km;
 
@@ -760,7 +764,12 @@ static unsigned long __vma_live_until(struct uf_mm *mm, struct uf_vma *v, unsign
 		     km.off + (a - km.start) != __uf_vma_pgoff(v, a) << PAGE_SHIFT
 		   : km.ino != 0 || km.shared)
 		return a;
-	return km.end < b ? km.end : b;
+	end = km.end < b ? km.end : b;
+	if (v->nl_pgoff)
+		for (x = a + PAGE_SIZE; x < end; x += PAGE_SIZE)
+			if (km.off + (x - km.start) != __uf_vma_pgoff(v, x) << PAGE_SHIFT)
+				return x;
+	return end;
 }
 
 /*
