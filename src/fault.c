@@ -613,33 +613,47 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 	unsigned long page_addr = address & PAGE_MASK;
 	uint64_t pgoff = 0;
 	bool inside;
-	int ret;
+	int ret = 0;
 
 	if (!vma || !kaddr || !PAGE_ALIGNED(kaddr))
 		return -EINVAL;
 	if (uf_forked(vma->mm))
 		return -ECHILD;
-	/* (the program may unmap or move part of the mapping meanwhile) */
-	pthread_rwlock_rdlock(&vma->mm->vma_lock);
-	inside = address >= vma->start && address < vma->end;
-	if (inside && vma->obj)
-		pgoff = __uf_vma_pgoff(vma, page_addr);
-	pthread_rwlock_unlock(&vma->mm->vma_lock);
+	/*
+	 * The program may unmap or move part of the mapping meanwhile, and
+	 * put another there: an operation mapping's page is copied in only
+	 * while the table is known to be the kernel's (uf_uffd_copy_mapped),
+	 * else the events are applied and the address looked at again.
+	 */
+	for (;;) {
+		pthread_rwlock_rdlock(&vma->mm->vma_lock);
+		/* (an object's cache takes the page whatever the mapping) */
+		inside = address >= vma->start && address < vma->end &&
+			 (vma->obj || !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE));
+		if (inside && vma->obj)
+			pgoff = __uf_vma_pgoff(vma, page_addr);
+		if (!inside || vma->obj) {
+			pthread_rwlock_unlock(&vma->mm->vma_lock);
+			break;
+		}
+		ret = uf_uffd_copy_mapped(&vma->mm->uffd, page_addr, kaddr, PAGE_SIZE,
+					  cur.vma == vma && cur.page == page_addr ?
+					  UF_UFFD_DONTWAKE : 0, NULL);
+		pthread_rwlock_unlock(&vma->mm->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(&vma->mm->uffd);
+	}
 	if (!inside)
 		return -EINVAL;
 	if (vma->obj) {
 		ret = uf_object_insert(vma->obj, pgoff, kaddr);
 		if ((ret == 0 || ret == -EEXIST) && !(cur.vma == vma && cur.page == page_addr))
 			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
-	} else {
-		/* the page being faulted on is woken by handle_fault(),
-		 * after the fault is counted; any other page now */
-		bool current = cur.vma == vma && cur.page == page_addr;
-
-		ret = uf_uffd_copy(&vma->mm->uffd, page_addr, kaddr, PAGE_SIZE,
-				   current ? UF_UFFD_DONTWAKE : 0, NULL);
-		if (ret == -EEXIST && !current)
-			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
+	} else if (ret == -EEXIST && !(cur.vma == vma && cur.page == page_addr)) {
+		/* (copied above) the page being faulted on is woken by
+		 * handle_fault(), after the fault is counted; any other now */
+		uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
 	}
 	if ((ret == 0 || ret == -EEXIST) && cur.vma == vma && cur.page == page_addr)
 		cur.installed = true;

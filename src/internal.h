@@ -145,6 +145,7 @@ int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, s
 int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len);
 int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len);
 void uf_uffd_quiesce(struct uf_uffd *u);
+void uf_uffd_settle(struct uf_uffd *u);
 bool uf_uffd_in_handler(const struct uf_uffd *u);
 int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg);
 int uf_uffd_zap(struct uf_uffd *u, const unsigned long *addrs, size_t n, size_t len);

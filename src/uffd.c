@@ -440,6 +440,18 @@ void uf_uffd_quiesce(struct uf_uffd *u)
 	pthread_mutex_unlock(&u->ev_lock);
 }
 
+/*
+ * uf_uffd_settle - read what the fd holds and apply every event read, so
+ * that a copy refused by uf_uffd_copy_mapped() can be tried again against
+ * a table that shows what the program did.
+ * Locking: none may be held that ->event takes.
+ */
+void uf_uffd_settle(struct uf_uffd *u)
+{
+	uffd_drain(u);
+	uf_uffd_quiesce(u);
+}
+
 struct run_arg {
 	int (*fn)(void *arg);
 	void *arg;
