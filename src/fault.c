@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,15 +509,18 @@ static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uff
 		return;
 	}
 	/* count before the wake: a thread that reads the statistics after
-	 * its access returns must see its own fault */
+	 * its access returns must see its own fault (one woken by the fill's
+	 * copy already waits for this, in uf_fault_settle()) */
 	count_fault(vma, fdata.type);
 	count_latency(vma, &t0);
+	__atomic_store_n(&mm->serving_tid[slot], 0, __ATOMIC_RELEASE);
 	if (fdata.type == UF_FAULT_MINOR || fdata.type == UF_FAULT_MAJOR) {
 		/* a passed-on error is answered (page atomic: a stale one only
 		 * costs a later error its pass) */
 		if (__atomic_load_n(&mm->inflight_deferred, __ATOMIC_RELAXED) == page_addr)
 			__atomic_store_n(&mm->inflight_deferred, 0, __ATOMIC_RELAXED);
-		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+		if (!(fdata.flags & UF_FAULT_FLAG_WOKEN))
+			uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
 	} else if (vma->obj && !(fdata.flags & UF_FAULT_FLAG_EOF) &&
 		 inflight_pass_error(mm, slot, page_addr, tid))
 		;	/* the next handler answers this thread too */
@@ -532,10 +536,30 @@ static void handle_fault(void *owner, unsigned int slot, const struct uffd_msg *
 {
 	struct uf_mm *mm = owner;
 	unsigned long page_addr = msg->arg.pagefault.address & PAGE_MASK;
+	pid_t tid = (pid_t)msg->arg.pagefault.feat.ptid;
 
-	inflight_begin(mm, slot, page_addr, (pid_t)msg->arg.pagefault.feat.ptid);
+	inflight_begin(mm, slot, page_addr, tid);
+	__atomic_store_n(&mm->serving_tid[slot], tid, __ATOMIC_RELEASE);
 	__handle_fault(mm, slot, msg);
+	__atomic_store_n(&mm->serving_tid[slot], 0, __ATOMIC_RELEASE);
 	inflight_end(mm, slot);
+}
+
+/*
+ * uf_fault_settle - wait until the calling thread's own fault, if a handler
+ * still serves it, is counted.  A fill's copy can wake the faulting thread
+ * before the handler has counted the fault (it counts right after); a
+ * thread that reads the statistics after its access returns must see its
+ * own fault.  Waits for the calling thread's fault only, so microseconds.
+ */
+void uf_fault_settle(struct uf_mm *mm)
+{
+	unsigned int i, n = __atomic_load_n(&mm->uffd.nthreads, __ATOMIC_ACQUIRE);
+	pid_t self = gettid();
+
+	for (i = 0; i < n; i++)
+		while (__atomic_load_n(&mm->serving_tid[i], __ATOMIC_ACQUIRE) == self)
+			sched_yield();
 }
 
 static int fault_idle_ms(void *owner)

@@ -183,6 +183,23 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 }
 
 /*
+ * The page of the fault this thread is filling (uf_filemap_fault()) when
+ * its copy may wake the faulting thread itself: a copy straight into the
+ * faulting mapping that holds the page wakes its waiters (the kernel maps
+ * the page there and wakes in one call), which saves the fault path a
+ * wake of its own.  Only for a one-page fill: the fill is then done once
+ * the copy is, and fault.c counts the fault at once (uf_fault_settle()).
+ * Not into a writable mapping: the page must be marked present before its
+ * thread can write it, or a sync racing the mark would not count the
+ * write (dirty marking goes by the present bit).
+ */
+static __thread struct {
+	struct uf_vma *vma;		/* NULL: no copy wakes */
+	uint64_t pgoff;
+	bool woken;
+} fill_wake;
+
+/*
  * Copy @npages pages from @buf into the cache at @pgoff, skipping pages
  * that are present already.  Return the number newly inserted, or -errno.
  * Locking: obj->invalidate_lock held shared.  mm->vma_lock is only tried
@@ -207,12 +224,18 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		bool locked = direct && pthread_rwlock_tryrdlock(&obj->mm->vma_lock) == 0;
 
 		dst = copy_dest(obj, locked ? vma : NULL, pgoff + i, npages - i, &run, &mode);
+		if (vma && vma == fill_wake.vma && fill_wake.pgoff - (pgoff + i) < run &&
+		    dst != (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT) &&
+		    !(mode & UF_UFFD_WP) && !(vma->prot & PROT_WRITE))
+			mode &= ~UF_UFFD_DONTWAKE;
 		if (dst == (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT))
 			ret = uf_uffd_copy(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT),
 					   run << PAGE_SHIFT, mode, &copied);
 		else	/* -EAGAIN while the table may be behind the kernel */
 			ret = uf_uffd_copy_mapped(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT),
 						  run << PAGE_SHIFT, mode, &copied);
+		if (!(mode & UF_UFFD_DONTWAKE) && copied >> PAGE_SHIFT > fill_wake.pgoff - (pgoff + i))
+			fill_wake.woken = true;
 		if (locked)
 			pthread_rwlock_unlock(&obj->mm->vma_lock);
 		for (k = 0; k < copied >> PAGE_SHIFT; k++)
@@ -424,8 +447,16 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	 * (the VMA is kept alive by the caller's reference) */
 	if (!uf_protocol_broken())
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
-	/* one store read per run of holes, one wake (by the caller) */
+	/* one store read per run of holes, one wake (by the caller, or by
+	 * the copy of a lone page straight into the faulting mapping) */
+	if (ra.n == 1 && !ra.bg_n)
+		fill_wake.vma = vma;
+	fill_wake.pgoff = fdata->pgoff;
+	fill_wake.woken = false;
 	ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
+	fill_wake.vma = NULL;
+	if (fill_wake.woken)
+		fdata->flags |= UF_FAULT_FLAG_WOKEN;
 	if (!ret && !major && !uf_protocol_broken())
 		ret = fill_removed(obj, fdata->pgoff);
 	if (!uf_protocol_broken())

@@ -184,6 +184,9 @@ struct uf_mm {
 	unsigned long inflight_wait[UF_MAX_HANDLERS];	/* waiting to serve */
 	pid_t inflight_wait_tid[UF_MAX_HANDLERS];	/* ... this thread's fault */
 	unsigned long inflight_deferred;	/* a page whose error was passed on */
+	/* the thread whose fault each handler serves until it is counted:
+	 * it may be awake already (uf_fault_settle()) */
+	pid_t serving_tid[UF_MAX_HANDLERS];
 
 	/* poison markers on object pages, to lift again (fault.c) */
 	pthread_mutex_t poison_lock;
@@ -342,6 +345,9 @@ struct uf_vma *uf_fault_vma(void);
 /* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
  * kernel raises SIGBUS itself on the retry) */
 #define UF_FAULT_FLAG_EOF	0x80000000u
+/* ... its copy woke the faulting thread (no wake is due) */
+#define UF_FAULT_FLAG_WOKEN	0x40000000u
+void uf_fault_settle(struct uf_mm *mm);
 
 /* filemap.c */
 #define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */

@@ -312,6 +312,7 @@ UF_EXPORT int uf_mm_stats(struct uf_mm *mm, struct uf_stats *st)
 		return -EINVAL;
 	if (uf_forked(mm))
 		return -ECHILD;
+	uf_fault_settle(mm);
 	stats_copy(st, &mm->stats);
 	pthread_mutex_lock(&mm->obj_lock);
 	for (obj = mm->objects; obj; obj = obj->mm_next)
@@ -326,6 +327,7 @@ UF_EXPORT int uf_vma_stats(struct uf_vma *vma, struct uf_stats *st)
 		return -EINVAL;
 	if (uf_forked(vma->mm))
 		return -ECHILD;
+	uf_fault_settle(vma->mm);
 	stats_copy(st, &vma->stats);
 	if (vma->obj)
 		st->cache_pages = uf_object_cache_pages(vma->obj);

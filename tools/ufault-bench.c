@@ -176,6 +176,7 @@ struct bench_case {
 	int prot;		/* of the mapping: 0 means PROT_READ */
 	bool write;		/* store each page's tag (unchanged) instead of loading it */
 	unsigned int threads;	/* rand2: faulting threads and handler threads */
+	bool rw_object;		/* cold: the object opened O_RDWR (mapped PROT_READ) */
 };
 
 static int case_prot(const struct bench_case *c)
@@ -533,14 +534,18 @@ static int run_ufault_warm(struct bench *b, const struct bench_case *c, struct s
 	return ufault_touch(b, c, b->warm, s);
 }
 
-/* A new object each time: its cache is empty. */
+/* A new object each time: its cache is empty.  Opened O_RDONLY (a shared
+ * mapping of it is the cache mapped MAP_PRIVATE: fills go through the
+ * cache mapping, then a wake), or O_RDWR with c->rw_object (a read-only
+ * shared mapping of it is the cache itself: a one-page fill goes straight
+ * into it, and the copy wakes the thread). */
 static int run_ufault_cold(struct bench *b, const struct bench_case *c, struct sample *s)
 {
 	struct uf_object *obj;
 	int ret;
 
 	s->cached = file_make_cold(b, c->store);
-	ret = uf_object_open(b->mm, b->file[c->store].path, O_RDONLY, &obj);
+	ret = uf_object_open(b->mm, b->file[c->store].path, c->rw_object ? O_RDWR : O_RDONLY, &obj);
 	if (ret)
 		return ret;
 	ret = ufault_touch(b, c, obj, s);
@@ -959,6 +964,10 @@ static const struct bench_case cases[] = {
 	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_COST, .goal = 1.15 },
 	{ .name = "cold-rand", .target = "ufault", .store = STORE_DISK, .order = ORDER_RAND,
 	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_COST },	/* info */
+	/* the same through a writable object: the copy goes straight into
+	 * the faulting mapping and wakes the thread itself */
+	{ .name = "cold-rand", .target = "ufault-rw", .store = STORE_TMPFS, .order = ORDER_RAND,
+	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_COST, .rw_object = true },	/* info */
 
 	/* cold random faults from 2 threads served by 2 handler threads,
 	 * against 1 and 1: throughput */
