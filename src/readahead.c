@@ -190,23 +190,6 @@ out:
 	free(w);
 }
 
-/* Locking: ra->lock held. */
-static struct ra_stream *__ra_victim(struct uf_ra_state *ra)
-{
-	struct ra_stream *v = NULL;
-	int i;
-
-	for (i = 0; i < RA_STREAMS; i++) {
-		struct ra_stream *s = &ra->s[i];
-
-		if (s->job_state != RA_IDLE)
-			continue;
-		if (!v || s->used < v->used)
-			v = s;
-	}
-	return v;
-}
-
 /*
  * The window after @s's last, ra_max pages: its first page (s->next) is
  * the marker, the pages after it go to the worker -- now, or when the stream's
@@ -271,8 +254,8 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 	struct ra_stream *s = NULL;
 	struct timespec deadline;
 	bool waited = false;
+	int i, in_job, marker, seq, victim;
 	size_t n;
-	int i;
 
 	req->first = pgoff;
 	req->n = 1;
@@ -281,13 +264,25 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 	pthread_mutex_lock(&ra->lock);
 	ra->clock++;
 again:
+	/* one pass: the stream whose background window holds the page,
+	 * whose marker it is, or whose next page it is; and the victim */
+	in_job = marker = seq = victim = -1;
 	for (i = 0; i < RA_STREAMS; i++) {
 		s = &ra->s[i];
-		if (s->job_state != RA_IDLE && pgoff >= s->job_first &&
-		    pgoff - s->job_first < s->job_n)
-			break;
+		if (s->job_state != RA_IDLE) {
+			if (pgoff - s->job_first < s->job_n)
+				in_job = i;
+		} else if (victim < 0 || s->used < ra->s[victim].used) {
+			victim = i;
+		}
+		if (s->marker == pgoff)
+			marker = i;
+		else if (s->next == pgoff)
+			seq = i;
 	}
-	if (i < RA_STREAMS) {
+	if (in_job >= 0) {
+		i = in_job;
+		s = &ra->s[i];
 		s->used = ra->clock;
 		if (s->job_state == RA_RUNNING) {
 			/*
@@ -330,13 +325,10 @@ again:
 		pthread_mutex_unlock(&ra->lock);
 		return;
 	}
-	for (i = 0; i < RA_STREAMS; i++)
-		if (ra->s[i].marker == pgoff)
-			break;
-	if (i < RA_STREAMS) {
+	if (marker >= 0) {
 		/* the stream's reader enters its last window: this page now,
 		 * the next window in the background */
-		s = &ra->s[i];
+		s = &ra->s[marker];
 		s->marker = RA_NONE;
 		s->used = ra->clock;
 		if (s->job_state == RA_QUEUED && s->job_first == pgoff + 1) {
@@ -350,25 +342,21 @@ again:
 		pthread_mutex_unlock(&ra->lock);
 		return;
 	}
-	for (i = 0; i < RA_STREAMS; i++)
-		if (ra->s[i].next == pgoff)
-			break;
-	if (i < RA_STREAMS || pgoff == vma->pgoff) {
+	if (seq >= 0 || pgoff == vma->pgoff) {
 		/* sequential: this window now, the next in the background */
-		if (i == RA_STREAMS) {
-			s = __ra_victim(ra);
-			if (!s) {
+		if (seq < 0) {
+			if (victim < 0) {
 				pthread_mutex_unlock(&ra->lock);
 				return;
 			}
+			s = &ra->s[victim];
 			s->size = 0;
-		} else {
-			s = &ra->s[i];
-		}
-		/* a fault at the start of a mapping is no stream yet: its
-		 * window is read alone */
-		if (i == RA_STREAMS && !s->size)
+			/* a fault at the start of a mapping is no stream
+			 * yet: its window is read alone */
 			async = false;
+		} else {
+			s = &ra->s[seq];
+		}
 		n = !s->size ? RA_INIT : ra_grow(mm, s->size);
 		s->size = n;
 		s->used = ra->clock;
@@ -382,8 +370,8 @@ again:
 	}
 	/* not part of a stream: this page only; a fault at the next page
 	 * would start one */
-	s = __ra_victim(ra);
-	if (s) {
+	if (victim >= 0) {
+		s = &ra->s[victim];
 		s->next = pgoff + 1;
 		s->marker = RA_NONE;
 		s->size = 0;
