@@ -48,10 +48,11 @@ struct uf_bounce {
 static pthread_key_t bounce_key;
 static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
 static __thread struct uf_bounce *bounce_free;	/* this thread's spare buffers */
+static __thread bool bounce_keyed;		/* bounce_key is set */
 
 static void bounce_free_all(void *arg)
 {
-	struct uf_bounce *b = arg, *next;
+	struct uf_bounce *b = *(struct uf_bounce **)arg, *next;
 
 	for (; b; b = next) {
 		next = b->next;
@@ -96,10 +97,15 @@ void uf_bounce_put(struct uf_bounce *b)
 {
 	if (!b)
 		return;
-	pthread_once(&bounce_once, bounce_key_init);
 	b->next = bounce_free;
 	bounce_free = b;
-	pthread_setspecific(bounce_key, b);	/* what thread exit frees */
+	if (!bounce_keyed) {
+		/* thread exit frees the list (once per thread: the key holds
+		 * the list's head pointer, not the head) */
+		pthread_once(&bounce_once, bounce_key_init);
+		pthread_setspecific(bounce_key, &bounce_free);
+		bounce_keyed = true;
+	}
 }
 
 /* ------------------------------------------------------------------ */
