@@ -14,9 +14,10 @@
  *
  * Buffers: commands are written with writev() straight from the caller's
  * pages (a fresh multi-megabyte buffer per call costs 6-15x here), and
- * HMGET replies are copied by the reader's own callbacks straight into the
- * caller's buffer, so no reply holds page bytes.  hiredis's reader keeps
- * its buffer between replies (maxbuf 0).
+ * HMGET replies are parsed here, not by hiredis, from a kept buffer filled
+ * in big reads, each page copied once into the caller's buffer (or read
+ * straight into it), so no reply object holds page bytes.  Other replies
+ * are hiredis's; its reader keeps its buffer between replies (maxbuf 0).
  *
  * Lock order: cl->pool_lock and cl->map_lock are never held together and
  * never across I/O.
@@ -54,9 +55,6 @@ struct rc_client {
 	redisContext **conns;		/* by node index */
 	int *io_ms;			/* each one's socket timeout now */
 	int nconns;
-	redisReplyObjectFunctions *fn;	/* hiredis's own reply functions */
-	char *sink;			/* where the current reply's elements go */
-	size_t sinklen;
 	/* the command being written: scratch bytes and segments */
 	char *scratch;
 	size_t slen, scap;
@@ -65,6 +63,8 @@ struct rc_client {
 	struct iovec *iov;
 	size_t iovcap;
 	char *rbuf;			/* RBUF bytes, kept */
+	char *in;			/* replies read with a sink (get_sink_reply) */
+	size_t in_pos, in_len, in_cap;
 };
 
 struct rc_cluster {
@@ -168,70 +168,6 @@ int rc_reply_errno(const redisReply *r)
 	return -EIO;
 }
 
-/* The reader's callbacks: elements of the top-level array of a reply read
- * with a sink go to the sink, not into reply objects. */
-static void sink_copy(struct rc_client *c, int idx, const char *s, size_t len)
-{
-	size_t off = (size_t)idx * RC_PAGE, room, n;
-
-	if (idx < 0 || off >= c->sinklen)
-		return;
-	room = c->sinklen - off < RC_PAGE ? c->sinklen - off : RC_PAGE;
-	n = len < room ? len : room;
-	if (n)
-		memcpy(c->sink + off, s, n);
-	memset(c->sink + off + n, 0, room - n);
-}
-
-static bool in_sink(const redisReadTask *t)
-{
-	struct rc_client *c = t->privdata;
-
-	return c && c->sink && t->parent && !t->parent->parent;
-}
-
-static void *cb_string(const redisReadTask *t, char *s, size_t len)
-{
-	struct rc_client *c = t->privdata;
-
-	if (in_sink(t) && t->type == REDIS_REPLY_STRING) {
-		sink_copy(c, t->idx, s, len);
-		return c->fn->createInteger(t, (long long)len);
-	}
-	return c->fn->createString(t, s, len);
-}
-
-static void *cb_array(const redisReadTask *t, int n)
-{
-	return ((struct rc_client *)t->privdata)->fn->createArray(t, n);
-}
-
-static void *cb_integer(const redisReadTask *t, long long v)
-{
-	return ((struct rc_client *)t->privdata)->fn->createInteger(t, v);
-}
-
-static void *cb_nil(const redisReadTask *t)
-{
-	struct rc_client *c = t->privdata;
-
-	if (in_sink(t))
-		sink_copy(c, t->idx, NULL, 0);
-	return c->fn->createNil(t);
-}
-
-static void cb_free(void *obj)
-{
-	freeReplyObject(obj);
-}
-
-static redisReplyObjectFunctions sink_functions = {
-	.createString	= cb_string,
-	.createArray	= cb_array,
-	.createInteger	= cb_integer,
-	.createNil	= cb_nil,
-	.freeObject	= cb_free,
-};
 
 /* ------------------------------------------------------------------ */
 /* Writing commands                                                    */
@@ -380,6 +316,192 @@ static int get_reply(struct rc_client *c, redisContext *ctx, redisReply **rp)
 	}
 }
 
+/*
+ * The client's input buffer for replies read with a sink: filled from
+ * the socket in big reads, so a 2 MiB reply costs a few system calls
+ * (each costs microseconds here), and parsed in place, so a page is
+ * copied once after the socket (hiredis's reader would copy it into its
+ * own buffer, then into a reply object).
+ */
+static int in_reserve(struct rc_client *c, size_t want)
+{
+	if (c->in_pos && c->in_len - c->in_pos + want > c->in_cap) {
+		memmove(c->in, c->in + c->in_pos, c->in_len - c->in_pos);
+		c->in_len -= c->in_pos;
+		c->in_pos = 0;
+	}
+	if (c->in_len + want > c->in_cap) {
+		size_t cap = c->in_cap ? c->in_cap : RBUF;
+		char *p;
+
+		while (cap < c->in_len + want)
+			cap *= 2;
+		p = realloc(c->in, cap);
+		if (!p)
+			return -1;
+		c->in = p;
+		c->in_cap = cap;
+	}
+	return 0;
+}
+
+/* Read at least @need more bytes than are buffered.  Return 0, or -1 for a
+ * lost connection. */
+static int in_need(struct rc_client *c, int fd, size_t need)
+{
+	if (c->in_pos == c->in_len)
+		c->in_pos = c->in_len = 0;
+	while (c->in_len - c->in_pos < need) {
+		ssize_t n;
+
+		if (in_reserve(c, need < RBUF ? RBUF : need))
+			return -1;
+		n = read(fd, c->in + c->in_len, c->in_cap - c->in_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;	/* closed, or no answer within IO_MS */
+		c->in_len += (size_t)n;
+	}
+	return 0;
+}
+
+/* One "<type><integer>\r\n" line.  Return 0, or -1 (lost, or no such line). */
+static int in_line(struct rc_client *c, int fd, char type, long long *v)
+{
+	for (;;) {
+		const char *p = c->in + c->in_pos, *end = c->in + c->in_len, *cr;
+		char *stop;
+
+		cr = p < end ? memchr(p, '\r', (size_t)(end - p)) : NULL;
+		if (cr && cr + 1 < end) {
+			if (*p != type || cr[1] != '\n')
+				return -1;
+			*v = strtoll(p + 1, &stop, 10);
+			if (stop != cr)
+				return -1;
+			c->in_pos = (size_t)(cr + 2 - c->in);
+			return 0;
+		}
+		if (end - p > 32 || in_need(c, fd, (size_t)(end - p) + 1))
+			return -1;
+	}
+}
+
+/*
+ * The reply to a command with a sink (HMGET): an array of bulk strings,
+ * element i copied to @dest + i * RC_PAGE, at most @destlen bytes in all,
+ * a nil or short element zero-filled, bytes past a page dropped.  *rp gets
+ * an empty array reply.  A reply that is no array (an error: MOVED, ...)
+ * is hiredis's to read.  Bytes read past the reply go back to hiredis's
+ * reader, which holds a connection's unread bytes between replies.
+ * Return REDIS_OK, or REDIS_ERR for a lost connection or a protocol error.
+ */
+static int get_sink_reply(struct rc_client *c, redisContext *ctx, char *dest, size_t destlen,
+			  redisReply **rp)
+{
+	redisReader *rd = ctx->reader;
+	int fd = ctx->fd, ret = REDIS_ERR;
+	long long n, i, blen;
+	redisReply *r;
+
+	c->in_pos = c->in_len = 0;
+	if (rd->len) {
+		/* unread bytes move here; the reader starts anew (hiredis has
+		 * no call that empties its buffer) */
+		redisReader *fresh = redisReaderCreate();
+
+		if (!fresh || in_reserve(c, rd->len - rd->pos)) {
+			if (fresh)
+				redisReaderFree(fresh);
+			return REDIS_ERR;
+		}
+		memcpy(c->in, rd->buf + rd->pos, rd->len - rd->pos);
+		c->in_len = rd->len - rd->pos;
+		fresh->maxbuf = 0;
+		redisReaderFree(rd);
+		ctx->reader = rd = fresh;
+	}
+	if (in_need(c, fd, 1))
+		return REDIS_ERR;
+	if (c->in[c->in_pos] != '*')
+		goto hiredis;
+	if (in_line(c, fd, '*', &n) || n < 0)
+		return REDIS_ERR;
+	for (i = 0; i < n; i++) {
+		size_t off = (size_t)i * RC_PAGE, room = 0, got = 0;
+
+		if (off < destlen)
+			room = destlen - off < RC_PAGE ? destlen - off : RC_PAGE;
+		if (in_line(c, fd, '$', &blen) || blen < -1)
+			return REDIS_ERR;
+		while (blen >= 0 && got < (size_t)blen) {
+			size_t avail = c->in_len - c->in_pos, want = (size_t)blen - got;
+			struct iovec iov[2];
+			ssize_t k;
+			int niov = 0;
+
+			if (avail) {
+				size_t take = avail < want ? avail : want;
+
+				if (got < room)
+					memcpy(dest + off + got, c->in + c->in_pos,
+					       take < room - got ? take : room - got);
+				c->in_pos += take;
+				got += take;
+				continue;
+			}
+			/* nothing buffered: the page straight from the socket,
+			 * what follows it into the buffer */
+			c->in_pos = c->in_len = 0;
+			if (in_reserve(c, RBUF))
+				return REDIS_ERR;
+			if (got < room) {
+				iov[0].iov_base = dest + off + got;
+				iov[0].iov_len = want < room - got ? want : room - got;
+				niov++;
+			}
+			iov[niov].iov_base = c->in;
+			iov[niov].iov_len = c->in_cap;
+			niov++;
+			k = readv(fd, iov, niov);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				return REDIS_ERR;
+			if (niov == 2) {
+				size_t d = (size_t)k < iov[0].iov_len ? (size_t)k : iov[0].iov_len;
+
+				got += d;
+				k -= (ssize_t)d;
+			}
+			c->in_len = (size_t)k;
+		}
+		if (blen >= 0) {
+			if (in_need(c, fd, 2) || memcmp(c->in + c->in_pos, "\r\n", 2))
+				return REDIS_ERR;
+			c->in_pos += 2;
+		}
+		if (got < room)
+			memset(dest + off + got, 0, room - got);
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return REDIS_ERR;
+	r->type = REDIS_REPLY_ARRAY;
+	*rp = r;
+	ret = REDIS_OK;
+hiredis:
+	if (c->in_len > c->in_pos &&
+	    redisReaderFeed(rd, c->in + c->in_pos, c->in_len - c->in_pos) != REDIS_OK) {
+		if (ret == REDIS_OK)
+			freeReplyObject(*rp);
+		return REDIS_ERR;
+	}
+	c->in_pos = c->in_len = 0;
+	return ret == REDIS_OK ? REDIS_OK : get_reply(c, ctx, rp);
+}
+
 /* ------------------------------------------------------------------ */
 /* Connections                                                         */
 /* ------------------------------------------------------------------ */
@@ -457,9 +579,6 @@ static redisContext *get_conn(struct rc_client *c, int node, int64_t deadline, i
 	c->io_ms[node] = left < IO_MS ? (left > 1 ? (int)left : 1) : IO_MS;
 	redisSetTimeout(ctx, tv_ms(c->io_ms[node]));
 	ctx->reader->maxbuf = 0;		/* keep the read buffer */
-	c->fn = ctx->reader->fn;
-	ctx->reader->fn = &sink_functions;
-	ctx->reader->privdata = c;
 	if (cfg->pass) {
 		if (cfg->user)
 			r = redisCommand(ctx, "AUTH %s %s", cfg->user, cfg->pass);
@@ -719,6 +838,7 @@ static void client_free(struct rc_client *c)
 	free(c->segs);
 	free(c->iov);
 	free(c->rbuf);
+	free(c->in);
 	free(c);
 }
 
@@ -799,10 +919,8 @@ static int run_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t n
 			r = NULL;
 			cmd->ask_node = RC_NO_NODE;
 		}
-		c->sink = cmd->dest;
-		c->sinklen = cmd->destlen;
-		e = get_reply(c, ctx, &r);
-		c->sink = NULL;
+		e = cmd->dest ? get_sink_reply(c, ctx, cmd->dest, cmd->destlen, &r) :
+				get_reply(c, ctx, &r);
 		if (e != REDIS_OK)
 			goto lost;
 		e = rc_reply_errno(r);
@@ -859,7 +977,6 @@ static int run_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t n
 	}
 	return state;
 lost:
-	c->sink = NULL;
 	drop_conn(c, node);
 	*soft = -ETIMEDOUT;
 	return R_BACKOFF;

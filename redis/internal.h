@@ -52,8 +52,7 @@ void rc_config_free(struct rc_config *cfg);
  * copied: they must stay valid until rc_exec() returns.  With @dest set,
  * the elements of the command's array reply (HMGET) are copied straight
  * into @dest: element i to @dest + i * 4096, at most @destlen bytes in all,
- * a nil or short element zero-filled; the reply then holds each element's
- * length as an integer (nil stays nil).
+ * a nil or short element zero-filled; the reply is then an empty array.
  */
 struct rc_cmd {
 	int argc;
