@@ -861,20 +861,19 @@ void rc_cmds_clear(struct rc_cmd *cmds, size_t n)
 enum { R_DONE, R_AGAIN, R_BACKOFF };
 
 /*
- * Send every pending command routed to @node, then read their replies.
- * Return R_DONE/R_AGAIN/R_BACKOFF, or a -errno that ends the operation.
+ * Send every pending command routed to @node (and WAIT after them).
+ * Return R_DONE when sent, R_BACKOFF, or a -errno that ends the operation.
  */
-static int run_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t n,
-		    int replicas, int64_t deadline, int *soft)
+static int send_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t n,
+		     int replicas, int64_t deadline, int *soft)
 {
 	static const char *asking[] = { "ASKING" };
 	static const size_t askinglen[] = { 6 };
-	struct rc_cluster *cl = c->cl;
 	redisContext *ctx;
 	char waitn[16], waitt[16];
 	const char *waitv[3] = { "WAIT", waitn, waitt };
 	size_t waitl[3];
-	int err = 0, state = R_DONE;
+	int err = 0;
 	int64_t left;
 	size_t i;
 
@@ -905,6 +904,21 @@ static int run_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t n
 		*soft = -ETIMEDOUT;
 		return R_BACKOFF;
 	}
+	return R_DONE;
+}
+
+/*
+ * Read the replies to what send_node() sent to @node.
+ * Return R_DONE/R_AGAIN/R_BACKOFF, or a -errno that ends the operation.
+ */
+static int recv_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t n,
+		     int replicas, int *soft)
+{
+	struct rc_cluster *cl = c->cl;
+	redisContext *ctx = c->conns[node];
+	int state = R_DONE;
+	size_t i;
+
 	for (i = 0; i < n; i++) {
 		struct rc_cmd *cmd = &cmds[i];
 		redisReply *r = NULL;
@@ -953,6 +967,7 @@ static int run_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t n
 		}
 		if (e == -EACCES || e == -EPROTO) {
 			freeReplyObject(r);
+			drop_conn(c, node);	/* replies left unread */
 			return e;
 		}
 		if (cmd->reply)
@@ -982,6 +997,16 @@ lost:
 	return R_BACKOFF;
 }
 
+/* Connections with replies still to come are of no more use. */
+static void drop_unread(struct rc_client *c, const int *nodes, const bool *sent, int nn)
+{
+	int k;
+
+	for (k = 0; k < nn; k++)
+		if (sent[k])
+			drop_conn(c, nodes[k]);
+}
+
 int rc_exec(struct rc_cluster *cl, struct rc_cmd *cmds, size_t n, int replicas,
 	    unsigned int timeout_ms)
 {
@@ -1003,7 +1028,7 @@ int rc_exec(struct rc_cluster *cl, struct rc_cmd *cmds, size_t n, int replicas,
 	}
 	for (;;) {
 		int nodes[MAX_NODES], nn = 0, state = R_DONE, k;
-		bool pending = false;
+		bool pending = false, sent[MAX_NODES];
 
 		if (stale) {
 			int r = refresh(c, deadline);
@@ -1038,11 +1063,29 @@ int rc_exec(struct rc_cluster *cl, struct rc_cmd *cmds, size_t n, int replicas,
 		if (!pending)
 			break;
 
+		/* every node's commands first, then the replies: the nodes
+		 * work at the same time */
+		for (k = 0; k < nn; k++)
+			sent[k] = false;
 		for (k = 0; k < nn; k++) {
-			int r = run_node(c, nodes[k], cmds, n, replicas, deadline, &soft);
+			int r = send_node(c, nodes[k], cmds, n, replicas, deadline, &soft);
 
 			if (r < 0) {
 				ret = r;
+				drop_unread(c, nodes, sent, nn);
+				goto out;
+			}
+			sent[k] = r == R_DONE;
+			if (r > state)
+				state = r;
+		}
+		for (k = 0; k < nn; k++) {
+			int r = sent[k] ? recv_node(c, nodes[k], cmds, n, replicas, &soft) : R_DONE;
+
+			sent[k] = false;
+			if (r < 0) {
+				ret = r;
+				drop_unread(c, nodes, sent, nn);
 				goto out;
 			}
 			if (r > state)
