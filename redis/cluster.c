@@ -1111,6 +1111,119 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* Commands sent now, replies read later                               */
+/* ------------------------------------------------------------------ */
+
+struct rc_pending {
+	struct rc_client *c;
+	size_t n;
+	int node[];		/* each command's node */
+};
+
+int rc_send(struct rc_cluster *cl, const struct rc_cmd *cmds, size_t n,
+	    unsigned int timeout_ms, struct rc_pending **pp)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	struct rc_pending *p = malloc(sizeof(*p) + n * sizeof(int));
+	struct rc_client *c = p ? client_get(cl) : NULL;
+	size_t i, j;
+
+	if (!c) {
+		free(p);
+		return -ENOMEM;
+	}
+	p->c = c;
+	p->n = n;
+	pthread_mutex_lock(&cl->map_lock);
+	for (i = 0; i < n; i++) {
+		int k = cmds[i].keyarg ? cmds[i].keyarg : 1;
+
+		p->node[i] = cl->slots[rc_key_slot(cmds[i].argv[k], cmds[i].argvlen[k])];
+	}
+	pthread_mutex_unlock(&cl->map_lock);
+	for (i = 0; i < n; i++) {
+		redisContext *ctx;
+		int err = 0;
+
+		if (p->node[i] == RC_NO_NODE)
+			goto fail;
+		for (j = 0; j < i && p->node[j] != p->node[i]; j++)
+			;
+		if (j < i)
+			continue;	/* sent with that node's first */
+		ctx = get_conn(c, p->node[i], deadline, &err);
+		if (!ctx)
+			goto fail;
+		for (j = i; j < n; j++)
+			if (p->node[j] == p->node[i] &&
+			    put_cmd(c, cmds[j].argc, cmds[j].argv, cmds[j].argvlen)) {
+				c->nsegs = c->slen = 0;
+				goto fail;
+			}
+		if (flush_segs(c, ctx->fd)) {
+			drop_conn(c, p->node[i]);
+			goto fail;
+		}
+	}
+	*pp = p;
+	return 0;
+fail:
+	/* what was sent has no reader: those connections go */
+	for (j = 0; j < i; j++)
+		drop_conn(c, p->node[j]);
+	client_put(cl, c);
+	free(p);
+	return -EAGAIN;
+}
+
+int rc_recv(struct rc_cluster *cl, struct rc_pending *p, struct rc_cmd *cmds)
+{
+	struct rc_client *c = p->c;
+	int ret = 0;
+	size_t i, j;
+
+	for (i = 0; i < p->n; i++) {
+		cmds[i].reply = NULL;
+		cmds[i].done = false;
+	}
+	/* node by node, each node's replies in the order sent */
+	for (i = 0; i < p->n; i++) {
+		redisContext *ctx;
+
+		if (cmds[i].done)
+			continue;
+		ctx = p->node[i] < c->nconns ? c->conns[p->node[i]] : NULL;
+		for (j = i; j < p->n; j++) {
+			redisReply *r = NULL;
+			int e;
+
+			if (p->node[j] != p->node[i])
+				continue;
+			cmds[j].done = true;
+			if (!ctx) {
+				ret = -EAGAIN;
+				continue;
+			}
+			e = get_sink_reply(c, ctx, cmds[j].dest, cmds[j].destlen, &r);
+			if (e != REDIS_OK) {
+				drop_conn(c, p->node[i]);
+				ctx = NULL;
+				ret = -EAGAIN;
+				continue;
+			}
+			if (r->type == REDIS_REPLY_ERROR)
+				ret = -EAGAIN;
+			cmds[j].reply = r;
+		}
+	}
+	if (ret)
+		rc_cmds_clear(cmds, p->n);
+	client_put(cl, c);
+	free(p);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
 /* The cluster                                                         */
 /* ------------------------------------------------------------------ */
 

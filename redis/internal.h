@@ -89,6 +89,23 @@ int rc_exec(struct rc_cluster *cl, struct rc_cmd *cmds, size_t n, int replicas,
 	    unsigned int timeout_ms);
 void rc_cmds_clear(struct rc_cmd *cmds, size_t n);
 
+/*
+ * Commands whose replies are read later, maybe by another thread: the
+ * store's read-ahead of the next window while the core copies this one.
+ * rc_send() routes @cmds by the slot map as it is and sends them on a
+ * client of their own, with no retry (the argument bytes need only last
+ * until it returns): 0 and *pp, or -EAGAIN / -ENOMEM.  rc_recv() reads
+ * every reply as rc_exec() reads one with @dest (an array into @dest,
+ * @dest NULL: dropped) and frees @p: 0 when every command got a reply that
+ * is no error, else -EAGAIN (run the commands with rc_exec() instead).
+ * @cmds must be @p's count, in the order sent; only dest and destlen are
+ * read, replies are set (rc_cmds_clear() frees them).
+ */
+struct rc_pending;
+int rc_send(struct rc_cluster *cl, const struct rc_cmd *cmds, size_t n,
+	    unsigned int timeout_ms, struct rc_pending **pp);
+int rc_recv(struct rc_cluster *cl, struct rc_pending *p, struct rc_cmd *cmds);
+
 /* The -errno an error reply stands for (0 for a reply that is no error). */
 int rc_reply_errno(const redisReply *r);
 

@@ -51,6 +51,14 @@ struct rstore {
 	bool lease_lost;
 	uint64_t hwm;
 	pthread_t renewer;
+
+	/* read-ahead of the store's own: the window after a sequential read,
+	 * sent before that read returns (see rs_read()) */
+	uint64_t seq_next;		/* the page after the last read */
+	struct rc_pending *pf;		/* sent, replies unread; or NULL */
+	uint64_t pf_first, pf_n;
+	unsigned int changing;		/* writes, truncates, punches under way */
+	uint64_t change_gen;		/* +1 as each starts and ends */
 };
 
 static const char *const renew_script =
@@ -110,7 +118,8 @@ static size_t extent_key(const struct rstore *st, uint64_t ext, char *buf, size_
 
 /*
  * Build the commands for pages [@first, @first + @npages) (at most
- * BATCH_EXTENTS extents): HMGET into @data (@len bytes), HSET from @data
+ * BATCH_EXTENTS extents): HMGET into @data (@len bytes; NULL: replies
+ * dropped), HSET from @data
  * (@len bytes, the last page may be short), or HDEL / UNLINK.
  */
 static int batch_build(struct rstore *st, struct ext_batch *b, enum ext_op op,
@@ -146,7 +155,7 @@ static int batch_build(struct rstore *st, struct ext_batch *b, enum ext_op op,
 		a++;
 		b->argv[a] = key;
 		b->argvlen[a++] = klen;
-		if (op == EXT_READ) {
+		if (op == EXT_READ && data) {
 			size_t off = (size_t)(p - first) * RC_PAGE;
 
 			cmd->dest = data + off;
@@ -172,11 +181,11 @@ static int batch_build(struct rstore *st, struct ext_batch *b, enum ext_op op,
 	return 0;
 }
 
-/* Run a batch; every reply must be of @type (or an integer for UNLINK). */
-static int batch_run(struct rstore *st, struct ext_batch *b, int replicas, int type)
+/* Every reply must be of @type (or an integer for UNLINK). */
+static int batch_check(struct ext_batch *b, int type)
 {
 	size_t i;
-	int ret = rc_exec(st->cl, b->cmds, b->n, replicas, st->timeout_ms);
+	int ret = 0;
 
 	for (i = 0; !ret && i < b->n; i++) {
 		redisReply *r = b->cmds[i].reply;
@@ -189,6 +198,14 @@ static int batch_run(struct rstore *st, struct ext_batch *b, int replicas, int t
 			ret = -EIO;
 	}
 	return ret;
+}
+
+/* Run a batch; every reply must be of @type (or an integer for UNLINK). */
+static int batch_run(struct rstore *st, struct ext_batch *b, int replicas, int type)
+{
+	int ret = rc_exec(st->cl, b->cmds, b->n, replicas, st->timeout_ms);
+
+	return ret ? ret : batch_check(b, type);
 }
 
 /* Do @op over pages [@first, @first + @npages), in batches. */
@@ -480,38 +497,163 @@ static bool lease_lost(struct rstore *st)
 /* Store methods                                                       */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The store's read-ahead.  The core reads a sequential stream one window
+ * at a time, each read followed by its copy into the mapping, so the
+ * cluster would sit idle while the core copies.  A read of a window of at
+ * least PF_MIN pages that starts where the last read ended therefore sends
+ * the HMGETs of the next window of the same size before it returns; the
+ * read of that window (by any thread) then finds its replies computed and
+ * on their way.  A read that does not start there leaves the pending one
+ * alone; a write, truncate or punch drops it (its bytes may be older), as
+ * does a reply that is an error (the read is then made as usual).
+ */
+#define PF_MIN	16
+
+/* Read and drop what the pending read-ahead @p brings (it is at most
+ * BATCH_DATA commands).  Locking: st->lock not held. */
+static void pf_drain(struct rstore *st, struct rc_pending *p)
+{
+	struct rc_cmd none[BATCH_DATA];
+
+	if (!p)
+		return;
+	memset(none, 0, sizeof(none));
+	rc_recv(st->cl, p, none);
+	rc_cmds_clear(none, BATCH_DATA);
+}
+
+/*
+ * A change of the stored pages starts (@start) or ends.  The pending
+ * read-ahead goes as one starts, and none is kept that was sent while one
+ * was under way: its bytes may be older than the change.
+ */
+static void pf_change(struct rstore *st, bool start)
+{
+	struct rc_pending *p = NULL;
+
+	pthread_mutex_lock(&st->lock);
+	st->changing += start ? 1 : -1;
+	st->change_gen++;
+	if (start) {
+		p = st->pf;
+		st->pf = NULL;
+	}
+	pthread_mutex_unlock(&st->lock);
+	pf_drain(st, p);
+}
+
+/* The pending read-ahead's pages at @first into @buf (@len bytes): how
+ * many pages it gave (0: none pending there, or it failed). */
+static uint64_t pf_take(struct rstore *st, uint64_t first, uint64_t npages, char *buf, size_t len)
+{
+	struct rc_pending *p = NULL;
+	struct ext_batch b;
+	uint64_t n = 0;
+	size_t blen;
+
+	pthread_mutex_lock(&st->lock);
+	if (st->pf && st->pf_first == first && st->pf_n <= npages) {
+		p = st->pf;
+		n = st->pf_n;
+		st->pf = NULL;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (!p)
+		return 0;
+	blen = len < n * RC_PAGE ? len : (size_t)(n * RC_PAGE);
+	if (batch_build(st, &b, EXT_READ, first, n, buf, blen)) {
+		pf_drain(st, p);
+		return 0;
+	}
+	if (rc_recv(st->cl, p, b.cmds) || batch_check(&b, REDIS_REPLY_ARRAY))
+		n = 0;
+	batch_free(&b);
+	return n;
+}
+
+/* After a read of [@first, @first + @n): send the next window's HMGETs
+ * when the read was sequential. */
+static void pf_next(struct rstore *st, uint64_t first, uint64_t n)
+{
+	uint64_t next = first + n, hwm_pages, gen;
+	struct rc_pending *p = NULL;
+	struct ext_batch b;
+	bool seq;
+
+	pthread_mutex_lock(&st->lock);
+	seq = st->seq_next == first && !st->pf && !st->changing;
+	st->seq_next = next;
+	hwm_pages = pages_of(st->hwm);
+	gen = st->change_gen;
+	pthread_mutex_unlock(&st->lock);
+	if (!seq || n < PF_MIN || next >= hwm_pages)
+		return;
+	if (n > hwm_pages - next)
+		n = hwm_pages - next;
+	/* one batch at most: BATCH_DATA extents */
+	if (next / RC_EXTENT_PAGES + BATCH_DATA < (next + n - 1) / RC_EXTENT_PAGES + 1)
+		return;
+	if (batch_build(st, &b, EXT_READ, next, n, NULL, 0))
+		return;
+	if (rc_send(st->cl, b.cmds, b.n, st->timeout_ms, &p))
+		p = NULL;
+	batch_free(&b);
+	if (!p)
+		return;
+	pthread_mutex_lock(&st->lock);
+	if (!st->pf && st->seq_next == next && st->change_gen == gen) {
+		st->pf = p;
+		st->pf_first = next;
+		st->pf_n = n;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&st->lock);
+	pf_drain(st, p);	/* another read or a change came meanwhile */
+}
+
 static ssize_t rs_read(void *store, void *buf, size_t len, uint64_t off)
 {
 	struct rstore *st = store;
-	int ret;
+	uint64_t first = off / RC_PAGE, npages = pages_of(len), got;
+	size_t done;
+	int ret = 0;
 
 	if (!len)
 		return 0;
-	ret = extents_do(st, EXT_READ, off / RC_PAGE, pages_of(len), buf, len, 0);
-	return ret ? ret : (ssize_t)len;
+	got = pf_take(st, first, npages, buf, len);
+	done = got * RC_PAGE < len ? (size_t)(got * RC_PAGE) : len;
+	if (got < npages)
+		ret = extents_do(st, EXT_READ, first + got, npages - got, (char *)buf + done,
+				 len - done, 0);
+	if (ret)
+		return ret;
+	pf_next(st, first, npages);
+	return (ssize_t)len;
 }
 
 static int rs_write(void *store, const void *buf, size_t len, uint64_t off)
 {
 	struct rstore *st = store;
+	int ret;
 
 	if (lease_lost(st))
 		return -EBUSY;
 	if (!len)
 		return 0;
+	pf_change(st, true);
 	/* the bytes are only read: HSET arguments point into @buf */
-	return extents_do(st, EXT_WRITE, off / RC_PAGE, pages_of(len), (char *)buf, len,
-			  st->replicas);
+	ret = extents_do(st, EXT_WRITE, off / RC_PAGE, pages_of(len), (char *)buf, len,
+			 st->replicas);
+	pf_change(st, false);
+	return ret;
 }
 
-static int rs_truncate(void *store, uint64_t size)
+static int truncate_pages(struct rstore *st, uint64_t size)
 {
-	struct rstore *st = store;
 	uint64_t cur, hwm;
 	int ret;
 
-	if (lease_lost(st))
-		return -EBUSY;
 	ret = meta_get(st, &cur, &hwm);
 	if (ret)
 		return ret == -ENOENT ? -EIO : ret;
@@ -536,13 +678,30 @@ static int rs_truncate(void *store, uint64_t size)
 	return ret;
 }
 
-static int rs_punch_hole(void *store, uint64_t off, uint64_t len)
+static int rs_truncate(void *store, uint64_t size)
 {
 	struct rstore *st = store;
+	int ret;
 
 	if (lease_lost(st))
 		return -EBUSY;
-	return drop_range(st, off, off + len, false);
+	pf_change(st, true);
+	ret = truncate_pages(st, size);
+	pf_change(st, false);
+	return ret;
+}
+
+static int rs_punch_hole(void *store, uint64_t off, uint64_t len)
+{
+	struct rstore *st = store;
+	int ret;
+
+	if (lease_lost(st))
+		return -EBUSY;
+	pf_change(st, true);
+	ret = drop_range(st, off, off + len, false);
+	pf_change(st, false);
+	return ret;
 }
 
 /* Every write already waited for its replicas: what is left to say is
@@ -554,6 +713,7 @@ static int rs_sync(void *store)
 
 static void store_free(struct rstore *st)
 {
+	pf_change(st, true);	/* the pending read-ahead goes */
 	if (st->renewing) {
 		pthread_mutex_lock(&st->lock);
 		st->stop = true;
