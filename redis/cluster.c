@@ -416,7 +416,8 @@ static int get_sink_reply(struct rc_client *c, redisContext *ctx, char *dest, si
 				redisReaderFree(fresh);
 			return REDIS_ERR;
 		}
-		memcpy(c->in, rd->buf + rd->pos, rd->len - rd->pos);
+		if (rd->len > rd->pos)
+			memcpy(c->in, rd->buf + rd->pos, rd->len - rd->pos);
 		c->in_len = rd->len - rd->pos;
 		fresh->maxbuf = 0;
 		redisReaderFree(rd);
