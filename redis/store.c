@@ -54,7 +54,7 @@ struct rstore {
 
 	/* read-ahead of the store's own: the window after a sequential read,
 	 * sent before that read returns (see rs_read()) */
-	uint64_t seq_next;		/* the page after the last read */
+	uint64_t win_end;		/* the page after the last window read */
 	struct rc_pending *pf;		/* sent, replies unread; or NULL */
 	uint64_t pf_first, pf_n;
 	unsigned int changing;		/* writes, truncates, punches under way */
@@ -498,17 +498,21 @@ static bool lease_lost(struct rstore *st)
 /* ------------------------------------------------------------------ */
 
 /*
- * The store's read-ahead.  The core reads a sequential stream one window
- * at a time, each read followed by its copy into the mapping, so the
- * cluster would sit idle while the core copies.  A read of a window of at
- * least PF_MIN pages that starts where the last read ended therefore sends
- * the HMGETs of the next window of the same size before it returns; the
+ * The store's read-ahead.  The core reads a sequential stream a window at
+ * a time, each read followed by its copy into the mapping, so the cluster
+ * would sit idle while the core copies.  So a read of a window (at least
+ * PF_MIN pages) that starts where the window read before it ended, or
+ * up to PF_GAP pages after (the core leaves the first page of a background
+ * window to the reader's own fault, its readahead marker), sends the
+ * HMGETs of the next window, as far on and as long, before it returns; the
  * read of that window (by any thread) then finds its replies computed and
- * on their way.  A read that does not start there leaves the pending one
- * alone; a write, truncate or punch drops it (its bytes may be older), as
- * does a reply that is an error (the read is then made as usual).
+ * on their way.  Reads of fewer pages (single faults, markers) pass it by;
+ * a window read it does not serve, a write, a truncate or a punch drops it
+ * (read and thrown away), and a reply that is an error makes the read go
+ * the usual way.
  */
 #define PF_MIN	16
+#define PF_GAP	1
 
 /* Read and drop what the pending read-ahead @p brings (it is at most
  * BATCH_DATA commands).  Locking: st->lock not held. */
@@ -543,51 +547,70 @@ static void pf_change(struct rstore *st, bool start)
 	pf_drain(st, p);
 }
 
-/* The pending read-ahead's pages at @first into @buf (@len bytes): how
- * many pages it gave (0: none pending there, or it failed). */
-static uint64_t pf_take(struct rstore *st, uint64_t first, uint64_t npages, char *buf, size_t len)
+/*
+ * For a read of pages [@first, @first + @npages) into @buf (@len bytes):
+ * when the pending read-ahead lies inside it, its pages go to their place
+ * in @buf and *pfirst, *pn say which they are (*pn 0: none).  A window
+ * read (PF_MIN pages or more) that it does not serve drops it.
+ */
+static void pf_take(struct rstore *st, uint64_t first, uint64_t npages, char *buf, size_t len,
+		    uint64_t *pfirst, uint64_t *pn)
 {
 	struct rc_pending *p = NULL;
 	struct ext_batch b;
-	uint64_t n = 0;
-	size_t blen;
+	uint64_t f = 0, n = 0;
+	bool use = false;
+	size_t off, blen;
 
+	*pn = 0;
 	pthread_mutex_lock(&st->lock);
-	if (st->pf && st->pf_first == first && st->pf_n <= npages) {
-		p = st->pf;
+	if (st->pf) {
+		f = st->pf_first;
 		n = st->pf_n;
-		st->pf = NULL;
+		use = f >= first && f + n <= first + npages;
+		if (use || npages >= PF_MIN) {
+			p = st->pf;
+			st->pf = NULL;
+		}
 	}
 	pthread_mutex_unlock(&st->lock);
 	if (!p)
-		return 0;
-	blen = len < n * RC_PAGE ? len : (size_t)(n * RC_PAGE);
-	if (batch_build(st, &b, EXT_READ, first, n, buf, blen)) {
+		return;
+	off = (size_t)(f - first) * RC_PAGE;
+	blen = off >= len ? 0 : len - off < n * RC_PAGE ? len - off : (size_t)(n * RC_PAGE);
+	if (!use || !blen || batch_build(st, &b, EXT_READ, f, n, buf + off, blen)) {
 		pf_drain(st, p);
-		return 0;
+		return;
 	}
-	if (rc_recv(st->cl, p, b.cmds) || batch_check(&b, REDIS_REPLY_ARRAY))
-		n = 0;
+	if (!rc_recv(st->cl, p, b.cmds) && !batch_check(&b, REDIS_REPLY_ARRAY)) {
+		*pfirst = f;
+		*pn = n;
+	}
 	batch_free(&b);
-	return n;
 }
 
 /* After a read of [@first, @first + @n): send the next window's HMGETs
- * when the read was sequential. */
+ * when the read was a window of a sequential stream. */
 static void pf_next(struct rstore *st, uint64_t first, uint64_t n)
 {
-	uint64_t next = first + n, hwm_pages, gen;
-	struct rc_pending *p = NULL;
+	uint64_t next, hwm_pages, gen, last, end = first + n;
+	struct rc_pending *p = NULL, *old;
 	struct ext_batch b;
-	bool seq;
+	bool changing;
 
+	if (n < PF_MIN)
+		return;
 	pthread_mutex_lock(&st->lock);
-	seq = st->seq_next == first && !st->pf && !st->changing;
-	st->seq_next = next;
+	last = st->win_end;
+	st->win_end = end;
 	hwm_pages = pages_of(st->hwm);
 	gen = st->change_gen;
+	changing = st->changing;
 	pthread_mutex_unlock(&st->lock);
-	if (!seq || n < PF_MIN || next >= hwm_pages)
+	if (changing || last == UINT64_MAX || first < last || first - last > PF_GAP)
+		return;
+	next = first + n + (first - last);
+	if (next >= hwm_pages)
 		return;
 	if (n > hwm_pages - next)
 		n = hwm_pages - next;
@@ -602,30 +625,42 @@ static void pf_next(struct rstore *st, uint64_t first, uint64_t n)
 	if (!p)
 		return;
 	pthread_mutex_lock(&st->lock);
-	if (!st->pf && st->seq_next == next && st->change_gen == gen) {
+	old = st->pf;
+	if (st->change_gen == gen && st->win_end == end) {
 		st->pf = p;
 		st->pf_first = next;
 		st->pf_n = n;
 		p = NULL;
+	} else {
+		old = NULL;
 	}
 	pthread_mutex_unlock(&st->lock);
+	pf_drain(st, old);	/* another's, never taken */
 	pf_drain(st, p);	/* another read or a change came meanwhile */
 }
 
 static ssize_t rs_read(void *store, void *buf, size_t len, uint64_t off)
 {
 	struct rstore *st = store;
-	uint64_t first = off / RC_PAGE, npages = pages_of(len), got;
-	size_t done;
+	uint64_t first = off / RC_PAGE, npages = pages_of(len), pf = 0, pn = 0;
+	size_t head, tail;
 	int ret = 0;
 
 	if (!len)
 		return 0;
-	got = pf_take(st, first, npages, buf, len);
-	done = got * RC_PAGE < len ? (size_t)(got * RC_PAGE) : len;
-	if (got < npages)
-		ret = extents_do(st, EXT_READ, first + got, npages - got, (char *)buf + done,
-				 len - done, 0);
+	pf_take(st, first, npages, buf, len, &pf, &pn);
+	if (!pn) {
+		ret = extents_do(st, EXT_READ, first, npages, buf, len, 0);
+	} else {
+		/* the pages before and after the read-ahead's */
+		head = (size_t)(pf - first) * RC_PAGE;
+		tail = (size_t)(pf + pn - first) * RC_PAGE;
+		if (head)
+			ret = extents_do(st, EXT_READ, first, pf - first, buf, head, 0);
+		if (!ret && tail < len)
+			ret = extents_do(st, EXT_READ, pf + pn, first + npages - pf - pn,
+					 (char *)buf + tail, len - tail, 0);
+	}
 	if (ret)
 		return ret;
 	pf_next(st, first, npages);
@@ -776,6 +811,7 @@ static int store_new(const char *url, bool rw, struct rstore **stp)
 	pthread_cond_init(&st->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	st->rw = false;		/* set once the lease is ours */
+	st->win_end = UINT64_MAX;
 	st->timeout_ms = cfg.timeout_ms;
 	st->lease_ms = cfg.lease_ms;
 	ret = rc_cluster_new(&cfg, &st->cl);
