@@ -54,6 +54,8 @@ struct uf_page;
 					   /dev/userfaultfd could be opened */
 #define UF_MM_NO_WP_ASYNC	0x02	/* do not use asynchronous write-protect
 					   for dirty tracking (testing) */
+#define UF_MM_NO_HUGE		0x04	/* do not collapse fully cached 2 MiB
+					   extents into huge pages */
 
 /* uf_mm_config.reclaim_policy */
 #define UF_RECLAIM_CLOCK	0	/* second chance (default) */
@@ -65,7 +67,15 @@ struct uf_page;
  *	at most 64).  Each takes one event at a time.  When every handler
  *	has been busy for 5 ms, ufault starts a spare (up to 64 in all), so
  *	that a fault() that touches another ufault mapping is served.
- * @flags: UF_MM_* above.
+ * @flags: UF_MM_* above.  Huge extents are on unless UF_MM_NO_HUGE:
+ *	each 2 MiB-aligned extent of an object's cache that becomes fully
+ *	cached is collapsed into one huge page in the background (where
+ *	the kernel has MADV_COLLAPSE, Linux 6.1+; ufault-info says whether
+ *	it works here), and a mapping of it that is not written through
+ *	(no PROT_WRITE, or MAP_PRIVATE) then maps it with one page-table
+ *	entry.  Hole punch, truncate, reclaim and writeback stay exact:
+ *	a partial punch splits the extent, reclaim evicts an extent whole,
+ *	dirty pages are still tracked and written per 4 KiB page.
  * @cache_budget: bytes of page cache across all objects of this mm above
  *	which clean pages are reclaimed (0 = no limit).  See uf_mm_stats().
  * @reclaim_policy: UF_RECLAIM_CLOCK or UF_RECLAIM_FIFO.
@@ -596,12 +606,20 @@ int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsigned long le
  * @lat_us: fault round trips (event read to wake) by duration:
  *	bucket i counts those of [2^i, 2^(i+1)) microseconds (bucket 0:
  *	under 2 us).
+ * @huge_extents: 2 MiB extents of the caches held in huge pages now
+ *	(collapsed, and not split since by a punch, truncate or eviction).
+ * @huge_collapses: collapses done (per VMA: 0).
+ *
+ * Fields are only ever appended (a program built against an older
+ * ufault.h gets the fields it knows: the functions are versioned).
  */
 struct uf_stats {
 	uint64_t minor_faults, major_faults, sigbus, oom;
 	uint64_t pages_read, pages_written, readahead_pages, cache_pages;
 	uint64_t evicted_pages;
 	uint64_t lat_us[UF_LAT_BUCKETS];
+	/* UFAULT_0.3 */
+	uint64_t huge_extents, huge_collapses;
 };
 
 /** uf_mm_stats - totals of @mm.  Return: 0, or -EINVAL for NULL. */

@@ -264,9 +264,11 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 			mark_present(obj, pgoff + i);
 			i++;
 		} else if (ret) {
+			__uf_huge_filled(obj, pgoff, i);
 			return ret;
 		}
 	}
+	__uf_huge_filled(obj, pgoff, npages);
 	return added;
 }
 
@@ -657,6 +659,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	/* off the mm's list first: no walk of it can reach the object now */
 	if (obj->mm)
 		uf_mm_del_object(obj->mm, obj);
+	uf_huge_forget(obj);		/* and no collapse */
 	if (obj->ops) {
 		uf_object_sync(obj);
 		if (obj->ops->release)
@@ -780,6 +783,7 @@ static ssize_t cache_write(struct uf_object *obj, const void *buf, size_t len, u
 		mark_present(obj, p);
 		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
 	}
+	__uf_huge_filled(obj, first, last - first + 1);
 	return ret;
 }
 

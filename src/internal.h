@@ -46,6 +46,7 @@ struct uf_counters {
 	uint64_t minor_faults, major_faults, sigbus, oom;
 	uint64_t pages_read, pages_written, readahead_pages;
 	uint64_t evicted_pages;
+	uint64_t huge_collapses;
 	uint64_t lat_us[UF_LAT_BUCKETS];
 };
 
@@ -216,6 +217,7 @@ struct uf_mm {
 
 	size_t ra_max;			/* readahead pages */
 	struct uf_worker *worker;	/* background work (worker.c) */
+	struct uf_huge *huge;		/* huge extents (huge.c); NULL: off */
 	uint64_t budget_pages;		/* 0 = none */
 	unsigned int policy;
 	pthread_mutex_t reclaim_lock;
@@ -302,6 +304,12 @@ struct uf_object {
 	uint64_t clock_hand;
 	uint64_t *fifo;			/* FIFO policy: ring of pgoffs */
 	uint64_t fifo_head, fifo_tail, fifo_cap;
+
+	/* collapsed extents, sorted; punches, evictions and truncates so
+	 * far (atomic) (huge.c) */
+	uint64_t *huge_ext;
+	size_t nhuge, huge_cap;
+	uint64_t huge_gen;
 
 	pthread_mutex_t sync_lock;
 	struct uf_vma *vmas;		/* under mm->vma_lock */
@@ -419,6 +427,21 @@ int uf_readahead_init(struct uf_vma *vma);
 void uf_readahead_free(struct uf_vma *vma);
 void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *req);
 void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req);
+
+/* huge.c: 2 MiB extents of a cache collapsed into huge folios */
+#define UF_HUGE_SHIFT	21
+#define UF_HUGE_SIZE	(1UL << UF_HUGE_SHIFT)
+#define UF_HUGE_PAGES	(UF_HUGE_SIZE >> PAGE_SHIFT)
+void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off);
+int uf_huge_init(struct uf_mm *mm);
+void uf_huge_free(struct uf_mm *mm, bool child);
+void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
+void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
+void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last);
+void __uf_huge_grown(struct uf_object *obj, uint64_t first);
+void __uf_huge_widen(struct uf_object *obj, uint64_t *first, uint64_t *last);
+void uf_huge_forget(struct uf_object *obj);
+uint64_t uf_object_huge_extents(struct uf_object *obj);
 
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);

@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	if (!cfg)
 		cfg = &def;
 	if (cfg->handler_threads > UF_MAX_HANDLERS ||
-	    (cfg->flags & ~(UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC)) ||
+	    (cfg->flags & ~(UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC | UF_MM_NO_HUGE)) ||
 	    cfg->reclaim_policy > UF_RECLAIM_FIFO ||
 	    (cfg->readahead_max && cfg->readahead_max < PAGE_SIZE))
 		return -EINVAL;
@@ -153,6 +154,8 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	if (ret)
 		goto fail;
 	ret = uf_worker_start(mm);
+	if (!ret && !(cfg->flags & UF_MM_NO_HUGE))
+		ret = uf_huge_init(mm);
 	if (ret)
 		goto fail;
 	*mmp = mm;
@@ -175,6 +178,7 @@ void uf_mm_put(struct uf_mm *mm)
 	if (mm->pagemap_fd >= 0)
 		close(mm->pagemap_fd);
 	free(mm->vmas);
+	uf_huge_free(mm, false);
 	pthread_rwlock_destroy(&mm->vma_lock);
 	pthread_mutex_destroy(&mm->obj_lock);
 	pthread_mutex_destroy(&mm->reclaim_lock);
@@ -206,6 +210,7 @@ void uf_mm_put_child(struct uf_mm *mm)
 		close(mm->pagemap_fd);
 	free(mm->uffd.pending);
 	free(mm->vmas);
+	uf_huge_free(mm, true);
 	free(mm);
 }
 
@@ -300,11 +305,20 @@ static void stats_copy(struct uf_stats *st, const struct uf_counters *c)
 	st->pages_written = uf_load(&c->pages_written);
 	st->readahead_pages = uf_load(&c->readahead_pages);
 	st->evicted_pages = uf_load(&c->evicted_pages);
+	st->huge_collapses = uf_load(&c->huge_collapses);
 	for (i = 0; i < UF_LAT_BUCKETS; i++)
 		st->lat_us[i] = uf_load(&c->lat_us[i]);
 }
 
-UF_EXPORT int uf_mm_stats(struct uf_mm *mm, struct uf_stats *st)
+/*
+ * uf_mm_stats() and uf_vma_stats() are versioned: UFAULT_0.3 fills the
+ * whole struct; UFAULT_0.1's (below) only what that version's struct had.
+ */
+__asm__(".symver uf_mm_stats_0_3, uf_mm_stats@@UFAULT_0.3");
+__asm__(".symver uf_vma_stats_0_3, uf_vma_stats@@UFAULT_0.3");
+
+UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st);
+UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
 {
 	struct uf_object *obj;
 
@@ -315,13 +329,16 @@ UF_EXPORT int uf_mm_stats(struct uf_mm *mm, struct uf_stats *st)
 	uf_fault_settle(mm);
 	stats_copy(st, &mm->stats);
 	pthread_mutex_lock(&mm->obj_lock);
-	for (obj = mm->objects; obj; obj = obj->mm_next)
+	for (obj = mm->objects; obj; obj = obj->mm_next) {
 		st->cache_pages += uf_object_cache_pages(obj);
+		st->huge_extents += uf_object_huge_extents(obj);
+	}
 	pthread_mutex_unlock(&mm->obj_lock);
 	return 0;
 }
 
-UF_EXPORT int uf_vma_stats(struct uf_vma *vma, struct uf_stats *st)
+UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st);
+UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st)
 {
 	if (!vma || !st)
 		return -EINVAL;
@@ -329,7 +346,46 @@ UF_EXPORT int uf_vma_stats(struct uf_vma *vma, struct uf_stats *st)
 		return -ECHILD;
 	uf_fault_settle(vma->mm);
 	stats_copy(st, &vma->stats);
-	if (vma->obj)
+	if (vma->obj) {
 		st->cache_pages = uf_object_cache_pages(vma->obj);
+		st->huge_extents = uf_object_huge_extents(vma->obj);
+	}
 	return 0;
+}
+
+/*
+ * ABI: programs built against UFAULT_0.1's ufault.h pass a struct uf_stats
+ * that ends at lat_us; they are bound to these, which fill only that.
+ */
+#define UF_STATS_0_1_SIZE	offsetof(struct uf_stats, huge_extents)
+
+UF_EXPORT int uf_mm_stats_0_1(struct uf_mm *mm, struct uf_stats *st);
+UF_EXPORT int uf_vma_stats_0_1(struct uf_vma *vma, struct uf_stats *st);
+__asm__(".symver uf_mm_stats_0_1, uf_mm_stats@UFAULT_0.1");
+__asm__(".symver uf_vma_stats_0_1, uf_vma_stats@UFAULT_0.1");
+
+UF_EXPORT int uf_mm_stats_0_1(struct uf_mm *mm, struct uf_stats *st)
+{
+	struct uf_stats full;
+	int ret;
+
+	if (!st)
+		return -EINVAL;
+	ret = uf_mm_stats_0_3(mm, &full);
+	if (!ret)
+		memcpy(st, &full, UF_STATS_0_1_SIZE);
+	return ret;
+}
+
+UF_EXPORT int uf_vma_stats_0_1(struct uf_vma *vma, struct uf_stats *st)
+{
+	struct uf_stats full;
+	int ret;
+
+	if (!st)
+		return -EINVAL;
+	ret = uf_vma_stats_0_3(vma, &full);
+	if (!ret)
+		memcpy(st, &full, UF_STATS_0_1_SIZE);
+	return ret;
 }

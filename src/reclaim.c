@@ -251,7 +251,7 @@ static int cmp_u64(const void *a, const void *b)
 static uint64_t evict_object(struct uf_object *obj, size_t want)
 {
 	struct uf_mm *mm = obj->mm;
-	uint64_t *vict, done = 0;
+	uint64_t *vict, done = 0, lo_all = UINT64_MAX, hi_all = 0;
 	size_t n, i, j;
 
 	vict = malloc(want * sizeof(*vict));
@@ -279,31 +279,38 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 	n = j;
 
 	for (i = 0; i < n; i = j) {
-		uint64_t k;
+		uint64_t k, lo, hi;
 
-		/* a run of consecutive victims */
+		/* a run of consecutive victims; a huge extent goes whole */
 		for (j = i + 1; j < n && vict[j] == vict[j - 1] + 1; j++)
 			;
+		lo = vict[i];
+		hi = vict[j - 1];
+		__uf_huge_widen(obj, &lo, &hi);
+		if (lo < lo_all)
+			lo_all = lo;
+		if (hi > hi_all)
+			hi_all = hi;
 		/* dirty victims go to the store first; on error they stay */
-		for (k = i; k < j; k++)
-			if (uf_pagemap_test(&obj->pages, UF_PG_DIRTY, vict[k]))
-				break;
-		if ((k < j && __uf_object_writeback(obj, vict[i], vict[j - 1])) ||
+		k = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, lo, hi + 1);
+		if ((k <= hi && __uf_object_writeback(obj, lo, hi)) ||
 		    fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			      (off_t)(vict[i] << PAGE_SHIFT), (off_t)((j - i) << PAGE_SHIFT)) < 0) {
+			      (off_t)(lo << PAGE_SHIFT), (off_t)((hi + 1 - lo) << PAGE_SHIFT)) < 0) {
 			if (mm->policy == UF_RECLAIM_FIFO)
 				for (k = i; k < j; k++)
 					__uf_reclaim_note_fill(obj, vict[k]);
 			continue;
 		}
-		for (k = i; k < j; k++)
-			if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, vict[k]))
+		for (k = lo; k <= hi; k++)
+			if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, k)) {
 				uf_add(&obj->npresent, (uint64_t)-1);
-		done += j - i;
+				done++;
+			}
+		__uf_huge_punched(obj, lo, hi + 1);
 	}
 	/* the page state memory of what is left empty goes too */
 	if (n)
-		uf_pagemap_clear_range(&obj->pages, 0, vict[0], vict[n - 1] + 1);
+		uf_pagemap_clear_range(&obj->pages, 0, lo_all, hi_all + 1);
 	uf_add(&mm->stats.evicted_pages, done);
 out:
 	pthread_rwlock_unlock(&obj->invalidate_lock);

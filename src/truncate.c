@@ -75,6 +75,7 @@ static void clear_pages(struct uf_object *obj, uint64_t first, uint64_t last)
 	uint64_t n = uf_pagemap_clear_range(&obj->pages, UF_PG_MASK_ALL, first, last);
 
 	uf_add(&obj->npresent, -n);
+	__uf_huge_punched(obj, first, last);	/* extents split */
 }
 
 static int zero_memfd(struct uf_object *obj, uint64_t off, uint64_t len)
@@ -128,6 +129,8 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size)
 		if (ret)
 			return ret;
 		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
+		/* a huge extent cut in two is split first */
+		__uf_huge_cut(obj, DIV_ROUND_UP(size, PAGE_SIZE), DIV_ROUND_UP(old, PAGE_SIZE));
 		/* Zaps every PTE past EOF in every mapping, nonlinear windows
 		 * included, and zeroes the cache page's tail past EOF. */
 		if (ftruncate(obj->memfd, (off_t)size) < 0)
@@ -169,6 +172,7 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size)
 			return ret;
 		}
 		__atomic_store_n(&obj->size, size, __ATOMIC_RELEASE);
+		__uf_huge_grown(obj, DIV_ROUND_UP(old, PAGE_SIZE));
 	}
 	if (obj->mm->wp_sync)
 		reprotect(obj, DIV_ROUND_UP(size < old ? size : old, PAGE_SIZE));

@@ -984,7 +984,12 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	struct vma_lists l = { NULL, NULL };
 	unsigned int tries;
 
-	p = mmap(NULL, len, vma->prot, mflags | MAP_NORESERVE, fd, (off_t)offset);
+	/* an object mapping at file offset modulo 2 MiB: huge extents map
+	 * with one PMD (huge.c) */
+	if (fd >= 0)
+		p = uf_mmap_aligned(len, vma->prot, mflags | MAP_NORESERVE, fd, offset);
+	else
+		p = mmap(NULL, len, vma->prot, mflags | MAP_NORESERVE, fd, (off_t)offset);
 	if (p == MAP_FAILED)
 		return -errno;
 	vma->start = (unsigned long)p;

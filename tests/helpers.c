@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static __thread sigjmp_buf *volatile ut_jmp;
@@ -146,4 +148,71 @@ unsigned char ut_file_byte(const char *path, uint64_t off)
 	CHECK(fd >= 0 && pread(fd, &b, 1, (off_t)off) == 1, "read %s", path);
 	close(fd);
 	return b;
+}
+
+/* Does MADV_COLLAPSE make a huge page of a fully written, 2 MiB-aligned
+ * memfd extent here (plain system calls, as ufault does it)? */
+bool ut_collapse_works(void)
+{
+	const size_t h = 2UL << 20;
+	bool ok = false;
+	char *r, *a;
+	int fd;
+
+	fd = memfd_create("ut-collapse", MFD_CLOEXEC);
+	if (fd < 0)
+		return false;
+	r = mmap(NULL, 2 * h, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (r != MAP_FAILED && ftruncate(fd, (off_t)h) == 0) {
+		a = (char *)(((unsigned long)r + h - 1) & ~(h - 1));
+		if (mmap(a, h, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == a) {
+			memset(a, 1, h);
+			ok = madvise(a, h, 25 /* MADV_COLLAPSE */) == 0 &&
+			     ut_pmd_mapped_kb(a) >= 2048;
+		}
+	}
+	if (r != MAP_FAILED)
+		munmap(r, 2 * h);
+	close(fd);
+	return ok;
+}
+
+uint64_t ut_pmd_mapped_kb(const void *addr)
+{
+	unsigned long a = (unsigned long)addr, s, e;
+	uint64_t kb = 0, v;
+	char line[256];
+	bool in = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *dash = strchr(line, '-'), *sp = strchr(line, ' ');
+
+		if (dash && sp && dash < sp && sscanf(line, "%lx-%lx ", &s, &e) == 2) {
+			in = a >= s && a < e;
+			continue;
+		}
+		if (in && (sscanf(line, "ShmemPmdMapped: %" SCNu64, &v) == 1 ||
+			   sscanf(line, "FilePmdMapped: %" SCNu64, &v) == 1))
+			kb += v;
+	}
+	fclose(f);
+	return kb;
+}
+
+uint64_t ut_wait_huge(struct uf_mm *mm, uint64_t want)
+{
+	struct uf_stats st;
+	int i;
+
+	/* collapses run in the background: wait (bounded) for them */
+	for (i = 0; i < 6000; i++) {
+		CHECK(uf_mm_stats(mm, &st) == 0, "uf_mm_stats");
+		if (st.huge_extents >= want)
+			break;
+		usleep(10000);
+	}
+	return st.huge_extents;
 }

@@ -73,4 +73,11 @@ struct uf_object *ut_object(struct uf_mm *mm, enum ut_store store, uint64_t size
 /* The byte at @off of the file @path (a failed read fails the test). */
 unsigned char ut_file_byte(const char *path, uint64_t off);
 
+/* Huge extents: does MADV_COLLAPSE work here (else a test skips)?  How
+ * many KiB of the mapping holding @addr are mapped by PMDs (smaps)?  Wait
+ * (bounded) until @mm reports @want huge extents; return what it does. */
+bool ut_collapse_works(void);
+uint64_t ut_pmd_mapped_kb(const void *addr);
+uint64_t ut_wait_huge(struct uf_mm *mm, uint64_t want);
+
 #endif

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Huge extents: a 2 MiB-aligned extent of an object's cache (the memfd)
+ * that is fully present is collapsed into one huge folio, in the
+ * background, by MADV_COLLAPSE on obj->cache_map.  Measured on Linux 6.18:
+ * this works with shmem_enabled=never, on a mapping registered MISSING (a
+ * hole in the extent makes the kernel refuse: it never fills one with a
+ * zero page while a MISSING-registered mapping could see it), and moves
+ * the pages into the new folio with their bytes; every mapping's PTEs of
+ * the old pages are unmapped.  The next access through a mapping that is
+ * aligned (address = file offset modulo 2 MiB) and not registered for
+ * write-protect maps the whole extent with one PMD and no userfaultfd
+ * event.  Write-protect registered mappings keep 4 KiB PTEs onto the huge
+ * folio, and dirty tracking stays per 4 KiB page: an asynchronous written
+ * bit survives the unmap (PAGEMAP_SCAN reports the unmapped written page),
+ * and the synchronous mode records a page dirty at its first write.
+ *
+ * Exactness after a collapse (the kernel splits a huge shmem folio when a
+ * part of it is punched or truncated away):
+ *  - truncate and hole punch split the extent; a split the kernel could
+ *    not make (an extra reference) leaves the punched pages zeroed but
+ *    present: the punch is tried again, and what stays is marked present
+ *    in the page state, since zeroes are those pages' bytes;
+ *  - reclaim evicts a huge extent whole (dirty pages first, as for any
+ *    victim), so an eviction never depends on a split.
+ *
+ * Lock order: obj->invalidate_lock -> huge->lock.  The collapse runs in
+ * the worker (worker.c) with no lock held (see collapse()); huge->lock
+ * guards only the queue and is never held across a system call that can
+ * wait.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE	25
+#endif
+
+#define HUGE_QUEUE_MAX	4096	/* extents waiting; more are not collapsed */
+
+struct huge_ext {
+	struct uf_object *obj;
+	uint64_t ext;
+};
+
+struct uf_huge {
+	struct uf_mm *mm;
+	struct uf_work work;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* busy went back to NULL */
+	struct huge_ext *q;		/* FIFO: q[head..n) */
+	size_t head, n, cap;
+	bool queued;			/* work is in the worker's queue */
+	struct uf_object *busy;		/* being collapsed now */
+	bool unsupported;		/* MADV_COLLAPSE said EINVAL */
+};
+
+/* ------------------------------------------------------------------ */
+/* Aligned mappings                                                    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * mmap() whose address is @off modulo 2 MiB when @len can hold an
+ * extent, so the kernel can map a huge folio there with one PMD: reserve
+ * 2 MiB more than asked, map over it, trim the rest.  The reservation is
+ * ours and unregistered: neither the MAP_FIXED nor the trim raise an
+ * event.  Returns what mmap() returns.
+ */
+void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off)
+{
+	size_t span = len + UF_HUGE_SIZE - PAGE_SIZE;
+	unsigned long r, a;
+	void *p;
+	int e;
+
+	if (len < UF_HUGE_SIZE || span < len)
+		return mmap(NULL, len, prot, flags, fd, (off_t)off);
+	p = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return mmap(NULL, len, prot, flags, fd, (off_t)off);
+	r = (unsigned long)p;
+	a = r + ((off - r) & (UF_HUGE_SIZE - 1));
+	p = mmap((void *)a, len, prot, flags | MAP_FIXED, fd, (off_t)off);
+	if (p == MAP_FAILED) {
+		e = errno;
+		munmap((void *)r, span);
+		errno = e;
+		return MAP_FAILED;
+	}
+	if (a > r)
+		munmap((void *)r, a - r);
+	if (r + span > a + len)
+		munmap((void *)(a + len), r + span - (a + len));
+	return p;
+}
+
+/* ------------------------------------------------------------------ */
+/* The set of collapsed extents of an object                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * obj->huge_ext: the extents collapsed and not split since, sorted.
+ * Written by the worker (the one collapser of the mm) with
+ * obj->invalidate_lock held shared, and by truncate, punch and reclaim
+ * with it exclusive; obj->nhuge is read atomically for the statistics.
+ */
+
+/* The first index of obj->huge_ext whose extent is >= @ext. */
+static size_t ext_lower(const struct uf_object *obj, uint64_t ext)
+{
+	size_t lo = 0, hi = obj->nhuge;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (obj->huge_ext[mid] < ext)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool ext_is_huge(const struct uf_object *obj, uint64_t ext)
+{
+	size_t i = ext_lower(obj, ext);
+
+	return i < obj->nhuge && obj->huge_ext[i] == ext;
+}
+
+static void ext_add(struct uf_object *obj, uint64_t ext)
+{
+	size_t i = ext_lower(obj, ext);
+
+	if (i < obj->nhuge && obj->huge_ext[i] == ext)
+		return;
+	if (obj->nhuge == obj->huge_cap) {
+		size_t cap = obj->huge_cap ? 2 * obj->huge_cap : 16;
+		uint64_t *p = realloc(obj->huge_ext, cap * sizeof(*p));
+
+		if (!p)
+			return;		/* not counted; nothing else depends on it */
+		obj->huge_ext = p;
+		obj->huge_cap = cap;
+	}
+	memmove(&obj->huge_ext[i + 1], &obj->huge_ext[i], (obj->nhuge - i) * sizeof(uint64_t));
+	obj->huge_ext[i] = ext;
+	__atomic_store_n(&obj->nhuge, obj->nhuge + 1, __ATOMIC_RELAXED);
+}
+
+/* Forget the extents that pages [first, last) touch; return how many.
+ * Locking: obj->invalidate_lock held exclusive. */
+static size_t ext_remove(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	size_t i, j;
+
+	if (!obj->nhuge || first >= last)
+		return 0;
+	i = ext_lower(obj, first / UF_HUGE_PAGES);
+	for (j = i; j < obj->nhuge && obj->huge_ext[j] <= (last - 1) / UF_HUGE_PAGES; j++)
+		;
+	if (j == i)
+		return 0;
+	memmove(&obj->huge_ext[i], &obj->huge_ext[j], (obj->nhuge - j) * sizeof(uint64_t));
+	__atomic_store_n(&obj->nhuge, obj->nhuge - (j - i), __ATOMIC_RELAXED);
+	return j - i;
+}
+
+uint64_t uf_object_huge_extents(struct uf_object *obj)
+{
+	return __atomic_load_n(&obj->nhuge, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------ */
+/* Collapsing, in the worker                                           */
+/* ------------------------------------------------------------------ */
+
+/* Is extent @ext of @obj (pages from @first) one to collapse?
+ * Locking: obj->invalidate_lock held shared. */
+static bool __collapsible(struct uf_object *obj, uint64_t ext, uint64_t first)
+{
+	return !uf_object_orphaned(obj) &&
+	       (first + UF_HUGE_PAGES) << PAGE_SHIFT <= obj->size &&
+	       !ext_is_huge(obj, ext) &&
+	       uf_pagemap_full(&obj->pages, UF_PG_PRESENT, first, UF_HUGE_PAGES);
+}
+
+/*
+ * Collapse one extent.  The collapse itself (milliseconds) runs with no
+ * ufault lock held: reclaim only tries the invalidate lock and must not
+ * find it held that long, nor a truncate wait for it.  It works on a
+ * mapping of its own, so that a truncate may move cache_map meanwhile;
+ * the kernel keeps it safe against a punch or truncate (it fails, or the
+ * folio is split after), and obj->huge_gen says whether one came in
+ * between, in which case the extent is not counted.
+ * Locking: none held; takes obj->invalidate_lock shared.  The object
+ * stays (uf_huge_forget() waits for h->busy).
+ */
+static void collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
+{
+	uint64_t first = ext * UF_HUGE_PAGES, gen;
+	bool go;
+	void *p;
+	int ret, err;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	go = __collapsible(obj, ext, first);
+	gen = __atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (!go)
+		return;
+	p = uf_mmap_aligned(UF_HUGE_SIZE, PROT_READ, MAP_SHARED | MAP_NORESERVE, obj->memfd,
+			    first << PAGE_SHIFT);
+	if (p == MAP_FAILED)
+		return;
+	ret = madvise(p, UF_HUGE_SIZE, MADV_COLLAPSE);
+	err = errno;
+	munmap(p, UF_HUGE_SIZE);
+	if (ret) {
+		/* EINVAL: no MADV_COLLAPSE (before 6.1), or THP off for good;
+		 * else (EAGAIN, ENOMEM, a page busy) left as it is */
+		if (err == EINVAL)
+			__atomic_store_n(&h->unsupported, true, __ATOMIC_RELAXED);
+		return;
+	}
+	uf_add(&h->mm->stats.huge_collapses, 1);
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	if (__atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED) == gen && __collapsible(obj, ext, first))
+		ext_add(obj, ext);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+}
+
+/*
+ * ->fn of the mm's one huge work item: collapse one queued extent, then
+ * queue itself again behind whatever else the worker has (readahead
+ * windows, which faulting threads wait for, are not held up by more than
+ * one collapse).
+ */
+static void huge_work_fn(struct uf_work *work, bool run)
+{
+	struct uf_huge *h = (struct uf_huge *)((char *)work - offsetof(struct uf_huge, work));
+	struct huge_ext e;
+
+	pthread_mutex_lock(&h->lock);
+	if (!run || h->head == h->n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED)) {
+		h->head = h->n = 0;
+		h->queued = false;
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	e = h->q[h->head++];
+	if (h->head == h->n)
+		h->head = h->n = 0;
+	h->busy = e.obj;
+	pthread_mutex_unlock(&h->lock);
+
+	collapse(h, e.obj, e.ext);
+
+	pthread_mutex_lock(&h->lock);
+	h->busy = NULL;
+	pthread_cond_broadcast(&h->cond);
+	if (h->head < h->n && uf_worker_queue(h->mm, &h->work)) {
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	h->head = h->n = 0;
+	h->queued = false;
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Queue extent @ext of @obj.  Locking: takes huge->lock. */
+static void huge_queue(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
+{
+	size_t i;
+
+	pthread_mutex_lock(&h->lock);
+	for (i = h->head; i < h->n; i++)
+		if (h->q[i].obj == obj && h->q[i].ext == ext)
+			goto out;
+	if (h->n - h->head >= HUGE_QUEUE_MAX)
+		goto out;
+	if (h->head && h->n == h->cap) {
+		memmove(h->q, &h->q[h->head], (h->n - h->head) * sizeof(*h->q));
+		h->n -= h->head;
+		h->head = 0;
+	}
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 32;
+		struct huge_ext *q = realloc(h->q, cap * sizeof(*q));
+
+		if (!q)
+			goto out;
+		h->q = q;
+		h->cap = cap;
+	}
+	h->q[h->n++] = (struct huge_ext){ obj, ext };
+	if (!h->queued) {
+		h->queued = uf_worker_queue(h->mm, &h->work);
+		if (!h->queued)
+			h->head = h->n = 0;	/* no worker (being destroyed) */
+	}
+out:
+	pthread_mutex_unlock(&h->lock);
+}
+
+/*
+ * Pages [first, first + n) of @obj were just filled: queue the extents
+ * they complete.
+ * Locking: obj->invalidate_lock held (any mode).
+ */
+void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n)
+{
+	struct uf_huge *h = obj->mm ? obj->mm->huge : NULL;
+	uint64_t ext, last_ext, size_ext;
+
+	if (!h || !n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED))
+		return;
+	size_ext = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) >> UF_HUGE_SHIFT;
+	last_ext = (first + n - 1) / UF_HUGE_PAGES;
+	for (ext = first / UF_HUGE_PAGES; ext <= last_ext && ext < size_ext; ext++)
+		if (uf_pagemap_full(&obj->pages, UF_PG_PRESENT, ext * UF_HUGE_PAGES,
+				    UF_HUGE_PAGES))
+			huge_queue(h, obj, ext);
+}
+
+/*
+ * The last reference to @obj is gone: drop its queued extents, wait for
+ * a collapse of it in progress, free its set.
+ * Locking: none held.
+ */
+void uf_huge_forget(struct uf_object *obj)
+{
+	struct uf_huge *h = obj->mm ? obj->mm->huge : NULL;
+
+	if (h) {
+		size_t i, j;
+
+		pthread_mutex_lock(&h->lock);
+		for (i = j = h->head; i < h->n; i++)
+			if (h->q[i].obj != obj)
+				h->q[j++] = h->q[i];
+		h->n = j;
+		while (h->busy == obj)
+			pthread_cond_wait(&h->cond, &h->lock);
+		pthread_mutex_unlock(&h->lock);
+	}
+	free(obj->huge_ext);
+	obj->huge_ext = NULL;
+	obj->nhuge = obj->huge_cap = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Splits: truncate, punch, reclaim                                    */
+/* ------------------------------------------------------------------ */
+
+/* Is any page of [first, last) still data in the memfd? */
+static bool memfd_has_data(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	off_t d = lseek(obj->memfd, (off_t)(first << PAGE_SHIFT), SEEK_DATA);
+
+	return d >= 0 && (uint64_t)d < last << PAGE_SHIFT;
+}
+
+/*
+ * Pages [first, last) of @obj were punched out of the memfd (a hole punch,
+ * an eviction, a truncate).  Collapsed extents they touch are split by the
+ * kernel; should it have failed to split one (a page was zeroed but kept),
+ * punch again, and what still stays is marked present (its bytes are
+ * zero, which is what the store now holds for a punch; eviction never
+ * punches part of an extent: see __uf_huge_widen()).
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	int tries;
+	uint64_t p;
+
+	/* a collapse in flight does not count its extent */
+	__atomic_add_fetch(&obj->huge_gen, 1, __ATOMIC_RELAXED);
+	if (!ext_remove(obj, first, last))
+		return;
+	for (tries = 0; tries < 10 && memfd_has_data(obj, first, last); tries++) {
+		usleep(1000);
+		fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			  (off_t)(first << PAGE_SHIFT), (off_t)((last - first) << PAGE_SHIFT));
+	}
+	if (tries < 10 || uf_pagemap_reserve(&obj->pages, first, last - first))
+		return;
+	for (p = first; p < last; p++) {
+		if (!memfd_has_data(obj, p, p + 1))
+			continue;
+		if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, p) == 0)
+			uf_add(&obj->npresent, 1);
+	}
+}
+
+/*
+ * An object is cut at page @first (a truncate to a size inside an
+ * extent): the collapsed extent holding @first is split before the memfd
+ * shrinks, by a punch of its part past the new end, checked as above.
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last)
+{
+	uint64_t ext = first / UF_HUGE_PAGES, end = (ext + 1) * UF_HUGE_PAGES;
+
+	if (!obj->nhuge || first % UF_HUGE_PAGES == 0 || !ext_is_huge(obj, ext))
+		return;
+	if (end > old_last)
+		end = old_last;
+	fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)(first << PAGE_SHIFT), (off_t)((end - first) << PAGE_SHIFT));
+	__uf_huge_punched(obj, first, end);
+}
+
+/*
+ * Reclaim is about to evict pages [*first, *last]: widen the run to the
+ * whole of each collapsed extent it touches, so that no eviction waits on
+ * a split (nor is left to a failed one).
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+void __uf_huge_widen(struct uf_object *obj, uint64_t *first, uint64_t *last)
+{
+	uint64_t e0 = *first / UF_HUGE_PAGES, e1 = *last / UF_HUGE_PAGES;
+
+	if (!obj->nhuge)
+		return;
+	if (ext_is_huge(obj, e0))
+		*first = e0 * UF_HUGE_PAGES;
+	if (ext_is_huge(obj, e1))
+		*last = (e1 + 1) * UF_HUGE_PAGES - 1;
+}
+
+/*
+ * An object grew from page @first on: pages of a collapsed extent that a
+ * truncate could not split off stayed in the memfd, zeroed; they are
+ * present again now, and marked so (a write to them must be tracked).
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+void __uf_huge_grown(struct uf_object *obj, uint64_t first)
+{
+	uint64_t end = (first / UF_HUGE_PAGES + 1) * UF_HUGE_PAGES, p;
+
+	if (!obj->mm || !obj->mm->huge || first % UF_HUGE_PAGES == 0 ||
+	    !memfd_has_data(obj, first, end) || uf_pagemap_reserve(&obj->pages, first, end - first))
+		return;
+	for (p = first; p < end; p++)
+		if (memfd_has_data(obj, p, p + 1) &&
+		    uf_pagemap_set(&obj->pages, UF_PG_PRESENT, p) == 0)
+			uf_add(&obj->npresent, 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Per mm                                                              */
+/* ------------------------------------------------------------------ */
+
+int uf_huge_init(struct uf_mm *mm)
+{
+	struct uf_huge *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	h->mm = mm;
+	h->work.fn = huge_work_fn;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	mm->huge = h;
+	return 0;
+}
+
+/* With the mm's memory (objects may outlive uf_mm_destroy()).  In a fork
+ * child (@child) only the memory goes: the lock may have been held by a
+ * thread of the parent. */
+void uf_huge_free(struct uf_mm *mm, bool child)
+{
+	struct uf_huge *h = mm->huge;
+
+	if (!h)
+		return;
+	if (!child) {
+		pthread_mutex_destroy(&h->lock);
+		pthread_cond_destroy(&h->cond);
+	}
+	free(h->q);
+	free(h);
+	mm->huge = NULL;
+}
