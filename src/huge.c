@@ -25,7 +25,7 @@
  *    victim), so an eviction never depends on a split.
  *
  * Lock order: obj->invalidate_lock -> huge->lock.  The collapse runs in
- * the worker (worker.c) with no lock held (see collapse()); huge->lock
+ * a thread of its own with no lock held (see collapse()); huge->lock
  * guards only the queue and is never held across a system call that can
  * wait.
  */
@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -51,16 +52,24 @@ struct huge_ext {
 	uint64_t ext;
 };
 
+/*
+ * The collapser of an mm: a thread of its own, started by the first
+ * extent queued.  Not the mm's worker (worker.c): a collapse takes
+ * milliseconds, and faulting threads wait for the readahead windows that
+ * worker fills.
+ */
 struct uf_huge {
 	struct uf_mm *mm;
-	struct uf_work work;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;		/* busy went back to NULL */
+	pthread_t thread;
+	bool started;
+	bool stop;
+	pthread_mutex_t lock;		/* the fields below */
+	pthread_cond_t cond;		/* an extent was queued, or stop */
+	pthread_cond_t idle;		/* busy went back to NULL */
 	struct huge_ext *q;		/* FIFO: q[head..n) */
 	size_t head, n, cap;
-	bool queued;			/* work is in the worker's queue */
 	struct uf_object *busy;		/* being collapsed now */
-	bool unsupported;		/* MADV_COLLAPSE said EINVAL */
+	bool unsupported;		/* MADV_COLLAPSE said EINVAL (atomic) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -108,7 +117,7 @@ void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off)
 
 /*
  * obj->huge_ext: the extents collapsed and not split since, sorted.
- * Written by the worker (the one collapser of the mm) with
+ * Written by the collapser thread (the only one of the mm) with
  * obj->invalidate_lock held shared, and by truncate, punch and reclaim
  * with it exclusive; obj->nhuge is read atomically for the statistics.
  */
@@ -180,7 +189,7 @@ uint64_t uf_object_huge_extents(struct uf_object *obj)
 }
 
 /* ------------------------------------------------------------------ */
-/* Collapsing, in the worker                                           */
+/* Collapsing, in the collapser thread                                */
 /* ------------------------------------------------------------------ */
 
 /* Is extent @ext of @obj (pages from @first) one to collapse?
@@ -238,42 +247,39 @@ static void collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 }
 
-/*
- * ->fn of the mm's one huge work item: collapse one queued extent, then
- * queue itself again behind whatever else the worker has (readahead
- * windows, which faulting threads wait for, are not held up by more than
- * one collapse).
- */
-static void huge_work_fn(struct uf_work *work, bool run)
+static void *huge_thread(void *arg)
 {
-	struct uf_huge *h = (struct uf_huge *)((char *)work - offsetof(struct uf_huge, work));
-	struct huge_ext e;
+	struct uf_huge *h = arg;
+	sigset_t all;
 
+	/* signals belong to the application's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_mutex_lock(&h->lock);
-	if (!run || h->head == h->n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED)) {
-		h->head = h->n = 0;
-		h->queued = false;
-		pthread_mutex_unlock(&h->lock);
-		return;
-	}
-	e = h->q[h->head++];
-	if (h->head == h->n)
-		h->head = h->n = 0;
-	h->busy = e.obj;
-	pthread_mutex_unlock(&h->lock);
+	for (;;) {
+		struct huge_ext e;
 
-	collapse(h, e.obj, e.ext);
-
-	pthread_mutex_lock(&h->lock);
-	h->busy = NULL;
-	pthread_cond_broadcast(&h->cond);
-	if (h->head < h->n && uf_worker_queue(h->mm, &h->work)) {
+		if (h->stop)
+			break;
+		if (h->head == h->n) {
+			pthread_cond_wait(&h->cond, &h->lock);
+			continue;
+		}
+		e = h->q[h->head++];
+		if (h->head == h->n)
+			h->head = h->n = 0;
+		h->busy = e.obj;
 		pthread_mutex_unlock(&h->lock);
-		return;
+
+		if (!__atomic_load_n(&h->unsupported, __ATOMIC_RELAXED))
+			collapse(h, e.obj, e.ext);
+
+		pthread_mutex_lock(&h->lock);
+		h->busy = NULL;
+		pthread_cond_broadcast(&h->idle);
 	}
-	h->head = h->n = 0;
-	h->queued = false;
 	pthread_mutex_unlock(&h->lock);
+	return NULL;
 }
 
 /* Queue extent @ext of @obj.  Locking: takes huge->lock. */
@@ -282,6 +288,8 @@ static void huge_queue(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 	size_t i;
 
 	pthread_mutex_lock(&h->lock);
+	if (h->stop)
+		goto out;
 	for (i = h->head; i < h->n; i++)
 		if (h->q[i].obj == obj && h->q[i].ext == ext)
 			goto out;
@@ -301,12 +309,13 @@ static void huge_queue(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 		h->q = q;
 		h->cap = cap;
 	}
-	h->q[h->n++] = (struct huge_ext){ obj, ext };
-	if (!h->queued) {
-		h->queued = uf_worker_queue(h->mm, &h->work);
-		if (!h->queued)
-			h->head = h->n = 0;	/* no worker (being destroyed) */
+	if (!h->started) {
+		h->started = pthread_create(&h->thread, NULL, huge_thread, h) == 0;
+		if (!h->started)
+			goto out;	/* no thread: no huge extents */
 	}
+	h->q[h->n++] = (struct huge_ext){ obj, ext };
+	pthread_cond_signal(&h->cond);
 out:
 	pthread_mutex_unlock(&h->lock);
 }
@@ -349,7 +358,7 @@ void uf_huge_forget(struct uf_object *obj)
 				h->q[j++] = h->q[i];
 		h->n = j;
 		while (h->busy == obj)
-			pthread_cond_wait(&h->cond, &h->lock);
+			pthread_cond_wait(&h->idle, &h->lock);
 		pthread_mutex_unlock(&h->lock);
 	}
 	free(obj->huge_ext);
@@ -469,16 +478,34 @@ int uf_huge_init(struct uf_mm *mm)
 	if (!h)
 		return -ENOMEM;
 	h->mm = mm;
-	h->work.fn = huge_work_fn;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_cond_init(&h->cond, NULL);
+	pthread_cond_init(&h->idle, NULL);
 	mm->huge = h;
 	return 0;
 }
 
+/* uf_mm_destroy(): drop what is queued, end the thread (a collapse under
+ * way finishes first).  Objects that outlive the mm queue nothing more. */
+void uf_huge_stop(struct uf_mm *mm)
+{
+	struct uf_huge *h = mm->huge;
+
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	h->head = h->n = 0;
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	if (h->started)
+		pthread_join(h->thread, NULL);
+	h->started = false;
+}
+
 /* With the mm's memory (objects may outlive uf_mm_destroy()).  In a fork
  * child (@child) only the memory goes: the lock may have been held by a
- * thread of the parent. */
+ * thread of the parent, and the thread is not there. */
 void uf_huge_free(struct uf_mm *mm, bool child)
 {
 	struct uf_huge *h = mm->huge;
@@ -488,6 +515,7 @@ void uf_huge_free(struct uf_mm *mm, bool child)
 	if (!child) {
 		pthread_mutex_destroy(&h->lock);
 		pthread_cond_destroy(&h->cond);
+		pthread_cond_destroy(&h->idle);
 	}
 	free(h->q);
 	free(h);

@@ -15,7 +15,7 @@
  *                                 changes against writeback)
  *
  * mm->obj_lock (the list of objects) nests inside vma_lock and outside the
- * invalidate locks.  obj->sync_lock serializes writeback of one object and
+ * invalidate locks.  huge->lock (huge.c) is innermost.  obj->sync_lock serializes writeback of one object and
  * is taken before obj->invalidate_lock.
  */
 #ifndef UF_INTERNAL_H
@@ -434,6 +434,7 @@ void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req);
 #define UF_HUGE_PAGES	(UF_HUGE_SIZE >> PAGE_SHIFT)
 void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off);
 int uf_huge_init(struct uf_mm *mm);
+void uf_huge_stop(struct uf_mm *mm);
 void uf_huge_free(struct uf_mm *mm, bool child);
 void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
 void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);

@@ -234,6 +234,7 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
 	uf_unmap_all(mm);
 	uf_worker_stop(mm);	/* after the mappings: its items hold them */
+	uf_huge_stop(mm);
 
 	/* Objects the caller still holds: write them back now; afterwards
 	 * uf_object_put() only frees them.  Sync takes mm->vma_lock, which

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Background work of an mm: one thread that runs what may happen after the
- * faulting thread has been woken - asynchronous readahead (readahead.c)
- * and the collapse of fully cached extents into huge folios (huge.c).
+ * faulting thread has been woken - asynchronous readahead (readahead.c).
+ * (Huge extents are collapsed by a thread of their own: huge.c.)
  *
  * A work item is run once, or dropped (->fn with run false) when the mm is
  * destroyed first; either way ->fn owns the item afterwards.  The worker

@@ -1,7 +1,7 @@
 /* Description: uf_mm_create() with a bad configuration (handler_threads
  * over 64, unknown flags, an unknown reclaim policy, a readahead_max below
  * one page) or a NULL mmp returns -EINVAL, leaves *mmp alone and starts no
- * thread and opens no fd; the limits themselves (64 handlers, both flags)
+ * thread and opens no fd; the limits themselves (64 handlers, every flag)
  * are accepted. */
 #define _GNU_SOURCE
 #include "helpers.h"
@@ -32,7 +32,7 @@ int main(void)
 		{ "handler_threads 1000", { .handler_threads = 1000 } },
 		{ "handler_threads 65", { .handler_threads = 65 } },
 		{ "handler_threads UINT_MAX", { .handler_threads = ~0u } },
-		{ "flags 0x04", { .flags = 0x04 } },
+		{ "flags 0x08", { .flags = 0x08 } },
 		{ "flags 0x80000000", { .flags = 0x80000000u } },
 		{ "known and unknown flags", { .flags = UF_MM_USER_MODE_ONLY | 0x100 } },
 		{ "reclaim_policy 2", { .reclaim_policy = 2 } },
@@ -40,7 +40,7 @@ int main(void)
 	};
 	struct uf_mm_config good[] = {
 		{ .handler_threads = 64 },
-		{ .flags = UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC },
+		{ .flags = UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC | UF_MM_NO_HUGE },
 		{ .reclaim_policy = UF_RECLAIM_FIFO, .readahead_max = UF_PAGE_SIZE },
 	};
 	struct uf_mm *mm, *sentinel = (struct uf_mm *)0x1234;
