@@ -145,6 +145,26 @@ static bool ext_is_huge(const struct uf_object *obj, uint64_t ext)
 	return i < obj->nhuge && obj->huge_ext[i] == ext;
 }
 
+/*
+ * Is extent @ext huge, or being collapsed (it may be one huge folio by
+ * now, which a partial punch would have to split)?
+ * Locking: obj->invalidate_lock held (any mode).
+ */
+static bool ext_maybe_huge(const struct uf_object *obj, uint64_t ext)
+{
+	return __atomic_load_n(&obj->huge_busy, __ATOMIC_ACQUIRE) == ext + 1 ||
+	       ext_is_huge(obj, ext);
+}
+
+/* Does [first, last) touch the extent being collapsed? */
+static bool busy_in(const struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	uint64_t b = __atomic_load_n(&obj->huge_busy, __ATOMIC_ACQUIRE);
+
+	return b && first < last && b - 1 >= first / UF_HUGE_PAGES &&
+	       b - 1 <= (last - 1) / UF_HUGE_PAGES;
+}
+
 static void ext_add(struct uf_object *obj, uint64_t ext)
 {
 	size_t i = ext_lower(obj, ext);
@@ -209,7 +229,12 @@ static bool __collapsible(struct uf_object *obj, uint64_t ext, uint64_t first)
  * mapping of its own, so that a truncate may move cache_map meanwhile;
  * the kernel keeps it safe against a punch or truncate (it fails, or the
  * folio is split after), and obj->huge_gen says whether one came in
- * between, in which case the extent is not counted.
+ * between, in which case the extent is not counted.  Meanwhile
+ * obj->huge_busy names the extent: it may become one huge folio at any
+ * moment, so reclaim evicts it whole and a punch checks its split (a
+ * fresh huge folio can refuse a split, and the punch then only zeroes
+ * the pages: an eviction must never leave zeroes where the store has
+ * bytes).
  * Locking: none held; takes obj->invalidate_lock shared.  The object
  * stays (uf_huge_forget() waits for h->busy).
  */
@@ -223,27 +248,33 @@ static void collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	go = __collapsible(obj, ext, first);
 	gen = __atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED);
+	/* from now on, reclaim evicts the extent whole and a punch checks
+	 * its split, as for a huge one */
+	if (go)
+		__atomic_store_n(&obj->huge_busy, ext + 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	if (!go)
 		return;
 	p = uf_mmap_aligned(UF_HUGE_SIZE, PROT_READ, MAP_SHARED | MAP_NORESERVE, obj->memfd,
 			    first << PAGE_SHIFT);
-	if (p == MAP_FAILED)
-		return;
-	ret = madvise(p, UF_HUGE_SIZE, MADV_COLLAPSE);
-	err = errno;
-	munmap(p, UF_HUGE_SIZE);
-	if (ret) {
-		/* EINVAL: no MADV_COLLAPSE (before 6.1), or THP off for good;
-		 * else (EAGAIN, ENOMEM, a page busy) left as it is */
-		if (err == EINVAL)
-			__atomic_store_n(&h->unsupported, true, __ATOMIC_RELAXED);
-		return;
+	if (p != MAP_FAILED) {
+		ret = madvise(p, UF_HUGE_SIZE, MADV_COLLAPSE);
+		err = errno;
+		munmap(p, UF_HUGE_SIZE);
+	} else {
+		ret = -1;
+		err = errno;
 	}
-	uf_add(&h->mm->stats.huge_collapses, 1);
+	if (!ret)
+		uf_add(&h->mm->stats.huge_collapses, 1);
+	else if (err == EINVAL)	/* no MADV_COLLAPSE (before 6.1), or THP off for good */
+		__atomic_store_n(&h->unsupported, true, __ATOMIC_RELAXED);
+	/* (else EAGAIN, ENOMEM, a page busy: left as it is) */
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	if (__atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED) == gen && __collapsible(obj, ext, first))
+	if (!ret && __atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED) == gen &&
+	    __collapsible(obj, ext, first))
 		ext_add(obj, ext);
+	__atomic_store_n(&obj->huge_busy, 0, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 }
 
@@ -378,37 +409,111 @@ static bool memfd_has_data(struct uf_object *obj, uint64_t first, uint64_t last)
 	return d >= 0 && (uint64_t)d < last << PAGE_SHIFT;
 }
 
-/*
- * Pages [first, last) of @obj were punched out of the memfd (a hole punch,
- * an eviction, a truncate).  Collapsed extents they touch are split by the
- * kernel; should it have failed to split one (a page was zeroed but kept),
- * punch again, and what still stays is marked present (its bytes are
- * zero, which is what the store now holds for a punch; eviction never
- * punches part of an extent: see __uf_huge_widen()).
- * Locking: obj->invalidate_lock held exclusive.
- */
-void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last)
+/* Punch [first, last) again while the memfd still holds data there (a
+ * split refused); true when it is a hole at last. */
+static bool repunch(struct uf_object *obj, uint64_t first, uint64_t last, int tries)
 {
-	int tries;
-	uint64_t p;
-
-	/* a collapse in flight does not count its extent */
-	__atomic_add_fetch(&obj->huge_gen, 1, __ATOMIC_RELAXED);
-	if (!ext_remove(obj, first, last))
-		return;
-	for (tries = 0; tries < 10 && memfd_has_data(obj, first, last); tries++) {
+	while (memfd_has_data(obj, first, last)) {
+		if (tries-- <= 0)
+			return false;
 		usleep(1000);
 		fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			  (off_t)(first << PAGE_SHIFT), (off_t)((last - first) << PAGE_SHIFT));
 	}
-	if (tries < 10 || uf_pagemap_reserve(&obj->pages, first, last - first))
+	return true;
+}
+
+/*
+ * Pages [first, last) of @obj were punched out of the memfd (a hole punch,
+ * a truncate).  Collapsed extents they touch are split by the kernel;
+ * should it have failed to split one (the pages were zeroed but kept),
+ * punch again, and what still stays is marked present (its bytes are
+ * zero, which is what the store now holds too), the extent huge.
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	uint64_t p;
+
+	/* a collapse in flight does not count its extent */
+	__atomic_add_fetch(&obj->huge_gen, 1, __ATOMIC_RELAXED);
+	if (!ext_remove(obj, first, last) && !busy_in(obj, first, last))
+		return;
+	if (repunch(obj, first, last, 10) || uf_pagemap_reserve(&obj->pages, first, last - first))
 		return;
 	for (p = first; p < last; p++) {
 		if (!memfd_has_data(obj, p, p + 1))
 			continue;
 		if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, p) == 0)
 			uf_add(&obj->npresent, 1);
+		if (uf_pagemap_full(&obj->pages, UF_PG_PRESENT, p / UF_HUGE_PAGES * UF_HUGE_PAGES,
+				    UF_HUGE_PAGES))
+			ext_add(obj, p / UF_HUGE_PAGES);
 	}
+}
+
+/*
+ * Reclaim punched pages [first, last) (whole huge extents: see
+ * __uf_huge_widen()) and cleared their present bits.  Whatever the memfd
+ * still holds there came from a huge folio that refused a split (one ufault
+ * did not know of: made by the kernel itself, or a collapse that ended
+ * between): zeroes where the store has bytes, which must never be read.
+ * Then the extents holding them go whole: their dirty pages written, the
+ * whole extent punched (no split needed).  Return the pages that left the
+ * cache beyond [first, last).
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	uint64_t lo, hi, p, more = 0;
+
+	__atomic_add_fetch(&obj->huge_gen, 1, __ATOMIC_RELAXED);
+	ext_remove(obj, first, last);
+	if (repunch(obj, first, last, 3))
+		return 0;
+	lo = first / UF_HUGE_PAGES * UF_HUGE_PAGES;
+	hi = (last + UF_HUGE_PAGES - 1) / UF_HUGE_PAGES * UF_HUGE_PAGES;
+	if (uf_pagemap_next(&obj->pages, UF_PG_DIRTY, lo, hi) < hi &&
+	    __uf_object_writeback(obj, lo, hi - 1))
+		goto keep;
+	fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)(lo << PAGE_SHIFT), (off_t)((hi - lo) << PAGE_SHIFT));
+	if (!repunch(obj, lo, hi, 3))
+		goto keep;
+	for (p = lo; p < hi; p++)
+		if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, p)) {
+			uf_add(&obj->npresent, (uint64_t)-1);
+			more++;
+		}
+	ext_remove(obj, lo, hi);
+	return more;
+keep:
+	/* the extent cannot go whole (a store error): its zeroed pages get
+	 * their bytes back from the store and stay cached */
+	for (p = first; p < last; p++) {
+		char buf[PAGE_SIZE];
+		ssize_t n = 0, r;
+
+		if (!memfd_has_data(obj, p, p + 1))
+			continue;
+		while (n < (ssize_t)PAGE_SIZE) {
+			r = obj->ops->read(obj->store, buf + n, PAGE_SIZE - (size_t)n,
+					   (p << PAGE_SHIFT) + (uint64_t)n);
+			if (r <= 0)
+				break;
+			n += r;
+		}
+		if (n < (ssize_t)PAGE_SIZE)
+			memset(buf + (n > 0 ? n : 0), 0, PAGE_SIZE - (size_t)(n > 0 ? n : 0));
+		/* (a store that fails here too leaves the page dirty: the
+		 * program's next sync reports the store's error) */
+		if (pwrite(obj->memfd, buf, PAGE_SIZE, (off_t)(p << PAGE_SHIFT)) != PAGE_SIZE ||
+		    n < 0 || uf_pagemap_reserve(&obj->pages, p, 1))
+			continue;
+		if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, p) == 0)
+			uf_add(&obj->npresent, 1);
+	}
+	return 0;
 }
 
 /*
@@ -421,7 +526,7 @@ void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last)
 {
 	uint64_t ext = first / UF_HUGE_PAGES, end = (ext + 1) * UF_HUGE_PAGES;
 
-	if (!obj->nhuge || first % UF_HUGE_PAGES == 0 || !ext_is_huge(obj, ext))
+	if (first % UF_HUGE_PAGES == 0 || !ext_maybe_huge(obj, ext))
 		return;
 	if (end > old_last)
 		end = old_last;
@@ -440,11 +545,9 @@ void __uf_huge_widen(struct uf_object *obj, uint64_t *first, uint64_t *last)
 {
 	uint64_t e0 = *first / UF_HUGE_PAGES, e1 = *last / UF_HUGE_PAGES;
 
-	if (!obj->nhuge)
-		return;
-	if (ext_is_huge(obj, e0))
+	if (ext_maybe_huge(obj, e0))
 		*first = e0 * UF_HUGE_PAGES;
-	if (ext_is_huge(obj, e1))
+	if (ext_maybe_huge(obj, e1))
 		*last = (e1 + 1) * UF_HUGE_PAGES - 1;
 }
 

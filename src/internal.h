@@ -306,10 +306,11 @@ struct uf_object {
 	uint64_t fifo_head, fifo_tail, fifo_cap;
 
 	/* collapsed extents, sorted; punches, evictions and truncates so
-	 * far (atomic) (huge.c) */
+	 * far (atomic); the extent being collapsed (atomic) (huge.c) */
 	uint64_t *huge_ext;
 	size_t nhuge, huge_cap;
 	uint64_t huge_gen;
+	uint64_t huge_busy;		/* extent + 1 being collapsed, or 0 */
 
 	pthread_mutex_t sync_lock;
 	struct uf_vma *vmas;		/* under mm->vma_lock */
@@ -438,6 +439,7 @@ void uf_huge_stop(struct uf_mm *mm);
 void uf_huge_free(struct uf_mm *mm, bool child);
 void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
 void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
+uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last);
 void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last);
 void __uf_huge_grown(struct uf_object *obj, uint64_t first);
 void __uf_huge_widen(struct uf_object *obj, uint64_t *first, uint64_t *last);

@@ -306,7 +306,7 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 				uf_add(&obj->npresent, (uint64_t)-1);
 				done++;
 			}
-		__uf_huge_punched(obj, lo, hi + 1);
+		done += __uf_huge_evicted(obj, lo, hi + 1);	/* a split refused */
 	}
 	/* the page state memory of what is left empty goes too */
 	if (n)
