@@ -50,7 +50,10 @@
 struct huge_ext {
 	struct uf_object *obj;
 	uint64_t ext;
+	unsigned int tries;		/* collapses refused so far */
 };
+
+#define HUGE_TRIES	4		/* a refused collapse is tried again */
 
 /*
  * The collapser of an mm: a thread of its own, started by the first
@@ -238,7 +241,7 @@ static bool __collapsible(struct uf_object *obj, uint64_t ext, uint64_t first)
  * Locking: none held; takes obj->invalidate_lock shared.  The object
  * stays (uf_huge_forget() waits for h->busy).
  */
-static void collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
+static bool collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 {
 	uint64_t first = ext * UF_HUGE_PAGES, gen;
 	bool go;
@@ -254,7 +257,7 @@ static void collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 		__atomic_store_n(&obj->huge_busy, ext + 1, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	if (!go)
-		return;
+		return false;
 	p = uf_mmap_aligned(UF_HUGE_SIZE, PROT_READ, MAP_SHARED | MAP_NORESERVE, obj->memfd,
 			    first << PAGE_SHIFT);
 	if (p != MAP_FAILED) {
@@ -269,13 +272,38 @@ static void collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 		uf_add(&h->mm->stats.huge_collapses, 1);
 	else if (err == EINVAL)	/* no MADV_COLLAPSE (before 6.1), or THP off for good */
 		__atomic_store_n(&h->unsupported, true, __ATOMIC_RELAXED);
-	/* (else EAGAIN, ENOMEM, a page busy: left as it is) */
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	if (!ret && __atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED) == gen &&
 	    __collapsible(obj, ext, first))
 		ext_add(obj, ext);
 	__atomic_store_n(&obj->huge_busy, 0, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
+	/* EAGAIN (a page held for a moment: just written, still in a per-CPU
+	 * batch), ENOMEM: worth another try */
+	return ret && err != EINVAL;
+}
+
+/* Append @e to the queue.  Locking: huge->lock held. */
+static bool queue_tail(struct uf_huge *h, const struct huge_ext *e)
+{
+	if (h->n - h->head >= HUGE_QUEUE_MAX)
+		return false;
+	if (h->head && h->n == h->cap) {
+		memmove(h->q, &h->q[h->head], (h->n - h->head) * sizeof(*h->q));
+		h->n -= h->head;
+		h->head = 0;
+	}
+	if (h->n == h->cap) {
+		size_t cap = h->cap ? 2 * h->cap : 32;
+		struct huge_ext *q = realloc(h->q, cap * sizeof(*q));
+
+		if (!q)
+			return false;
+		h->q = q;
+		h->cap = cap;
+	}
+	h->q[h->n++] = *e;
+	return true;
 }
 
 static void *huge_thread(void *arg)
@@ -289,6 +317,7 @@ static void *huge_thread(void *arg)
 	pthread_mutex_lock(&h->lock);
 	for (;;) {
 		struct huge_ext e;
+		bool retry;
 
 		if (h->stop)
 			break;
@@ -302,10 +331,16 @@ static void *huge_thread(void *arg)
 		h->busy = e.obj;
 		pthread_mutex_unlock(&h->lock);
 
-		if (!__atomic_load_n(&h->unsupported, __ATOMIC_RELAXED))
-			collapse(h, e.obj, e.ext);
+		retry = !__atomic_load_n(&h->unsupported, __ATOMIC_RELAXED) &&
+			collapse(h, e.obj, e.ext) && ++e.tries < HUGE_TRIES;
+		if (retry)
+			usleep(10000);	/* let it settle; nothing is held */
 
 		pthread_mutex_lock(&h->lock);
+		/* (under the lock with busy: uf_huge_forget() sees one or
+		 * the other) */
+		if (retry && !h->stop)
+			queue_tail(h, &e);
 		h->busy = NULL;
 		pthread_cond_broadcast(&h->idle);
 	}
@@ -324,29 +359,13 @@ static void huge_queue(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 	for (i = h->head; i < h->n; i++)
 		if (h->q[i].obj == obj && h->q[i].ext == ext)
 			goto out;
-	if (h->n - h->head >= HUGE_QUEUE_MAX)
-		goto out;
-	if (h->head && h->n == h->cap) {
-		memmove(h->q, &h->q[h->head], (h->n - h->head) * sizeof(*h->q));
-		h->n -= h->head;
-		h->head = 0;
-	}
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 32;
-		struct huge_ext *q = realloc(h->q, cap * sizeof(*q));
-
-		if (!q)
-			goto out;
-		h->q = q;
-		h->cap = cap;
-	}
 	if (!h->started) {
 		h->started = pthread_create(&h->thread, NULL, huge_thread, h) == 0;
 		if (!h->started)
 			goto out;	/* no thread: no huge extents */
 	}
-	h->q[h->n++] = (struct huge_ext){ obj, ext };
-	pthread_cond_signal(&h->cond);
+	if (queue_tail(h, &(struct huge_ext){ obj, ext, 0 }))
+		pthread_cond_signal(&h->cond);
 out:
 	pthread_mutex_unlock(&h->lock);
 }
@@ -384,12 +403,13 @@ void uf_huge_forget(struct uf_object *obj)
 		size_t i, j;
 
 		pthread_mutex_lock(&h->lock);
+		/* first the collapse under way (which may queue it again) */
+		while (h->busy == obj)
+			pthread_cond_wait(&h->idle, &h->lock);
 		for (i = j = h->head; i < h->n; i++)
 			if (h->q[i].obj != obj)
 				h->q[j++] = h->q[i];
 		h->n = j;
-		while (h->busy == obj)
-			pthread_cond_wait(&h->idle, &h->lock);
 		pthread_mutex_unlock(&h->lock);
 	}
 	free(obj->huge_ext);

@@ -20,7 +20,17 @@
 #include <time.h>
 
 #define NPAGES	(2 * 512 + 8)
+/* sanitizer builds run 5-10x slower: fewer rounds there */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ITERS	9
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ITERS	9
+#endif
+#endif
+#ifndef ITERS
 #define ITERS	24
+#endif
 #define OFF	17	/* the byte of each page that is stamped and read */
 
 /*
