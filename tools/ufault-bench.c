@@ -141,7 +141,9 @@ struct bench {
 	struct uf_mm *mm;		/* default config, shared by the ufault cases */
 	struct uf_object *warm;		/* its cache is kept full */
 	struct uf_mm *mm_nohuge;	/* UF_MM_NO_HUGE, for the -4k rows */
-	struct uf_object *warm_nohuge;
+	struct uf_object *warm_nohuge;	/* over a copy of the tmpfs file (an
+					   O_RDWR object locks its file) */
+	struct bench_file file_nohuge;
 	struct {
 		uint64_t budget;	/* bytes of cache */
 		size_t size, npages;	/* the data */
@@ -536,7 +538,15 @@ static int run_ufault_warm(struct bench *b, const struct bench_case *c, struct s
 
 		if (!buf)
 			return -ENOMEM;
-		ret = uf_object_open(mm, b->file[c->store].path, O_RDWR, warm);
+		if (c->nohuge) {
+			b->file_nohuge.dir = b->file[c->store].dir;
+			ret = file_create(&b->file_nohuge, b->size);
+		} else {
+			ret = 0;
+		}
+		if (!ret)
+			ret = uf_object_open(mm, c->nohuge ? b->file_nohuge.path :
+					     b->file[c->store].path, O_RDWR, warm);
 		for (off = 0; !ret && off < b->size; off += chunk) {
 			n = uf_object_pread(*warm, buf, chunk, off);
 			if (n < 0)
@@ -1386,6 +1396,7 @@ int main(int argc, char **argv)
 	struct bench b = {
 		.file = { [STORE_TMPFS] = { .dir = "/dev/shm", .fd = -1 },
 			  [STORE_DISK] = { .dir = "/var/tmp", .fd = -1 } },
+		.file_nohuge = { .fd = -1 },
 	};
 	unsigned long size_mib = 0, repeat = 0, v;
 	const char *store = NULL;
@@ -1564,6 +1575,8 @@ out:
 	uf_object_put(b.warm_nohuge);
 	uf_mm_destroy(b.mm);
 	uf_mm_destroy(b.mm_nohuge);
+	if (b.file_nohuge.fd >= 0)
+		close(b.file_nohuge.fd);
 	for (i = STORE_TMPFS; i <= STORE_DISK; i++)
 		if (b.file[i].fd >= 0)
 			close(b.file[i].fd);
