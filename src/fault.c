@@ -265,17 +265,35 @@ static int poll_timeout_ms(struct uf_mm *mm)
 /*
  * Poison @page_addr of @vma and wake its waiters.  A write-protect marker
  * holding the PTE (a WP-registered mapping) is lifted first;
- * __poison_lift() puts it back.
+ * __poison_lift() puts it back.  Only while @vma is still there as the
+ * kernel maps it (the program may have moved or unmapped it, and put
+ * another mapping there): else -ESTALE, and the faulting thread's retry
+ * meets what is there now.
+ * Locking: takes mm->vma_lock shared.
  */
 static int poison_page(struct uf_vma *vma, unsigned long page_addr)
 {
 	struct uf_mm *mm = vma->mm;
-	int ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
+	int ret;
 
-	if (ret == -EEXIST && (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP) &&
-	    uf_uffd_writeprotect(&mm->uffd, page_addr, PAGE_SIZE, false, true) == 0)
-		ret = uf_uffd_poison(&mm->uffd, page_addr, PAGE_SIZE);
-	return ret;
+	for (;;) {
+		pthread_rwlock_rdlock(&mm->vma_lock);
+		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || page_addr < vma->start ||
+		    page_addr >= vma->end) {
+			pthread_rwlock_unlock(&mm->vma_lock);
+			return -ESTALE;
+		}
+		ret = uf_uffd_poison_mapped(&mm->uffd, page_addr, PAGE_SIZE);
+		if (ret == -EEXIST && (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)) {
+			ret = uf_uffd_writeprotect_mapped(&mm->uffd, page_addr, PAGE_SIZE, false, true);
+			if (!ret)
+				ret = uf_uffd_poison_mapped(&mm->uffd, page_addr, PAGE_SIZE);
+		}
+		pthread_rwlock_unlock(&mm->vma_lock);
+		if (ret != -EAGAIN)
+			return ret;
+		uf_uffd_settle(&mm->uffd);	/* the table catches up first */
+	}
 }
 
 /*

@@ -144,6 +144,9 @@ int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t l
 int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
 			unsigned int flags, size_t *copied);
 int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len);
+int uf_uffd_poison_mapped(struct uf_uffd *u, unsigned long addr, size_t len);
+int uf_uffd_writeprotect_mapped(struct uf_uffd *u, unsigned long start, unsigned long len,
+				bool protect, bool dontwake);
 int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len);
 void uf_uffd_quiesce(struct uf_uffd *u);
 void uf_uffd_settle(struct uf_uffd *u);

@@ -782,6 +782,27 @@ int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t l
 }
 
 /*
+ * Begin a call on the program's own mappings at addresses the owner's
+ * table gives (see uf_uffd_copy_mapped): false, with nothing held, while
+ * an event read is not yet applied.  uffd_mapped_end() after.
+ */
+static bool uffd_mapped_begin(struct uf_uffd *u)
+{
+	pthread_rwlock_rdlock(&u->copy_lock);
+	/* (ev_read cannot move under copy_lock; ev_done only grows to it) */
+	if (__atomic_load_n(&u->ev_done, __ATOMIC_ACQUIRE) ==
+	    __atomic_load_n(&u->ev_read, __ATOMIC_RELAXED))
+		return true;
+	pthread_rwlock_unlock(&u->copy_lock);
+	return false;
+}
+
+static void uffd_mapped_end(struct uf_uffd *u)
+{
+	pthread_rwlock_unlock(&u->copy_lock);
+}
+
+/*
  * uf_uffd_copy_mapped - uf_uffd_copy() into the program's own mapping at
  * @dst, as the owner's table shows it.  The program may have unmapped or
  * moved that mapping and put another there (one of this fd too); the
@@ -807,13 +828,8 @@ int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, s
 	};
 	int ret = 0;
 
-	pthread_rwlock_rdlock(&u->copy_lock);
-	/* (ev_read cannot move under copy_lock; ev_done only grows to it) */
-	if (__atomic_load_n(&u->ev_done, __ATOMIC_ACQUIRE) !=
-	    __atomic_load_n(&u->ev_read, __ATOMIC_RELAXED)) {
-		pthread_rwlock_unlock(&u->copy_lock);
+	if (!uffd_mapped_begin(u))
 		return -EAGAIN;
-	}
 	while (ioctl(u->fd, UFFDIO_COPY, &c) < 0) {
 		ret = -errno;
 		if (c.copy <= 0)
@@ -826,9 +842,49 @@ int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, s
 		c.copy = 0;
 		ret = 0;
 	}
-	pthread_rwlock_unlock(&u->copy_lock);
+	uffd_mapped_end(u);
 	if (!ret && copied)
 		*copied += c.copy;
+	return ret;
+}
+
+/*
+ * uf_uffd_poison_mapped, uf_uffd_writeprotect_mapped - uf_uffd_poison()
+ * and uf_uffd_writeprotect() on a range of the program's mapping as the
+ * owner's table shows it, under the rule of uf_uffd_copy_mapped(): -EAGAIN
+ * at once while the table may be behind the kernel.
+ * Locking: as uf_uffd_copy_mapped().
+ */
+int uf_uffd_poison_mapped(struct uf_uffd *u, unsigned long addr, size_t len)
+{
+	struct uf_uffdio_poison p = { .range = { addr, len } };
+	int ret = 0;
+
+	if (!(u->features & UFFD_FEATURE_POISON))
+		return -ENOSYS;
+	if (!uffd_mapped_begin(u))
+		return -EAGAIN;
+	if (ioctl(u->fd, UF_UFFDIO_POISON, &p) < 0 && !(errno == EAGAIN && p.updated > 0))
+		ret = -errno;
+	uffd_mapped_end(u);
+	return ret;
+}
+
+int uf_uffd_writeprotect_mapped(struct uf_uffd *u, unsigned long start, unsigned long len,
+				bool protect, bool dontwake)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = start, .len = len },
+		.mode = (protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
+			(dontwake ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0),
+	};
+	int ret = 0;
+
+	if (!uffd_mapped_begin(u))
+		return -EAGAIN;
+	if (ioctl(u->fd, UFFDIO_WRITEPROTECT, &wp) < 0)
+		ret = -errno;
+	uffd_mapped_end(u);
 	return ret;
 }
 
