@@ -153,7 +153,8 @@ static int store_read(struct uf_object *obj, void *buf, size_t len, uint64_t off
 			break;
 		done += (size_t)n;
 	}
-	memset((char *)buf + done, 0, len - done);
+	if (done < len)
+		memset((char *)buf + done, 0, len - done);
 	return 0;
 }
 
@@ -330,7 +331,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		if (uf_protocol_broken())
 			usleep(200);	/* widen the window the lock closes */
 		if (!ret) {
-			memset(buf + len, 0, (run << PAGE_SHIFT) - len);
+			if (len < run << PAGE_SHIFT)
+				memset(buf + len, 0, (run << PAGE_SHIFT) - len);
 			uf_add(&obj->mm->stats.pages_read, run);
 			if (vma)
 				uf_add(&vma->stats.pages_read, run);
@@ -355,7 +357,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		p += run;
 	}
 	uf_bounce_put(bounce);
-	if (!err && must < UF_FILL_ANY && !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, must))
+	if (!err && must < UF_FILL_ANY && !(major && *major) &&
+	    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, must))
 		err = -EIO;
 	return err;
 }
