@@ -210,6 +210,13 @@ static void __ra_next_window(struct uf_vma *vma, struct uf_ra_state *ra, struct 
 	s->marker = m;
 	if (n > end - m - 1)
 		n = end - m - 1;
+	if (s->job_state != RA_IDLE && s->chain_n) {
+		/* the reader runs two windows ahead of the worker (it reads a
+		 * window's pages as the copy inserts them): no third; it
+		 * faults at s->next and reads that window itself */
+		s->marker = RA_NONE;
+		return;
+	}
 	s->next = m + 1 + n;
 	if (!n)
 		return;
@@ -254,7 +261,7 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 	struct ra_stream *s = NULL;
 	struct timespec deadline;
 	bool waited = false;
-	int i, in_job, marker, seq, victim;
+	int i, in_job, in_chain, marker, seq, victim;
 	size_t n;
 
 	req->first = pgoff;
@@ -266,12 +273,14 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 again:
 	/* one pass: the stream whose background window holds the page,
 	 * whose marker it is, or whose next page it is; and the victim */
-	in_job = marker = seq = victim = -1;
+	in_job = in_chain = marker = seq = victim = -1;
 	for (i = 0; i < RA_STREAMS; i++) {
 		s = &ra->s[i];
 		if (s->job_state != RA_IDLE) {
 			if (pgoff - s->job_first < s->job_n)
 				in_job = i;
+			else if (pgoff - s->chain_first < s->chain_n)
+				in_chain = i;
 		} else if (victim < 0 || s->used < ra->s[victim].used) {
 			victim = i;
 		}
@@ -322,6 +331,17 @@ again:
 	}
 	if (waited) {
 		/* the window it waited for is in: its page is too */
+		pthread_mutex_unlock(&ra->lock);
+		return;
+	}
+	if (in_chain >= 0) {
+		/* in the window queued behind the one being filled: read it
+		 * now (the reader got there first) */
+		s = &ra->s[in_chain];
+		s->used = ra->clock;
+		req->first = s->chain_first;
+		req->n = s->chain_n;
+		s->chain_n = 0;
 		pthread_mutex_unlock(&ra->lock);
 		return;
 	}
