@@ -24,6 +24,10 @@
  *  - reclaim evicts a huge extent whole (dirty pages first, as for any
  *    victim), so an eviction never depends on a split.
  *
+ * The collapse works through a mapping of the extent made for it, not
+ * registered and never touched (MADV_COLLAPSE reads no page in: an extent
+ * with a hole is refused, see above), unmapped at once.
+ *
  * Lock order: obj->invalidate_lock -> huge->lock.  The collapse runs in
  * a thread of its own with no lock held (see collapse()); huge->lock
  * guards only the queue and is never held across a system call that can

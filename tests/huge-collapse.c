@@ -2,7 +2,8 @@
  * collapsed into huge pages in the background (uf_mm_stats huge_extents,
  * huge_collapses; the partial last extent is not), a read-only mapping then
  * maps them with PMDs (smaps) and reads them with no fault(), bytes
- * unchanged, over each store; a writable mapping still writes back exactly
+ * unchanged, over each store; a private mapping too, and its write stays
+ * its own; a writable mapping still writes back exactly
  * the pages written; UF_MM_NO_HUGE turns it off.  Skips where MADV_COLLAPSE
  * does not work. */
 #define _GNU_SOURCE
@@ -65,6 +66,26 @@ static void run(enum ut_store store)
 	      "faults after collapse: %lu/%lu -> %lu/%lu", (unsigned long)st0.minor_faults,
 	      (unsigned long)st0.major_faults, (unsigned long)st1.minor_faults,
 	      (unsigned long)st1.major_faults);
+
+	/* a private mapping reads them through PMDs too, until written */
+	{
+		unsigned char *q;
+		uint64_t i;
+
+		CHECK(uf_mmap(c.mm, SIZE & ~4095UL, PROT_READ | PROT_WRITE, UF_MAP_PRIVATE, c.obj, 0,
+			      (void **)&q) == 0, "uf_mmap private");
+		check_bytes(q, SIZE & ~4095UL, "private mapping");
+		kb = ut_pmd_mapped_kb(q);
+		CHECK(kb >= EXTENTS * 2048, "%s: private: only %lu KiB PMD-mapped",
+		      ut_store_names[store], (unsigned long)kb);
+		q[4096] = (unsigned char)~q[4096];	/* copied on write, cache unchanged */
+		CHECK(p[4096] == ut_pattern(4096), "a private write reached the cache");
+		check_bytes(q, 4096, "private mapping after a write");
+		for (i = 8192; i < (SIZE & ~4095UL); i++)
+			CHECK(q[i] == ut_pattern(i), "private mapping after a write: byte %lu",
+			      (unsigned long)i);
+		uf_munmap(c.mm, q, SIZE & ~4095UL);
+	}
 
 	/* a writable mapping of huge extents: writes reach the store per
 	 * 4 KiB page, exactly */
