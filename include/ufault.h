@@ -69,7 +69,8 @@ struct uf_page;
  *	that a fault() that touches another ufault mapping is served.
  * @flags: UF_MM_* above.  Huge extents are on unless UF_MM_NO_HUGE:
  *	each 2 MiB-aligned extent of an object's cache that becomes fully
- *	cached is collapsed into one huge page in the background (where
+ *	cached is collapsed into one huge page in the background, once the
+ *	mm's fills pause for 20 ms (where
  *	the kernel has MADV_COLLAPSE, Linux 6.1+; ufault-info says whether
  *	it works here), and a mapping of it that is not written through
  *	(no PROT_WRITE, or MAP_PRIVATE) then maps it with one page-table

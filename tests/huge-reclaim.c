@@ -52,7 +52,7 @@ static void run(unsigned int policy)
 			CHECK(p[i + 11] == model[i + 11], "pass %d: written byte %lu", pass,
 			      (unsigned long)i + 11);
 			if (i % (2 * MB) == 0)
-				usleep(2000);	/* let the worker collapse */
+				usleep(30000);	/* a pause in the fills: collapses run */
 		}
 		CHECK(uf_mm_stats(mm, &st) == 0, "stats");
 		collapses = st.huge_collapses;

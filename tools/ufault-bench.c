@@ -582,7 +582,8 @@ static int run_ufault_cold(struct bench *b, const struct bench_case *c, struct s
 		uf_object_put(b->warm);
 		b->warm = NULL;
 	}
-	ret = uf_object_open(b->mm, b->file[c->store].path, c->rw_object ? O_RDWR : O_RDONLY, &obj);
+	ret = uf_object_open(c->nohuge ? b->mm_nohuge : b->mm, b->file[c->store].path,
+			     c->rw_object ? O_RDWR : O_RDONLY, &obj);
 	if (ret)
 		return ret;
 	ret = ufault_touch(b, c, obj, s);
@@ -990,6 +991,10 @@ static const struct bench_case cases[] = {
 	  .run = run_ufault_cold, .ref = "kernel/tmpfs", .ratio = RATIO_COST, .goal = 1.5 },
 	{ .name = "cold-seq", .target = "ufault", .store = STORE_DISK, .order = ORDER_SEQ,
 	  .run = run_ufault_cold, .ref = "uffd-min/anon", .ratio = RATIO_SPEEDUP },	/* info */
+	/* the same with huge extents off: what the background collapse of the
+	 * extents being read costs the reader */
+	{ .name = "cold-seq", .target = "ufault-4k", .store = STORE_TMPFS, .order = ORDER_SEQ,
+	  .run = run_ufault_cold, .ref = "kernel/tmpfs", .ratio = RATIO_COST, .nohuge = true },	/* info */
 	/* the same through a writable object: windows are copied straight
 	 * into the reader's mapping (no second page table entry per page) */
 	{ .name = "cold-seq", .target = "ufault-rw", .store = STORE_TMPFS, .order = ORDER_SEQ,
