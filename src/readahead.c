@@ -6,12 +6,13 @@
  * A mapping keeps a small table of streams.  A fault at the page where a
  * stream's last window ended is sequential: the window grows (16 pages,
  * then x4 while under ra_max/4, then x2, up to mm->ra_max) and is filled
- * now.  From the stream's second window on, the window after it is filled
- * in the background by the mm's worker (worker.c), on the other CPU while
- * the faulting thread goes on -- all but its first page, the marker, which
- * is left a hole (the kernel's PG_readahead page): the stream's thread
- * faults there as it enters the window, and that fault reads the marker
- * alone and queues the next window.  So the worker stays a window ahead of
+ * now.  From the stream's second window on, the two windows after it
+ * (mm->ra_max pages each) are filled in the background by the mm's worker
+ * (worker.c), on the other CPU while the faulting thread goes on -- the
+ * second all but its first page, the marker, which is left a hole (the
+ * kernel's PG_readahead page): the stream's thread faults there as it
+ * enters that window, and that fault reads the marker alone and queues
+ * the next window, marked likewise.  So the worker stays a window ahead of
  * a steady reader, which never waits for a window being read (asynchronous
  * readahead); without the marker the reader would find nothing queued at
  * each window's end and wait for the next window to be read.
@@ -191,25 +192,22 @@ out:
 }
 
 /*
- * The window after @s's last, ra_max pages: its first page (s->next) is
- * the marker, the pages after it go to the worker -- now, or when the stream's
- * window being filled is done.  Sets req's background part when it is
- * to be queued now.
+ * The window after @s's last, ra_max pages from s->next: with @marked its
+ * first page is the marker, left to the reader, and the pages after it go
+ * to the worker -- now, or when the stream's window being filled is done.
+ * Sets req's background part when it is to be queued now.
  * Locking: ra->lock held.
  */
 static void __ra_next_window(struct uf_vma *vma, struct uf_ra_state *ra, struct ra_stream *s,
-			     struct uf_ra_req *req)
+			     bool marked, struct uf_ra_req *req)
 {
 	uint64_t end = DIV_ROUND_UP(__atomic_load_n(&vma->obj->size, __ATOMIC_ACQUIRE), PAGE_SIZE);
-	uint64_t m = s->next;
-	size_t n = vma->mm->ra_max - 1;
+	uint64_t m = s->next, first;
+	size_t n = vma->mm->ra_max - marked;
 
 	s->size = vma->mm->ra_max;
 	if (m >= end)
 		return;
-	s->marker = m;
-	if (n > end - m - 1)
-		n = end - m - 1;
 	if (s->job_state != RA_IDLE && s->chain_n) {
 		/* the reader runs two windows ahead of the worker (it reads a
 		 * window's pages as the copy inserts them): no third; it
@@ -217,15 +215,20 @@ static void __ra_next_window(struct uf_vma *vma, struct uf_ra_state *ra, struct 
 		s->marker = RA_NONE;
 		return;
 	}
-	s->next = m + 1 + n;
+	first = m + marked;
+	if (marked)
+		s->marker = m;
+	if (n > end - first)
+		n = end - first;
+	s->next = first + n;
 	if (!n)
 		return;
 	if (s->job_state != RA_IDLE) {
-		s->chain_first = m + 1;
+		s->chain_first = first;
 		s->chain_n = n;
 		return;
 	}
-	s->job_first = m + 1;
+	s->job_first = first;
 	s->job_n = n;
 	s->job_state = RA_QUEUED;
 	s->job_gen++;
@@ -358,7 +361,7 @@ again:
 			s->job_state = RA_IDLE;
 			req->n = 1 + s->job_n;
 		}
-		__ra_next_window(vma, ra, s, req);
+		__ra_next_window(vma, ra, s, true, req);
 		pthread_mutex_unlock(&ra->lock);
 		return;
 	}
@@ -383,8 +386,12 @@ again:
 		s->marker = RA_NONE;
 		s->next = pgoff + n;
 		req->n = n;
-		if (async)
-			__ra_next_window(vma, ra, s, req);
+		/* two windows in the background, the second marked: the
+		 * reader's next fault is a window further on */
+		if (async) {
+			__ra_next_window(vma, ra, s, false, req);
+			__ra_next_window(vma, ra, s, true, req);
+		}
 		pthread_mutex_unlock(&ra->lock);
 		return;
 	}
