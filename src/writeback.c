@@ -52,6 +52,36 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 }
 
 /*
+ * Mark dirty the pages of [start, end) of @vma that the kernel reports
+ * written (or mapped, without write-protect tracking).  A present page is
+ * dirty.  So is a page the cache's memfd holds that is not present yet: a
+ * fill has copied it but not yet marked it (the fill holds
+ * invalidate_lock shared, as the caller does), and a thread can write it
+ * in that window; the scan clears its written bit, so waiting for the
+ * present bit would lose the write.  The memfd is asked (mincore on
+ * cache_map), because the scan also reports pages that hold no page at all
+ * (a store error's poison marker): their hole must not reach the store.
+ * Writeback reads the page from the memfd either way.
+ * Locking: obj->invalidate_lock held shared.
+ */
+static void mark_written(struct uf_vma *vma, unsigned long start, unsigned long end)
+{
+	struct uf_object *obj = vma->obj;
+	unsigned long a;
+
+	for (a = start; a < end; a += PAGE_SIZE) {
+		uint64_t pgoff = __uf_vma_pgoff(vma, a);
+		unsigned char vec = 0;
+
+		if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff) ||
+		    ((pgoff + 1) << PAGE_SHIFT <= obj->cache_cap &&
+		     mincore(obj->cache_map + (pgoff << PAGE_SHIFT), PAGE_SIZE, &vec) == 0 &&
+		     (vec & 1)))
+			(void)uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
+	}
+}
+
+/*
  * Move the "written" state of [start, end) of a shared writable object
  * mapping into obj->dirty, write-protecting the pages again.
  * Locking: mm->vma_lock held (any mode), or the VMA is already unlinked.
@@ -96,7 +126,7 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 				break;
 			}
 			for (i = 0; i < n; i++)
-				__uf_vma_mark_dirty(vma, vec[i].start, vec[i].end);
+				mark_written(vma, vec[i].start, vec[i].end);
 			if (arg.walk_end <= start)
 				break;
 			start = arg.walk_end;
@@ -111,8 +141,8 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 		} else {
 			for (i = 0; i < npages; i++)
 				if (vec[i] & 1)
-					__uf_vma_mark_dirty(vma, start + (i << PAGE_SHIFT),
-							 start + ((i + 1) << PAGE_SHIFT));
+					mark_written(vma, start + (i << PAGE_SHIFT),
+						     start + ((i + 1) << PAGE_SHIFT));
 		}
 		free(vec);
 	}
