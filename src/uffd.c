@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/timerfd.h>
@@ -369,6 +370,7 @@ static void *handler_thread(void *arg)
 		{ .fd = u->stopfd, .events = POLLIN },
 		{ .fd = u->kickfd, .events = POLLIN },
 	};
+	int ep, i;
 	sigset_t all;
 
 	/* Signals belong to the application's threads. */
@@ -376,10 +378,34 @@ static void *handler_thread(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	cur_uffd = u;
 
+	/*
+	 * Wait in an epoll set of this thread's own that holds the fd
+	 * EPOLLEXCLUSIVE: a fault wakes one idle handler, not all of them
+	 * (with poll() every handler woke for every fault and all but one
+	 * met an empty fd, contending for copy_lock on the way).  Measured
+	 * with a spare awake, ufault-bench --store cold-rand, four runs
+	 * each: 1.49-1.61x a GET per page, against 1.56-1.67x with poll().
+	 * A handler that re-enters the wait as the next fault arrives still
+	 * races the one woken for it (level-triggered): that costs a failed
+	 * read, no more.  Without epoll, poll() as before.
+	 */
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	for (i = 0; ep >= 0 && i < 3; i++) {
+		struct epoll_event ev = {
+			.events = EPOLLIN | (i == 0 ? EPOLLEXCLUSIVE : 0),
+			.data.u32 = (uint32_t)i,
+		};
+
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, pfd[i].fd, &ev) < 0) {
+			close(ep);
+			ep = -1;
+		}
+	}
+
 	for (;;) {
 		struct uffd_msg msg;
 		size_t n;
-		int ready;
+		int ready, timeout;
 
 		if (__atomic_load_n(&u->nevq, __ATOMIC_RELAXED)) {
 			busy_begin(h);
@@ -390,7 +416,19 @@ static void *handler_thread(void *arg)
 			serve_fault(h, &msg);
 			continue;
 		}
-		ready = poll(pfd, 3, u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1);
+		timeout = u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1;
+		if (ep >= 0) {
+			struct epoll_event evs[3];
+			int k;
+
+			ready = epoll_wait(ep, evs, 3, timeout);
+			for (i = 0; i < 3; i++)
+				pfd[i].revents = 0;
+			for (k = 0; k < ready; k++)
+				pfd[evs[k].data.u32].revents = (short)evs[k].events;
+		} else {
+			ready = poll(pfd, 3, timeout);
+		}
 		if (u->ops->idle)
 			u->ops->idle(u->owner);
 		if (ready <= 0)
@@ -411,6 +449,8 @@ static void *handler_thread(void *arg)
 		if (uffd_read(u, &msg, 1, &n) == 1)
 			serve_fault(h, &msg);
 	}
+	if (ep >= 0)
+		close(ep);
 	return NULL;
 }
 
