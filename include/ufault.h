@@ -424,7 +424,9 @@ int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kadd
  *	truncate other objects and touch other ufault mappings: it runs
  *	with no lock that mapping needs (the object's invalidate lock is
  *	held shared, so it must not truncate or punch its own object).
- *	Required.
+ *	A read may cover a few pages the cache holds already (holes up to
+ *	8 cached pages apart are read in one call); their bytes are
+ *	dropped, never copied over the cached page.  Required.
  * ->write - write @len bytes at @off; return 0 when all were written.
  *	NULL for a read-only store (objects are then read-only).
  * ->truncate - make the store @size bytes long.  May be NULL.
