@@ -279,7 +279,9 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
  * dropped): a remote store pays a round trip per read, far more than a few
  * pages' transfer, and a window of random faults' neighbours is mostly
  * holes with a present page here and there (measured: two reads per
- * fault on a Redis object, ufault-bench --store cold-rand).
+ * fault on a Redis object, ufault-bench --store cold-rand).  A span whose
+ * read fails is read again run by run: the error may be a present page's,
+ * which the fill does not need.
  */
 #define FILL_GAP	8
 
@@ -304,6 +306,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
 	uint64_t end = size_pages(size), p, last;
 	bool broken = uf_protocol_broken();
+	uint64_t exact_end = first;	/* before it, a span is one run of holes */
 	struct uf_bounce *bounce;
 	int err = 0;
 	char *buf;
@@ -321,7 +324,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 
 	p = first;
 	while (p < last) {
-		uint64_t run, off, end, q, h;
+		uint64_t run, off, end, q, h, holes = 0;
+		uint64_t gap = p < exact_end ? 0 : FILL_GAP;
 		size_t len;
 		long added;
 		int ret;
@@ -333,9 +337,14 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		/* the span: this hole and the holes after it, up to a gap of
 		 * FILL_GAP present pages (broken on purpose: the whole window
 		 * is read from the store and the copy skips what is present) */
-		for (end = q = p; q < last && q - end < FILL_GAP; q++)
-			if (broken || !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q))
+		for (end = q = p; q < last; q++) {
+			if (broken || !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
 				end = q + 1;
+				holes++;
+			} else if (q - end >= gap) {
+				break;
+			}
+		}
 		run = end - p;
 		off = p << PAGE_SHIFT;
 		len = run << PAGE_SHIFT;
@@ -344,6 +353,12 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		ret = store_read(obj, buf, len, off);
 		if (broken)
 			usleep(200);	/* widen the window the lock closes */
+		if (ret && holes < run) {
+			/* the error may be a cached page's, which needs no read:
+			 * read this span's runs of holes one by one */
+			exact_end = end;
+			continue;
+		}
 		if (!ret) {
 			if (len < run << PAGE_SHIFT)
 				memset(buf + len, 0, (run << PAGE_SHIFT) - len);

@@ -117,9 +117,35 @@ int main(void)
 	check_pages(map, 64, 64, 16, written);
 	CHECK_RET(uf_munmap(mm, map, 64 * UF_PAGE_SIZE), 0);
 
+	/* 3. a store error on a cached page inside a span: the read over it
+	 * fails, the runs of holes around it are read alone, and a pread of
+	 * the whole range works (it needs nothing from that page) */
+	write_page(obj, 130);
+	written[130] = 1;
+	pthread_mutex_lock(&st.lock);
+	st.bad_page = 130;
+	pthread_mutex_unlock(&st.lock);
+	from = st.nreads;
+	{
+		static unsigned char buf[16 * UF_PAGE_SIZE];
+
+		CHECK_RET(uf_object_pread(obj, buf, sizeof(buf), 128 * UF_PAGE_SIZE),
+			  (ssize_t)sizeof(buf));
+		check_pages(buf, 128, 128, 16, written);
+	}
+	n = reads_since(&st, from, r, 16);
+	printf("pread [128, 144) over a cached page the store fails: %zu store read(s)\n", n);
+	CHECK(n == 3 && r[0].ret == -EIO && r[1].off == 128 * UF_PAGE_SIZE &&
+	      r[1].len == 2 * UF_PAGE_SIZE && r[2].off == 131 * UF_PAGE_SIZE &&
+	      r[2].len == 13 * UF_PAGE_SIZE,
+	      "%zu reads, want the span (failed), then [128, 130) and [131, 144)", n);
+	pthread_mutex_lock(&st.lock);
+	st.bad_page = UINT64_MAX;
+	pthread_mutex_unlock(&st.lock);
+
 	/* the written pages reach the store as written, the rest unchanged */
 	CHECK_RET(uf_object_sync(obj), 0);
-	for (pg = 0; pg < 80; pg++)
+	for (pg = 0; pg < 144; pg++)
 		CHECK(st.data[pg * UF_PAGE_SIZE + 7] ==
 		      (written[pg] ? MARK : ut_pattern(pg * UF_PAGE_SIZE + 7)),
 		      "store page %lu", (unsigned long)pg);
