@@ -69,7 +69,7 @@ install-man1:
 	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 .PHONY: install-man1
 
-$(B)/tests/%: tests/%.c tests/helpers.c tests/helpers.h $(B)/libufault.a include/ufault.h | $(B)/tests
+$(B)/tests/%: tests/%.c tests/helpers.c $(wildcard tests/*.h) $(B)/libufault.a include/ufault.h | $(B)/tests
 	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault.a $(LDFLAGS) -lm
 
 $(B)/examples/%: examples/%.c $(B)/libufault.a include/ufault.h | $(B)/examples

@@ -753,12 +753,14 @@ int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len
 
 
 /*
- * uf_uffd_writeprotect - set (@protect) or lift the write protection of
- * [start, start + len).  Lifting wakes threads waiting on the range unless
- * @dontwake.
+ * The calls below come in pairs: uf_uffd_X() reads the fd itself when
+ * the kernel says EAGAIN (an event is unread) and tries again;
+ * uf_uffd_X_mapped() gives -EAGAIN back at once (see
+ * uf_uffd_copy_mapped()).  Each pair shares one loop, told by @drain.
  */
-int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
-			 bool protect, bool dontwake)
+
+static int writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
+			bool protect, bool dontwake, bool drain)
 {
 	struct uffdio_writeprotect wp = {
 		.range = { .start = start, .len = len },
@@ -767,11 +769,22 @@ int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long l
 	};
 
 	while (ioctl(u->fd, UFFDIO_WRITEPROTECT, &wp) < 0) {
-		if (errno != EAGAIN)
+		if (errno != EAGAIN || !drain)
 			return -errno;
 		uffd_drain(u);		/* an event is unread */
 	}
 	return 0;
+}
+
+/*
+ * uf_uffd_writeprotect - set (@protect) or lift the write protection of
+ * [start, start + len).  Lifting wakes threads waiting on the range unless
+ * @dontwake.
+ */
+int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
+			 bool protect, bool dontwake)
+{
+	return writeprotect(u, start, len, protect, dontwake, true);
 }
 
 /* uf_uffd_wake - let threads waiting on [addr, addr + len) retry. */
@@ -788,8 +801,8 @@ void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len)
  * *copied (if given) grows by the bytes that landed, also before an error
  * (-EEXIST: a page is already present there).
  */
-int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
-		 unsigned int flags, size_t *copied)
+static int copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
+		unsigned int flags, size_t *copied, bool drain)
 {
 	struct uffdio_copy c = {
 		.dst = dst, .src = (unsigned long)src, .len = len,
@@ -810,7 +823,7 @@ int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t l
 			c.copy = 0;
 			continue;
 		}
-		if (ret == -EAGAIN) {	/* an event is unread: read it, retry */
+		if (ret == -EAGAIN && drain) {	/* an event is unread: read it, retry */
 			uffd_drain(u);
 			continue;
 		}
@@ -818,6 +831,28 @@ int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t l
 	}
 	if (copied)
 		*copied += c.copy;
+	return 0;
+}
+
+int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
+		 unsigned int flags, size_t *copied)
+{
+	return copy(u, dst, src, len, flags, copied, true);
+}
+
+/* EAGAIN once pages were poisoned (p.updated) is success: the callers
+ * poison one page, and it has its marker. */
+static int poison(struct uf_uffd *u, unsigned long addr, size_t len, bool drain)
+{
+	struct uf_uffdio_poison p = { .range = { addr, len } };
+
+	while (ioctl(u->fd, UF_UFFDIO_POISON, &p) < 0) {
+		if (errno == EAGAIN && p.updated > 0)
+			return 0;
+		if (errno != EAGAIN || !drain)
+			return -errno;
+		uffd_drain(u);		/* an event is unread */
+	}
 	return 0;
 }
 
@@ -861,30 +896,12 @@ static void uffd_mapped_end(struct uf_uffd *u)
 int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
 			unsigned int flags, size_t *copied)
 {
-	struct uffdio_copy c = {
-		.dst = dst, .src = (unsigned long)src, .len = len,
-		.mode = ((flags & UF_UFFD_DONTWAKE) ? UFFDIO_COPY_MODE_DONTWAKE : 0) |
-			((flags & UF_UFFD_WP) ? UFFDIO_COPY_MODE_WP : 0),
-	};
-	int ret = 0;
+	int ret;
 
 	if (!uffd_mapped_begin(u))
 		return -EAGAIN;
-	while (ioctl(u->fd, UFFDIO_COPY, &c) < 0) {
-		ret = -errno;
-		if (c.copy <= 0)
-			break;
-		c.dst += c.copy;
-		c.src += c.copy;
-		c.len -= c.copy;
-		if (copied)
-			*copied += c.copy;
-		c.copy = 0;
-		ret = 0;
-	}
+	ret = copy(u, dst, src, len, flags, copied, false);
 	uffd_mapped_end(u);
-	if (!ret && copied)
-		*copied += c.copy;
 	return ret;
 }
 
@@ -897,15 +914,13 @@ int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, s
  */
 int uf_uffd_poison_mapped(struct uf_uffd *u, unsigned long addr, size_t len)
 {
-	struct uf_uffdio_poison p = { .range = { addr, len } };
-	int ret = 0;
+	int ret;
 
 	if (!(u->features & UFFD_FEATURE_POISON))
 		return -ENOSYS;
 	if (!uffd_mapped_begin(u))
 		return -EAGAIN;
-	if (ioctl(u->fd, UF_UFFDIO_POISON, &p) < 0 && !(errno == EAGAIN && p.updated > 0))
-		ret = -errno;
+	ret = poison(u, addr, len, false);
 	uffd_mapped_end(u);
 	return ret;
 }
@@ -913,17 +928,11 @@ int uf_uffd_poison_mapped(struct uf_uffd *u, unsigned long addr, size_t len)
 int uf_uffd_writeprotect_mapped(struct uf_uffd *u, unsigned long start, unsigned long len,
 				bool protect, bool dontwake)
 {
-	struct uffdio_writeprotect wp = {
-		.range = { .start = start, .len = len },
-		.mode = (protect ? UFFDIO_WRITEPROTECT_MODE_WP : 0) |
-			(dontwake ? UFFDIO_WRITEPROTECT_MODE_DONTWAKE : 0),
-	};
-	int ret = 0;
+	int ret;
 
 	if (!uffd_mapped_begin(u))
 		return -EAGAIN;
-	if (ioctl(u->fd, UFFDIO_WRITEPROTECT, &wp) < 0)
-		ret = -errno;
+	ret = writeprotect(u, start, len, protect, dontwake, false);
 	uffd_mapped_end(u);
 	return ret;
 }
@@ -936,14 +945,7 @@ int uf_uffd_writeprotect_mapped(struct uf_uffd *u, unsigned long start, unsigned
  */
 int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len)
 {
-	struct uf_uffdio_poison p = { .range = { addr, len } };
-
 	if (!(u->features & UFFD_FEATURE_POISON))
 		return -ENOSYS;
-	while (ioctl(u->fd, UF_UFFDIO_POISON, &p) < 0) {
-		if (errno != EAGAIN || p.updated > 0)
-			return errno == EAGAIN ? 0 : -errno;
-		uffd_drain(u);		/* an event is unread */
-	}
-	return 0;
+	return poison(u, addr, len, true);
 }

@@ -9,107 +9,12 @@
  * truncate had completed.  Every store; the kernel's mmap of a tmpfs and a
  * disk file runs the same loop to check the checker. */
 #define _GNU_SOURCE
-#include "trunc-target.h"
+#define NPAGES	8	/* read in turn by the readers (trunc-race.h) */
+#include "trunc-race.h"
 
-#include <pthread.h>
 #include <time.h>
 
-#define NPAGES	8
 #define ITERS	2000
-#define OFF	17	/* the byte of each page that is stamped and read */
-
-/*
- * Writer state: iteration i goes through 3i+1 (truncating to 0 and
- * extending), 3i+2 (extended, stamping), 3i+3 (stamped).  0: the initial
- * pattern.
- */
-struct race {
-	struct tt t;
-	uint64_t state;
-	int stop;
-};
-
-struct reader {
-	struct race *r;
-	const char *name;
-	unsigned char *map;
-	unsigned long reads, sigbus, zeros, stamps;
-	pthread_t thread;
-};
-
-static unsigned char stamp(uint64_t i)
-{
-	return (unsigned char)(i % 255 + 1);
-}
-
-/* Is there an x in [a, b] with x % 3 == m? */
-static bool phase_in(uint64_t a, uint64_t b, uint64_t m)
-{
-	uint64_t x = a + (m + 3 - a % 3) % 3;
-
-	return x <= b;
-}
-
-static void check_read(struct reader *rd, size_t pg, int sig, const struct ut_fault *f,
-		       unsigned char v, uint64_t a, uint64_t b)
-{
-	const char *tn = rd->r->t.name;
-	uint64_t i;
-
-	rd->reads++;
-	if (sig) {
-		CHECK(sig == SIGBUS, "%s: %s page %zu: signal %d", tn, rd->name, pg, sig);
-		CHECK(f->addr == rd->map + pg * PG + OFF, "%s: %s page %zu: si_addr %p, want %p",
-		      tn, rd->name, pg, f->addr, (void *)(rd->map + pg * PG + OFF));
-		CHECK(phase_in(a, b, 1), "%s: %s page %zu: SIGBUS with no truncate running "
-		      "(state %lu..%lu)", tn, rd->name, pg, (unsigned long)a, (unsigned long)b);
-		rd->sigbus++;
-		return;
-	}
-	if (a < 2 && v == ut_pattern(pg * PG + OFF))
-		return;		/* the initial bytes, before the first truncate completed */
-	if (v == 0) {
-		CHECK(phase_in(a, b, 1) || phase_in(a, b, 2), "%s: %s page %zu: zero while "
-		      "stamped (state %lu..%lu)", tn, rd->name, pg, (unsigned long)a,
-		      (unsigned long)b);
-		rd->zeros++;
-		return;
-	}
-	/* stamp(i) may be seen when 3i+2 <= b and the next truncate had not
-	 * completed at a (it completes before state 3i+5) */
-	for (i = a >= 5 ? (a - 5) / 3 : 0; 3 * i + 2 <= b; i++) {
-		if (a < 3 * i + 5 && v == stamp(i)) {
-			rd->stamps++;
-			return;
-		}
-	}
-	CHECK(0, "%s: %s page %zu: stale byte %#x (state %lu..%lu, current stamp %#x)", tn,
-	      rd->name, pg, v, (unsigned long)a, (unsigned long)b,
-	      b >= 2 ? stamp((b - 2) / 3) : 0);
-}
-
-static void *reader_main(void *arg)
-{
-	struct reader *rd = arg;
-	struct race *r = rd->r;
-	size_t pg = 0;
-
-	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
-		struct ut_fault f;
-		unsigned char v = 0;
-		uint64_t a, b;
-		int sig;
-
-		a = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
-		sig = ut_read(rd->map + pg * PG + OFF, &v, &f);
-		/* ut_read() is a call into another file (a compiler barrier), and
-		 * x86 keeps loads in order: the read happened before this load */
-		b = __atomic_load_n(&r->state, __ATOMIC_SEQ_CST);
-		check_read(rd, pg, sig, &f, v, a, b);
-		pg = (pg + 1) % NPAGES;
-	}
-	return NULL;
-}
 
 static void run(struct race *r, struct uf_mm *mm, enum tt_kind kind)
 {
