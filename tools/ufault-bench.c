@@ -141,9 +141,11 @@ struct bench {
 	struct uf_mm *mm;		/* default config, shared by the ufault cases */
 	struct uf_object *warm;		/* its cache is kept full */
 	struct uf_mm *mm_nohuge;	/* UF_MM_NO_HUGE, for the -4k rows */
-	struct uf_object *warm_nohuge;	/* over a copy of the tmpfs file (an
-					   O_RDWR object locks its file) */
-	struct bench_file file_nohuge;
+	struct uf_object *warm_nohuge;
+	/* the warm objects' files: [0] warm, [1] warm_nohuge.  Copies of
+	 * the tmpfs file, because an O_RDWR object locks its file and the
+	 * cold -rw cases open the tmpfs file O_RDWR */
+	struct bench_file file_warm[2];
 	struct {
 		uint64_t budget;	/* bytes of cache */
 		size_t size, npages;	/* the data */
@@ -538,15 +540,15 @@ static int run_ufault_warm(struct bench *b, const struct bench_case *c, struct s
 
 		if (!buf)
 			return -ENOMEM;
-		if (c->nohuge) {
-			b->file_nohuge.dir = b->file[c->store].dir;
-			ret = file_create(&b->file_nohuge, b->size);
-		} else {
-			ret = 0;
+		struct bench_file *f = &b->file_warm[c->nohuge];
+
+		ret = 0;
+		if (f->fd < 0) {
+			f->dir = b->file[c->store].dir;
+			ret = file_create(f, b->size);
 		}
 		if (!ret)
-			ret = uf_object_open(mm, c->nohuge ? b->file_nohuge.path :
-					     b->file[c->store].path, O_RDWR, warm);
+			ret = uf_object_open(mm, f->path, O_RDWR, warm);
 		for (off = 0; !ret && off < b->size; off += chunk) {
 			n = uf_object_pread(*warm, buf, chunk, off);
 			if (n < 0)
@@ -576,12 +578,6 @@ static int run_ufault_cold(struct bench *b, const struct bench_case *c, struct s
 	int ret;
 
 	s->cached = file_make_cold(b, c->store);
-	if (c->rw_object && b->warm) {
-		/* one O_RDWR object per file (its lock): the warm cases open
-		 * theirs again */
-		uf_object_put(b->warm);
-		b->warm = NULL;
-	}
 	ret = uf_object_open(c->nohuge ? b->mm_nohuge : b->mm, b->file[c->store].path,
 			     c->rw_object ? O_RDWR : O_RDONLY, &obj);
 	if (ret)
@@ -1411,7 +1407,7 @@ int main(int argc, char **argv)
 	struct bench b = {
 		.file = { [STORE_TMPFS] = { .dir = "/dev/shm", .fd = -1 },
 			  [STORE_DISK] = { .dir = "/var/tmp", .fd = -1 } },
-		.file_nohuge = { .fd = -1 },
+		.file_warm = { { .fd = -1 }, { .fd = -1 } },
 	};
 	unsigned long size_mib = 0, repeat = 0, v;
 	const char *store = NULL;
@@ -1590,8 +1586,9 @@ out:
 	uf_object_put(b.warm_nohuge);
 	uf_mm_destroy(b.mm);
 	uf_mm_destroy(b.mm_nohuge);
-	if (b.file_nohuge.fd >= 0)
-		close(b.file_nohuge.fd);
+	for (i = 0; i < 2; i++)
+		if (b.file_warm[i].fd >= 0)
+			close(b.file_warm[i].fd);
 	for (i = STORE_TMPFS; i <= STORE_DISK; i++)
 		if (b.file[i].fd >= 0)
 			close(b.file[i].fd);
