@@ -532,17 +532,15 @@ static int run_ufault_warm(struct bench *b, const struct bench_case *c, struct s
 
 	s->cached = -1;
 	if (!*warm) {
+		struct bench_file *f = &b->file_warm[c->nohuge];
 		size_t chunk = 1 << 20, off;
 		char *buf = malloc(chunk);
 		struct uf_stats st;
 		ssize_t n = 0;
-		int ret, i;
+		int ret = 0, i;
 
 		if (!buf)
 			return -ENOMEM;
-		struct bench_file *f = &b->file_warm[c->nohuge];
-
-		ret = 0;
 		if (f->fd < 0) {
 			f->dir = b->file[c->store].dir;
 			ret = file_create(f, b->size);
