@@ -304,16 +304,16 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		   size_t *filled, bool *major, struct uf_vma *vma)
 {
 	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
-	uint64_t end = size_pages(size), p, last;
+	uint64_t eof = size_pages(size), p, last;
 	bool broken = uf_protocol_broken();
 	uint64_t exact_end = first;	/* before it, a span is one run of holes */
 	struct uf_bounce *bounce;
 	int err = 0;
 	char *buf;
 
-	if (must < UF_FILL_ANY && must >= end)
+	if (must < UF_FILL_ANY && must >= eof)
 		return -ERANGE;
-	last = first + n < end ? first + n : end;
+	last = first + n < eof ? first + n : eof;
 	if (first >= last)
 		return 0;
 	if (uf_pagemap_reserve(&obj->pages, first, last - first))
