@@ -174,7 +174,9 @@ static void __poison_lift(struct uf_mm *mm, unsigned int i)
 	 * (by a truncate's zap, then a private copy) -- hence the check.
 	 */
 	if (vma && vma->id == p->vma_id && !page_present(mm, p->addr)) {
-		uf_uffd_zap(&mm->uffd, &p->addr, 1, PAGE_SIZE);
+		struct uf_range r = { p->addr, p->addr + PAGE_SIZE };
+
+		uf_vma_zap(mm, &r, 1);
 		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)
 			uf_vma_writeprotect(vma, p->addr, PAGE_SIZE);
 	}
@@ -547,7 +549,7 @@ static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uff
 	uf_vma_put(vma);
 
 	if (mm->budget_pages)
-		uf_reclaim(mm);
+		uf_reclaim(mm, 0);
 }
 
 static void handle_fault(void *owner, unsigned int slot, const struct uffd_msg *msg)

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -111,6 +112,12 @@ void uf_bounce_put(struct uf_bounce *b)
 /* ------------------------------------------------------------------ */
 /* Filling the cache                                                   */
 /* ------------------------------------------------------------------ */
+
+/* How long a fill waits for room in a full cache: ROOM_TRIES reclaims,
+ * ROOM_WAIT_US apart (pages being filled leave room within a fill's time;
+ * dirty pages the store refuses may never). */
+#define ROOM_TRIES	20
+#define ROOM_WAIT_US	10000
 
 static inline uint64_t size_pages(uint64_t size)
 {
@@ -286,6 +293,47 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 #define FILL_GAP	8
 
 /*
+ * Charge the holes of [*first, *last) against the cache budget
+ * (uf_cache_charge()), shrinking the fill to what was granted: to @must
+ * alone when it is a hole, else to the first pages up to the grant.
+ * Return the pages charged, or -ENOBUFS when the pages that must be
+ * filled do not fit.
+ * Locking: obj->invalidate_lock held shared.
+ */
+static long fill_charge(struct uf_object *obj, uint64_t *first, uint64_t *last, uint64_t must)
+{
+	bool broken = uf_protocol_broken();
+	size_t holes = 0, need = 0;
+	uint64_t p;
+	long granted;
+
+	if (!obj->mm->budget_pages)
+		return 0;
+	for (p = *first; p < *last; p++)
+		if (broken || !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+			holes++;
+	if (must == UF_FILL_ALL)
+		need = holes;
+	else if (must < UF_FILL_ANY && must >= *first && must < *last &&
+		 !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, must))
+		need = 1;
+	granted = uf_cache_charge(obj->mm, holes, need);
+	if (granted < 0 || (size_t)granted == holes)
+		return granted;
+	if (need) {
+		*first = must;
+		*last = must + 1;
+		uf_cache_uncharge(obj->mm, (size_t)granted - 1);
+		return 1;
+	}
+	for (p = *first, holes = 0; p < *last && holes < (size_t)granted; p++)
+		if (broken || !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+			holes++;
+	*last = p;
+	return granted;
+}
+
+/*
  * uf_object_fill - make pages of [first, first + n) present in the cache,
  * reading holes from the store in spans (above) and copying in only the
  * holes: a page present is never overwritten.  Pages past i_size are not
@@ -296,7 +344,8 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
  * @major: set when @must was inserted by this call.
  * @vma: the mapping faulted on, for its statistics, or NULL.
  *
- * Return: 0, -ERANGE when @must is past i_size, or the store's error for
+ * Return: 0, -ERANGE when @must is past i_size, -ENOBUFS when the cache
+ * budget has no room for the pages that must be filled, or the store's error for
  * a page that must be filled.
  * Locking: obj->invalidate_lock held shared.
  */
@@ -308,6 +357,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	bool broken = uf_protocol_broken();
 	uint64_t exact_end = first;	/* before it, a span is one run of holes */
 	struct uf_bounce *bounce;
+	long charged;
 	int err = 0;
 	char *buf;
 
@@ -318,9 +368,14 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		return 0;
 	if (uf_pagemap_reserve(&obj->pages, first, last - first))
 		return -ENOMEM;
+	charged = fill_charge(obj, &first, &last, must);
+	if (charged < 0)
+		return (int)charged;
 	bounce = uf_bounce_get((last - first) << PAGE_SHIFT, (void **)&buf);
-	if (!bounce)
+	if (!bounce) {
+		uf_cache_uncharge(obj->mm, (size_t)charged);
 		return -ENOMEM;
+	}
 
 	p = first;
 	while (p < last) {
@@ -396,6 +451,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		p += run;
 	}
 	uf_bounce_put(bounce);
+	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was added is counted */
 	if (!err && must < UF_FILL_ANY && !(major && *major) &&
 	    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, must))
 		err = -EIO;
@@ -479,7 +535,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	struct uf_ra_req ra;
 	size_t filled = 0;
 	bool major = false;
-	int ret;
+	int ret, tries;
 
 	if (!vma || !fdata || !(obj = vma->obj)) {
 		if (fdata)
@@ -495,25 +551,35 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	 */
 	/* no mm->vma_lock: the store's read must not hold up map and unmap
 	 * (the VMA is kept alive by the caller's reference) */
-	if (!uf_protocol_broken())
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-	/* one store read per run of holes, one wake (by the caller, or by
-	 * the copy of a lone page straight into the faulting mapping) */
-	if (ra.n == 1 && !ra.bg_n)
-		fill_wake.vma = vma;
-	fill_wake.pgoff = fdata->pgoff;
-	fill_wake.woken = false;
-	ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
-	fill_wake.vma = NULL;
-	if (fill_wake.woken)
-		fdata->flags |= UF_FAULT_FLAG_WOKEN;
-	if (!ret && !major && !uf_protocol_broken())
-		ret = fill_removed(obj, fdata->pgoff);
-	if (!uf_protocol_broken())
-		pthread_rwlock_unlock(&obj->invalidate_lock);
+	for (tries = 0;; tries++) {
+		/* direct reclaim: room for the window under the budget */
+		uf_reclaim(vma->mm, ra.n);
+		if (!uf_protocol_broken())
+			pthread_rwlock_rdlock(&obj->invalidate_lock);
+		/* one store read per run of holes, one wake (by the caller, or
+		 * by the copy of a lone page straight into the faulting mapping) */
+		if (ra.n == 1 && !ra.bg_n)
+			fill_wake.vma = vma;
+		fill_wake.pgoff = fdata->pgoff;
+		fill_wake.woken = false;
+		ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
+		fill_wake.vma = NULL;
+		if (fill_wake.woken)
+			fdata->flags |= UF_FAULT_FLAG_WOKEN;
+		if (!ret && !major && !uf_protocol_broken())
+			ret = fill_removed(obj, fdata->pgoff);
+		if (!uf_protocol_broken())
+			pthread_rwlock_unlock(&obj->invalidate_lock);
+		/* no room even for this page: the cache is full of pages that
+		 * cannot leave yet (being filled, or dirty with the store
+		 * failing): wait a little for them, then fail the access */
+		if (ret != -ENOBUFS || tries == ROOM_TRIES)
+			break;
+		usleep(ROOM_WAIT_US);
+	}
 	uf_readahead_submit(vma, &ra);
 
-	if (ret == -ENOMEM) {
+	if (ret == -ENOMEM || ret == -ENOBUFS) {
 		fdata->type = UF_FAULT_OOM;
 	} else if (ret) {
 		if (ret == -ERANGE)
@@ -752,6 +818,8 @@ static int fill_range(struct uf_object *obj, uint64_t first, uint64_t last)
 	return 0;
 }
 
+/* pread(2)/pwrite(2) on the memfd, all of @len or to the end: a fault in
+ * @buf part-way gives the bytes done, -EFAULT only when none were. */
 static ssize_t memfd_io(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
 	size_t done = 0;
@@ -762,7 +830,7 @@ static ssize_t memfd_io(int fd, void *buf, size_t len, uint64_t off, bool write)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			return done ? (ssize_t)done : -errno;
 		}
 		if (n == 0)
 			break;
@@ -771,42 +839,94 @@ static ssize_t memfd_io(int fd, void *buf, size_t len, uint64_t off, bool write)
 	return (ssize_t)done;
 }
 
+/*
+ * Run @fn over [offset, offset + len) in chunks of at most one readahead
+ * window, each under obj->invalidate_lock shared, reclaiming between them:
+ * a call larger than the cache budget then fits in it, and a chunk that
+ * finds no room waits for reclaim as a fault does.  @fn returns the bytes
+ * it did (fewer: stop there) or -errno.  Return the bytes done, or the
+ * error when none were.
+ */
+static ssize_t object_io(struct uf_object *obj, void *buf, size_t len, uint64_t offset,
+			 ssize_t (*fn)(struct uf_object *obj, void *buf, size_t len,
+				       uint64_t offset))
+{
+	struct uf_mm *mm = obj->mm;
+	size_t chunk = mm->budget_pages ? mm->ra_max << PAGE_SHIFT : len, done = 0;
+	int tries = 0;
+
+	while (done < len) {
+		uint64_t off = offset + done;
+		size_t n = len - done;
+		ssize_t ret;
+
+		/* whole pages of the object per chunk */
+		if (n > chunk)
+			n = chunk - (size_t)(off & (PAGE_SIZE - 1));
+		uf_reclaim(mm, mm->budget_pages ? DIV_ROUND_UP(n, PAGE_SIZE) + 1 : 0);
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		ret = fn(obj, (char *)buf + done, n, off);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		if (ret == -ENOBUFS && tries++ < ROOM_TRIES) {
+			usleep(ROOM_WAIT_US);
+			continue;
+		}
+		tries = 0;
+		if (ret < 0)
+			return done ? (ssize_t)done : ret;
+		done += (size_t)ret;
+		if ((size_t)ret < n)
+			break;
+	}
+	if (mm->budget_pages)
+		uf_reclaim(mm, 0);
+	return (ssize_t)done;
+}
+
+/* One chunk of uf_object_pread().  Locking: obj->invalidate_lock shared. */
+static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t offset)
+{
+	uint64_t size = obj->size;
+	int ret;
+
+	if (offset >= size)
+		return 0;
+	if (len > size - offset)
+		len = (size_t)(size - offset);
+	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
+	if (ret)
+		return ret;
+	return memfd_io(obj->memfd, buf, len, offset, false);
+}
+
 UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t offset)
 {
-	uint64_t size;
-	ssize_t ret;
-
 	if (!obj || (!buf && len) || uf_object_orphaned(obj))
 		return -EINVAL;
 	if (uf_object_forked(obj))
 		return -ECHILD;
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	size = obj->size;
-	if (offset >= size || !len) {
-		ret = 0;
-		goto out;
-	}
-	if (len > size - offset)
-		len = (size_t)(size - offset);
-	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
-	if (!ret)
-		ret = memfd_io(obj->memfd, buf, len, offset, false);
-out:
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-	if (obj->mm->budget_pages)
-		uf_reclaim(obj->mm);
-	return ret;
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
+	return object_io(obj, buf, len, offset, read_chunk);
 }
 
 /*
- * Write [offset, offset + len), inside i_size, into the cache and mark it
- * dirty.  Locking: obj->invalidate_lock held (either mode).
+ * One chunk of uf_object_pwrite(): write [offset, offset + len), as much of
+ * it as lies inside i_size, into the cache and mark it dirty.  Return the
+ * bytes written (fewer than @len: i_size is there, or @buf faulted).
+ * Locking: obj->invalidate_lock held shared.
  */
-static ssize_t cache_write(struct uf_object *obj, const void *buf, size_t len, uint64_t offset)
+static ssize_t write_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t offset)
 {
 	uint64_t size = obj->size, first, last, p;
+	size_t holes = 0;
+	long charged;
 	ssize_t ret = 0;
 
+	if (offset >= size)
+		return 0;
+	if (len > size - offset)
+		len = (size_t)(size - offset);
 	first = offset >> PAGE_SHIFT;
 	last = (offset + len - 1) >> PAGE_SHIFT;
 	if (uf_pagemap_reserve(&obj->pages, first, last - first + 1))
@@ -818,28 +938,39 @@ static ssize_t cache_write(struct uf_object *obj, const void *buf, size_t len, u
 		ret = fill_range(obj, last, last);
 	if (ret)
 		return ret;
-	ret = memfd_io(obj->memfd, (void *)buf, len, offset, true);
-	if (ret < 0)
-		return ret;
-	for (p = first; p <= last; p++) {
-		mark_present(obj, p);
-		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
+	/* the pages the write adds to the memfd count against the budget */
+	for (p = first; p <= last; p++)
+		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+			holes++;
+	charged = uf_cache_charge(obj->mm, holes, holes);
+	if (charged < 0)
+		return charged;
+	ret = memfd_io(obj->memfd, buf, len, offset, true);
+	if (ret > 0) {
+		last = (offset + (uint64_t)ret - 1) >> PAGE_SHIFT;
+		for (p = first; p <= last; p++) {
+			mark_present(obj, p);
+			uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
+		}
+		__uf_huge_filled(obj, first, last - first + 1);
 	}
-	__uf_huge_filled(obj, first, last - first + 1);
+	uf_cache_uncharge(obj->mm, (size_t)charged);
 	return ret;
 }
 
 /*
  * Like pwrite(2): a write past the end extends the object first (the gap
  * reads zero), up to UF_MAX_SIZE.  The write itself runs under the shared
- * lock, as a fault from @buf (a ufault mapping) needs it too; a truncate
- * that comes between the extension and the write is ordered before the
- * write, which extends again.
+ * lock, chunk by chunk, as a fault from @buf (a ufault mapping) needs it
+ * too; a truncate that comes between the extension and a chunk is ordered
+ * before the chunk, which extends again.  A fault in @buf part-way gives
+ * the bytes written before it.
  */
 UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len,
 				   uint64_t offset)
 {
 	struct uf_mm *mm;
+	size_t done = 0;
 	ssize_t ret = 0;
 
 	if (!obj || (!buf && len) || uf_object_orphaned(obj))
@@ -855,26 +986,32 @@ UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_
 		return -EFBIG;
 	if (len > UF_MAX_SIZE - offset)
 		len = (size_t)(UF_MAX_SIZE - offset);
+	if (len > SSIZE_MAX)
+		len = SSIZE_MAX;
 
-	for (;;) {
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		if (offset + len <= obj->size) {
-			ret = cache_write(obj, buf, len, offset);
+	while (done < len) {
+		uint64_t end = offset + len;
+
+		if (__atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) < end) {
+			/* extend, in truncate's lock order */
+			pthread_rwlock_rdlock(&mm->vma_lock);
+			pthread_rwlock_wrlock(&obj->invalidate_lock);
+			if (end > obj->size)
+				ret = __uf_object_set_size(obj, end);
 			pthread_rwlock_unlock(&obj->invalidate_lock);
-			break;
+			pthread_rwlock_unlock(&mm->vma_lock);
+			if (ret)
+				break;
 		}
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-		/* extend, in truncate's lock order */
-		pthread_rwlock_rdlock(&mm->vma_lock);
-		pthread_rwlock_wrlock(&obj->invalidate_lock);
-		if (offset + len > obj->size)
-			ret = __uf_object_set_size(obj, offset + len);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-		pthread_rwlock_unlock(&mm->vma_lock);
-		if (ret)
+		ret = object_io(obj, (char *)buf + done, len - done, offset + done, write_chunk);
+		if (ret < 0)
 			break;
+		done += (size_t)ret;
+		/* short: cut by a truncate (extend again), or @buf faulted */
+		if (done < len && offset + done < __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE))
+			break;
+		ret = 0;
 	}
-	if (mm->budget_pages)
-		uf_reclaim(mm);
-	return ret;
+	return done ? (ssize_t)done : ret;
 }
+

@@ -152,7 +152,10 @@ void uf_uffd_quiesce(struct uf_uffd *u);
 void uf_uffd_settle(struct uf_uffd *u);
 bool uf_uffd_in_handler(const struct uf_uffd *u);
 int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg);
-int uf_uffd_zap(struct uf_uffd *u, const unsigned long *addrs, size_t n, size_t len);
+struct uf_range {
+	unsigned long start, end;
+};
+int uf_uffd_zap(struct uf_uffd *u, const struct uf_range *r, size_t n);
 
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
@@ -209,14 +212,17 @@ struct uf_mm {
 	 * event the kernel sends for each is not the program's.  Under
 	 * vma_lock.
 	 */
-	struct uf_range {
-		unsigned long start, end;
-	} expect[8];
+	struct uf_range expect[8];
 	unsigned int nexpect;
 	/* VMAs being mapped or torn down, not in the table (vma.c): their
 	 * kernel mappings may merge with a neighbour's.  Under vma_lock. */
 	struct uf_vma *busy;
 	int procmap_query;		/* PROCMAP_QUERY: 0 untried, 1 works, -1 not */
+	/* ranges ufault zaps itself (uf_vma_zap): their remove events are
+	 * not the program's.  Under zap_lock. */
+	pthread_mutex_t zap_lock;
+	struct uf_range *zaps;
+	size_t nzaps, zaps_cap;
 
 	size_t ra_max;			/* readahead pages */
 	struct uf_worker *worker;	/* background work (worker.c) */
@@ -224,6 +230,8 @@ struct uf_mm {
 	uint64_t budget_pages;		/* 0 = none */
 	unsigned int policy;
 	pthread_mutex_t reclaim_lock;
+	pthread_mutex_t charge_lock;
+	uint64_t charged;		/* pages fills are adding (reclaim.c) */
 
 	struct uf_counters stats;
 };
@@ -350,6 +358,7 @@ int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr);
 int uf_vma_refresh_object(struct uf_object *obj);
 void uf_vma_free_child(struct uf_vma *vma);
 void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
+int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
 
 /* fault.c */
 extern const struct uf_uffd_ops uf_fault_uffd_ops;
@@ -406,7 +415,9 @@ void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 
 /* reclaim.c */
-void uf_reclaim(struct uf_mm *mm);
+void uf_reclaim(struct uf_mm *mm, size_t room);
+long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need);
+void uf_cache_uncharge(struct uf_mm *mm, size_t n);
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff);
 
 /* worker.c: background work of an mm, one thread */

@@ -142,7 +142,9 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	pthread_rwlock_init(&mm->vma_lock, NULL);
 	pthread_mutex_init(&mm->obj_lock, NULL);
 	pthread_mutex_init(&mm->reclaim_lock, NULL);
+	pthread_mutex_init(&mm->charge_lock, NULL);
 	pthread_mutex_init(&mm->poison_lock, NULL);
+	pthread_mutex_init(&mm->zap_lock, NULL);
 	pthread_mutex_init(&mm->inflight_lock, NULL);
 	pthread_cond_init(&mm->inflight_cond, NULL);
 
@@ -182,7 +184,10 @@ void uf_mm_put(struct uf_mm *mm)
 	pthread_rwlock_destroy(&mm->vma_lock);
 	pthread_mutex_destroy(&mm->obj_lock);
 	pthread_mutex_destroy(&mm->reclaim_lock);
+	pthread_mutex_destroy(&mm->charge_lock);
 	pthread_mutex_destroy(&mm->poison_lock);
+	pthread_mutex_destroy(&mm->zap_lock);
+	free(mm->zaps);
 	pthread_mutex_destroy(&mm->inflight_lock);
 	pthread_cond_destroy(&mm->inflight_cond);
 	free(mm);

@@ -129,10 +129,11 @@ static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, ui
 	}
 }
 
-/* Addresses to unmap, gathered so that one uf_uffd_zap() call (one
- * helper thread: see uffd.c) does them all. */
+/* Ranges to unmap, gathered (consecutive pages of a mapping in one
+ * range) so that one uf_vma_zap() call (one helper thread: see uffd.c)
+ * does them all. */
 struct zap_list {
-	unsigned long *addrs;
+	struct uf_range *r;
 	size_t n, cap;
 };
 
@@ -146,21 +147,32 @@ static void __unmap_page(struct uf_object *obj, uint64_t pg, struct zap_list *z)
 
 	for (vma = obj->vmas; vma; vma = vma->obj_next) {
 		uint64_t npages = (vma->end - vma->start) >> PAGE_SHIFT;
+		unsigned long a;
+		size_t i;
 
 		if (!(vma->flags & VMA_SHARED) || vma->nl_pgoff)
 			continue;
-		if (pg >= vma->pgoff && pg < vma->pgoff + npages) {
-			if (z->n == z->cap) {
-				size_t cap = z->cap ? 2 * z->cap : 64;
-				unsigned long *a = realloc(z->addrs, cap * sizeof(*a));
-
-				if (!a)
-					return;
-				z->addrs = a;
-				z->cap = cap;
+		if (pg < vma->pgoff || pg >= vma->pgoff + npages)
+			continue;
+		a = vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);
+		/* the hand moves up: the page often extends a range */
+		for (i = z->n; i > 0 && i + 4 > z->n; i--)
+			if (z->r[i - 1].end == a) {
+				z->r[i - 1].end += PAGE_SIZE;
+				break;
 			}
-			z->addrs[z->n++] = vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);
+		if (i > 0 && i + 4 > z->n)
+			continue;
+		if (z->n == z->cap) {
+			size_t cap = z->cap ? 2 * z->cap : 64;
+			struct uf_range *r = realloc(z->r, cap * sizeof(*r));
+
+			if (!r)
+				return;
+			z->r = r;
+			z->cap = cap;
 		}
+		z->r[z->n++] = (struct uf_range){ a, a + PAGE_SIZE };
 	}
 }
 
@@ -232,8 +244,8 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		vict[n++] = pg;
 	}
 	uf_pagemap_free(&mapped);
-	uf_uffd_zap(&obj->mm->uffd, z.addrs, z.n, PAGE_SIZE);
-	free(z.addrs);
+	uf_vma_zap(obj->mm, z.r, z.n);
+	free(z.r);
 	return n;
 }
 
@@ -331,25 +343,75 @@ static uint64_t cache_total(struct uf_mm *mm)
 	return total;
 }
 
+/* What the cache holds and what fills in flight are about to add. */
+static uint64_t cache_used(struct uf_mm *mm)
+{
+	return cache_total(mm) + uf_load(&mm->charged);
+}
+
 /*
- * Bring the caches of @mm down to 15/16 of the budget when they exceed it.
- * One thread reclaims at a time; others go on (the slack covers them).
+ * uf_cache_charge - reserve room for @want new pages of cache, of which
+ * @need must be had.  Pages beyond @need (readahead) are granted only up
+ * to the budget; the @need pages may take the slack above it, one
+ * readahead window, which covers faults that land while reclaim catches
+ * up.  So cached + charged never exceeds budget + ra_max, whatever the
+ * number of threads filling.  Return the pages granted (@need <= granted
+ * <= @want), or -ENOBUFS when even @need does not fit; the caller gives
+ * back what it does not use with uf_cache_uncharge() once the pages it
+ * added are counted as present.
+ * Locking: any; takes mm->charge_lock, then mm->obj_lock.
+ */
+long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need)
+{
+	uint64_t used, room;
+	long granted;
+
+	if (!mm || !mm->budget_pages || !want)
+		return (long)want;
+	pthread_mutex_lock(&mm->charge_lock);
+	used = cache_used(mm);
+	room = used < mm->budget_pages ? mm->budget_pages - used : 0;
+	granted = (long)(want < room ? want : room);
+	if ((size_t)granted < need)
+		granted = used + need <= mm->budget_pages + mm->ra_max ? (long)need : -ENOBUFS;
+	if (granted > 0)
+		uf_add(&mm->charged, (uint64_t)granted);
+	pthread_mutex_unlock(&mm->charge_lock);
+	return granted;
+}
+
+void uf_cache_uncharge(struct uf_mm *mm, size_t n)
+{
+	if (mm && mm->budget_pages && n)
+		uf_add(&mm->charged, -(uint64_t)n);
+}
+
+/*
+ * uf_reclaim - make room for @room more pages under the budget: when what
+ * is cached and charged leaves less, evict down to 15/16 of the budget (or
+ * lower, for a large @room).  One thread reclaims at a time: a caller with
+ * @room waits for the one reclaiming (it needs the room: direct reclaim),
+ * one without goes on (the slack covers it).
  * Locking: no ufault lock held.
  */
-void uf_reclaim(struct uf_mm *mm)
+void uf_reclaim(struct uf_mm *mm, size_t room)
 {
 	uint64_t total, low;
 	int rounds = 0;
 
-	if (!mm->budget_pages || cache_total(mm) <= mm->budget_pages)
+	if (!mm->budget_pages || cache_used(mm) + room <= mm->budget_pages)
 		return;
-	if (pthread_mutex_trylock(&mm->reclaim_lock))
+	if (room)
+		pthread_mutex_lock(&mm->reclaim_lock);
+	else if (pthread_mutex_trylock(&mm->reclaim_lock))
 		return;
 	low = mm->budget_pages - mm->budget_pages / 16;
-	while ((total = cache_total(mm)) > low && rounds++ < 4) {
+	if (room > mm->budget_pages / 16)
+		low = room < mm->budget_pages ? mm->budget_pages - room : 0;
+	while ((total = cache_total(mm)) + uf_load(&mm->charged) > low && rounds++ < 4) {
 		struct uf_object **snap, *obj;
 		size_t nobj = 0, i, largest = 0;
-		uint64_t freed = 0;
+		uint64_t freed = 0, over = total + uf_load(&mm->charged) - low;
 
 		pthread_mutex_lock(&mm->obj_lock);
 		for (obj = mm->objects; obj; obj = obj->mm_next)
@@ -369,17 +431,19 @@ void uf_reclaim(struct uf_mm *mm)
 		 * object, busy, holds the cache; that would only thrash.  When
 		 * every share rounds to nothing, the largest object gives.
 		 */
-		for (i = 0; i < nobj; i++) {
+		for (i = 0; total && i < nobj; i++) {
 			uint64_t have = uf_load(&snap[i]->npresent);
-			uint64_t want = have * (total - low) / total;
+			uint64_t want = have * over / total;
 
+			if (want > have)
+				want = have;
 			if (want)
 				freed += evict_object(snap[i], want);
 			if (have > uf_load(&snap[largest]->npresent))
 				largest = i;
 		}
 		if (!freed && nobj)
-			freed = evict_object(snap[largest], total - low);
+			freed = evict_object(snap[largest], over);
 		for (i = 0; i < nobj; i++)
 			uf_object_put(snap[i]);
 		free(snap);

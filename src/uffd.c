@@ -663,8 +663,8 @@ void uf_uffd_stop(struct uf_uffd *u)
 }
 
 struct zap_arg {
-	const unsigned long *addrs;
-	size_t n, len;
+	const struct uf_range *r;
+	size_t n;
 };
 
 static int zap_fn(void *p)
@@ -674,20 +674,22 @@ static int zap_fn(void *p)
 	int ret = 0;
 
 	for (i = 0; i < z->n; i++)
-		if (madvise((void *)z->addrs[i], z->len, MADV_DONTNEED) < 0 && !ret)
+		if (madvise((void *)z->r[i].start, z->r[i].end - z->r[i].start,
+			    MADV_DONTNEED) < 0 && !ret)
 			ret = -errno;
 	return ret;
 }
 
 /*
- * uf_uffd_zap - drop the page table entries of [addrs[i], addrs[i] + len)
- * for each i (MADV_DONTNEED: a poison or write-protect marker goes too).
- * Over a registered range this raises a remove event: the calls are made
- * through uf_uffd_run(), so the caller may hold locks or be a handler.
+ * uf_uffd_zap - drop the page table entries of the ranges @r[0..n)
+ * (MADV_DONTNEED: a poison marker goes too; on shmem a write-protect
+ * marker stays).  Over a registered range this raises a remove event: the
+ * calls are made through uf_uffd_run(), so the caller may hold locks or be
+ * a handler.
  */
-int uf_uffd_zap(struct uf_uffd *u, const unsigned long *addrs, size_t n, size_t len)
+int uf_uffd_zap(struct uf_uffd *u, const struct uf_range *r, size_t n)
 {
-	struct zap_arg z = { .addrs = addrs, .n = n, .len = len };
+	struct zap_arg z = { .r = r, .n = n };
 
 	if (!n)
 		return 0;

@@ -436,6 +436,75 @@ static bool __vma_expected(struct uf_mm *mm, unsigned long s, unsigned long e)
 }
 
 /*
+ * uf_vma_zap - drop the page table entries of @r[0..n) for ufault's own
+ * reasons (a CLOCK reference cleared, a poison marker lifted).  Each range
+ * is noted before the zap, so that its remove event is not taken for the
+ * program's MADV_DONTNEED or MADV_REMOVE, which marks the cached pages
+ * dirty.  The zap itself loses no write: on shmem a write-protect marker
+ * survives MADV_DONTNEED.  A note whose zap failed (no event) is dropped.
+ * Locking: any ufault lock may be held; takes mm->zap_lock (innermost).
+ */
+int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n)
+{
+	size_t i, j;
+	int ret;
+
+	if (!n)
+		return 0;
+	pthread_mutex_lock(&mm->zap_lock);
+	if (mm->nzaps + n > mm->zaps_cap) {
+		size_t cap = mm->zaps_cap ? mm->zaps_cap : 64;
+		struct uf_range *z;
+
+		while (cap < mm->nzaps + n)
+			cap *= 2;
+		z = realloc(mm->zaps, cap * sizeof(*z));
+		if (!z) {
+			pthread_mutex_unlock(&mm->zap_lock);
+			return -ENOMEM;	/* nothing zapped: no reference cleared */
+		}
+		mm->zaps = z;
+		mm->zaps_cap = cap;
+	}
+	memcpy(mm->zaps + mm->nzaps, r, n * sizeof(*r));
+	mm->nzaps += n;
+	pthread_mutex_unlock(&mm->zap_lock);
+
+	ret = uf_uffd_zap(&mm->uffd, r, n);
+	if (ret) {
+		/* which range failed is unknown: a note of one that raised its
+		 * event is consumed already, the others are dropped now */
+		pthread_mutex_lock(&mm->zap_lock);
+		for (i = 0; i < n; i++)
+			for (j = 0; j < mm->nzaps; j++)
+				if (mm->zaps[j].start == r[i].start && mm->zaps[j].end == r[i].end) {
+					mm->zaps[j] = mm->zaps[--mm->nzaps];
+					break;
+				}
+		pthread_mutex_unlock(&mm->zap_lock);
+	}
+	return ret;
+}
+
+/* Was the remove event of [s, e) raised by uf_vma_zap()?  Consume the note.
+ * Locking: takes mm->zap_lock. */
+static bool zap_noted(struct uf_mm *mm, unsigned long s, unsigned long e)
+{
+	bool found = false;
+	size_t i;
+
+	pthread_mutex_lock(&mm->zap_lock);
+	for (i = 0; i < mm->nzaps; i++)
+		if (mm->zaps[i].start == s && mm->zaps[i].end == e) {
+			mm->zaps[i] = mm->zaps[--mm->nzaps];
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&mm->zap_lock);
+	return found;
+}
+
+/*
  * mremap() moved [from, from + len) to @to (registration and page tables
  * went along: UFFD_FEATURE_EVENT_REMAP).  A part grown with the move is
  * found by uf_vma_refresh().
@@ -524,6 +593,8 @@ void uf_vma_event(void *owner, const struct uffd_msg *msg)
 		unsigned long s = msg->arg.remove.start, e = msg->arg.remove.end;
 		size_t i;
 
+		if (zap_noted(mm, s, e))
+			break;		/* ufault's own: nothing was written */
 		for (i = __vma_index(mm, s); i < mm->nvmas && mm->vmas[i]->start < e; i++) {
 			struct uf_vma *v = mm->vmas[i];
 			unsigned long a = v->start > s ? v->start : s, b = v->end < e ? v->end : e;
