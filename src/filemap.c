@@ -553,7 +553,8 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	 * (the VMA is kept alive by the caller's reference) */
 	for (tries = 0;; tries++) {
 		/* direct reclaim: room for the window under the budget */
-		uf_reclaim(vma->mm, ra.n);
+		long freed = uf_reclaim(vma->mm, ra.n);
+
 		if (!uf_protocol_broken())
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 		/* one store read per run of holes, one wake (by the caller, or
@@ -571,9 +572,10 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 		if (!uf_protocol_broken())
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 		/* no room even for this page: the cache is full of pages that
-		 * cannot leave yet (being filled, or dirty with the store
-		 * failing): wait a little for them, then fail the access */
-		if (ret != -ENOBUFS || tries == ROOM_TRIES)
+		 * cannot leave yet: wait a little for them (an object busy
+		 * with a fill or a pread), then fail the access; at once when
+		 * they are dirty and the store refuses them */
+		if (ret != -ENOBUFS || tries == ROOM_TRIES || freed < 0)
 			break;
 		usleep(ROOM_WAIT_US);
 	}
@@ -863,11 +865,12 @@ static ssize_t object_io(struct uf_object *obj, void *buf, size_t len, uint64_t 
 		/* whole pages of the object per chunk */
 		if (n > chunk)
 			n = chunk - (size_t)(off & (PAGE_SIZE - 1));
-		uf_reclaim(mm, mm->budget_pages ? DIV_ROUND_UP(n, PAGE_SIZE) + 1 : 0);
+		long freed = uf_reclaim(mm, mm->budget_pages ? DIV_ROUND_UP(n, PAGE_SIZE) + 1 : 0);
+
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		ret = fn(obj, (char *)buf + done, n, off);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
-		if (ret == -ENOBUFS && tries++ < ROOM_TRIES) {
+		if (ret == -ENOBUFS && freed >= 0 && tries++ < ROOM_TRIES) {
 			usleep(ROOM_WAIT_US);
 			continue;
 		}

@@ -415,7 +415,7 @@ void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 
 /* reclaim.c */
-void uf_reclaim(struct uf_mm *mm, size_t room);
+long uf_reclaim(struct uf_mm *mm, size_t room);
 long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need);
 void uf_cache_uncharge(struct uf_mm *mm, size_t n);
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff);

@@ -257,10 +257,32 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /*
- * Evict up to @want pages of @obj.  Return the number evicted.
+ * Punch [lo, hi] out of the cache: one call, which zaps the pages from
+ * every mapping.  Return the pages that left.
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+static uint64_t __evict_run(struct uf_object *obj, uint64_t lo, uint64_t hi)
+{
+	uint64_t k, done = 0;
+
+	if (fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)(lo << PAGE_SHIFT), (off_t)((hi + 1 - lo) << PAGE_SHIFT)) < 0)
+		return 0;
+	for (k = lo; k <= hi; k++)
+		if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, k)) {
+			uf_add(&obj->npresent, (uint64_t)-1);
+			done++;
+		}
+	return done + __uf_huge_evicted(obj, lo, hi + 1);	/* a split refused */
+}
+
+/*
+ * Evict up to @want pages of @obj.  Return the number evicted; set
+ * *@wb_failed when a dirty victim could not be written back (it stays, and
+ * so does its place in FIFO order; its clean neighbours go).
  * Locking: takes mm->vma_lock shared, obj->invalidate_lock exclusive.
  */
-static uint64_t evict_object(struct uf_object *obj, size_t want)
+static uint64_t evict_object(struct uf_object *obj, size_t want, bool *wb_failed)
 {
 	struct uf_mm *mm = obj->mm;
 	uint64_t *vict, done = 0, lo_all = UINT64_MAX, hi_all = 0;
@@ -291,7 +313,7 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 	n = j;
 
 	for (i = 0; i < n; i = j) {
-		uint64_t k, lo, hi;
+		uint64_t k, lo, hi, a;
 
 		/* a run of consecutive victims; a huge extent goes whole */
 		for (j = i + 1; j < n && vict[j] == vict[j - 1] + 1; j++)
@@ -303,22 +325,23 @@ static uint64_t evict_object(struct uf_object *obj, size_t want)
 			lo_all = lo;
 		if (hi > hi_all)
 			hi_all = hi;
-		/* dirty victims go to the store first; on error they stay */
+		/* dirty victims go to the store first */
 		k = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, lo, hi + 1);
-		if ((k <= hi && __uf_object_writeback(obj, lo, hi)) ||
-		    fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			      (off_t)(lo << PAGE_SHIFT), (off_t)((hi + 1 - lo) << PAGE_SHIFT)) < 0) {
-			if (mm->policy == UF_RECLAIM_FIFO)
-				for (k = i; k < j; k++)
-					__uf_reclaim_note_fill(obj, vict[k]);
+		if (k > hi || !__uf_object_writeback(obj, lo, hi)) {
+			done += __evict_run(obj, lo, hi);
 			continue;
 		}
-		for (k = lo; k <= hi; k++)
-			if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, k)) {
-				uf_add(&obj->npresent, (uint64_t)-1);
-				done++;
-			}
-		done += __uf_huge_evicted(obj, lo, hi + 1);	/* a split refused */
+		/* the store refused: the dirty pages stay, the clean ones go */
+		*wb_failed = true;
+		for (a = lo; a <= hi; a = k + 1) {
+			k = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, a, hi + 1);
+			if (k > a)
+				done += __evict_run(obj, a, k - 1);
+		}
+		if (mm->policy == UF_RECLAIM_FIFO)
+			for (k = i; k < j; k++)
+				if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, vict[k]))
+					__uf_reclaim_note_fill(obj, vict[k]);
 	}
 	/* the page state memory of what is left empty goes too */
 	if (n)
@@ -392,19 +415,23 @@ void uf_cache_uncharge(struct uf_mm *mm, size_t n)
  * lower, for a large @room).  One thread reclaims at a time: a caller with
  * @room waits for the one reclaiming (it needs the room: direct reclaim),
  * one without goes on (the slack covers it).
+ * Return: the pages evicted, or -EIO when none were and a dirty page could
+ * not be written back (waiting will not make room while the store
+ * refuses).
  * Locking: no ufault lock held.
  */
-void uf_reclaim(struct uf_mm *mm, size_t room)
+long uf_reclaim(struct uf_mm *mm, size_t room)
 {
-	uint64_t total, low;
+	uint64_t total, low, evicted = 0;
+	bool wb_failed = false;
 	int rounds = 0;
 
 	if (!mm->budget_pages || cache_used(mm) + room <= mm->budget_pages)
-		return;
+		return 0;
 	if (room)
 		pthread_mutex_lock(&mm->reclaim_lock);
 	else if (pthread_mutex_trylock(&mm->reclaim_lock))
-		return;
+		return 0;
 	low = mm->budget_pages - mm->budget_pages / 16;
 	if (room > mm->budget_pages / 16)
 		low = room < mm->budget_pages ? mm->budget_pages - room : 0;
@@ -438,17 +465,19 @@ void uf_reclaim(struct uf_mm *mm, size_t room)
 			if (want > have)
 				want = have;
 			if (want)
-				freed += evict_object(snap[i], want);
+				freed += evict_object(snap[i], want, &wb_failed);
 			if (have > uf_load(&snap[largest]->npresent))
 				largest = i;
 		}
 		if (!freed && nobj)
-			freed = evict_object(snap[largest], over);
+			freed = evict_object(snap[largest], over, &wb_failed);
 		for (i = 0; i < nobj; i++)
 			uf_object_put(snap[i]);
 		free(snap);
+		evicted += freed;
 		if (!freed)
 			break;
 	}
 	pthread_mutex_unlock(&mm->reclaim_lock);
+	return !evicted && wb_failed ? -EIO : (long)evicted;
 }
