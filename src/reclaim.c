@@ -129,42 +129,30 @@ static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, ui
 	}
 }
 
-/* Ranges to unmap, gathered (consecutive pages of a mapping in one
- * range) so that one uf_vma_zap() call (one helper thread: see uffd.c)
- * does them all. */
+/* Ranges to unmap, gathered so that one uf_vma_zap() call (one helper
+ * thread: see uffd.c) does them all. */
 struct zap_list {
 	struct uf_range *r;
 	size_t n, cap;
 };
 
-/* Unmap page @pg from the shared mappings of @obj (at the end of the
- * pass), so the next access (a kernel minor fault) shows whether it is
- * still in use.  Out of memory, the page just stays mapped.
+/* Unmap object pages [lo, hi) from the shared linear mappings of @obj
+ * (at the end of the pass), so the next access (a kernel minor fault)
+ * shows whether a page is still in use.  Out of memory, pages just stay
+ * mapped.
  * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive. */
-static void __unmap_page(struct uf_object *obj, uint64_t pg, struct zap_list *z)
+static void __unmap_pages(struct uf_object *obj, uint64_t lo, uint64_t hi, struct zap_list *z)
 {
 	struct uf_vma *vma;
 
 	for (vma = obj->vmas; vma; vma = vma->obj_next) {
-		uint64_t npages = (vma->end - vma->start) >> PAGE_SHIFT;
-		unsigned long a;
-		size_t i;
+		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
+		uint64_t a = lo > vma->pgoff ? lo : vma->pgoff, b = hi < vend ? hi : vend;
 
-		if (!(vma->flags & VMA_SHARED) || vma->nl_pgoff)
-			continue;
-		if (pg < vma->pgoff || pg >= vma->pgoff + npages)
-			continue;
-		a = vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);
-		/* the hand moves up: the page often extends a range */
-		for (i = z->n; i > 0 && i + 4 > z->n; i--)
-			if (z->r[i - 1].end == a) {
-				z->r[i - 1].end += PAGE_SIZE;
-				break;
-			}
-		if (i > 0 && i + 4 > z->n)
+		if (!(vma->flags & VMA_SHARED) || vma->nl_pgoff || a >= b)
 			continue;
 		if (z->n == z->cap) {
-			size_t cap = z->cap ? 2 * z->cap : 64;
+			size_t cap = z->cap ? 2 * z->cap : 8;
 			struct uf_range *r = realloc(z->r, cap * sizeof(*r));
 
 			if (!r)
@@ -172,7 +160,8 @@ static void __unmap_page(struct uf_object *obj, uint64_t pg, struct zap_list *z)
 			z->r = r;
 			z->cap = cap;
 		}
-		z->r[z->n++] = (struct uf_range){ a, a + PAGE_SIZE };
+		z->r[z->n++] = (struct uf_range){ vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
+						  vma->start + ((b - vma->pgoff) << PAGE_SHIFT) };
 	}
 }
 
@@ -215,36 +204,44 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 	 * taken by a later call if nothing maps it again by then */
 	struct uf_pagemap mapped = { 0 };
 	struct zap_list z = { 0 };
+	uint64_t from = obj->clock_hand % end;
+	bool second = false;
 
 	if (!uf_pagemap_grow(&mapped, end))
 		__sample_mapped(obj, &mapped, end);
 	while (n < want && scanned < end) {
-		uint64_t from = obj->clock_hand % end;
-		uint64_t pg = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, from, end);
+		uint64_t at = obj->clock_hand % end;
+		uint64_t pg = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, at, end);
 
 		/* the hand passes over what is not cached at once */
 		if (pg == end) {
-			scanned += end - from;
-			obj->clock_hand += end - from;
+			scanned += end - at;
+			obj->clock_hand += end - at;
 			continue;
 		}
-		scanned += pg - from + 1;
-		obj->clock_hand += pg - from + 1;
+		scanned += pg - at + 1;
+		obj->clock_hand += pg - at + 1;
 		if (uf_pagemap_test(&mapped, UF_PG_PRESENT, pg)) {
-			/*
-			 * Second chance.  Unmapping keeps nothing from being
-			 * written back: a clean page keeps its protection
-			 * marker, a dirty one is protected again by writeback
-			 * before its bytes are read.
-			 */
-			uf_pagemap_clear(&mapped, UF_PG_PRESENT, pg);
-			__unmap_page(obj, pg, &z);
+			second = true;	/* unmapped below */
 			continue;
 		}
 		vict[n++] = pg;
 	}
 	uf_pagemap_free(&mapped);
-	uf_vma_zap(obj->mm, z.r, z.n);
+	/*
+	 * Second chance: the pages passed over are unmapped, with one zap
+	 * per mapping over all the hand swept (the victims in it are punched
+	 * next, and what is not mapped loses nothing).  Unmapping keeps
+	 * nothing from being written back: a clean page keeps its protection
+	 * marker, a dirty one is protected again by writeback before its
+	 * bytes are read.
+	 */
+	if (second) {
+		__unmap_pages(obj, from, from + scanned < end ? from + scanned : end, &z);
+		if (from + scanned > end)
+			__unmap_pages(obj, 0, from + scanned - end, &z);
+		uf_vma_zap(obj->mm, z.r, z.n);
+	}
 	free(z.r);
 	return n;
 }

@@ -497,14 +497,19 @@ struct run_arg {
 	void *arg;
 	int ret;
 	int done;
+	int donefd;			/* eventfd: @fn returned */
 };
 
 static void *run_thread(void *p)
 {
 	struct run_arg *r = p;
+	uint64_t one = 1;
 
 	r->ret = r->fn(r->arg);
 	__atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+	if (write(r->donefd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only on overflow: cannot happen */
+	}
 	return NULL;
 }
 
@@ -514,9 +519,10 @@ static void *run_thread(void *p)
  * thread that may hold ufault locks or be a handler.  The event puts the
  * caller of the system call to sleep until it is read, and the handlers
  * may all wait for a lock the caller holds (or be the caller): so @fn runs
- * in a helper thread while the caller reads the fd.  The events it reads
- * are applied later by the handlers.  Return what @fn returned, or
- * -errno if no thread could be started.
+ * in a helper thread while the caller reads the fd, until the helper says
+ * it is done (an eventfd, so the caller does not sleep past it).  The
+ * events it reads are applied later by the handlers.  Return what @fn
+ * returned, or -errno if no thread could be started.
  */
 int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg)
 {
@@ -524,16 +530,25 @@ int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg)
 	pthread_t t;
 	int ret;
 
+	r.donefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r.donefd < 0)
+		return -errno;
 	ret = pthread_create(&t, NULL, run_thread, &r);
-	if (ret)
+	if (ret) {
+		close(r.donefd);
 		return -ret;
+	}
 	while (!__atomic_load_n(&r.done, __ATOMIC_ACQUIRE)) {
-		struct pollfd pfd = { .fd = u->fd, .events = POLLIN };
+		struct pollfd pfd[2] = {
+			{ .fd = u->fd, .events = POLLIN },
+			{ .fd = r.donefd, .events = POLLIN },
+		};
 
-		if (poll(&pfd, 1, 1) > 0)
+		if (poll(pfd, 2, 1000) > 0 && (pfd[0].revents & POLLIN))
 			uffd_drain(u);
 	}
 	pthread_join(t, NULL);
+	close(r.donefd);
 	return r.ret;
 }
 
