@@ -200,7 +200,7 @@ $(B)/ufault-redis.pc: ufault-redis.pc.in Makefile | $(B)
 $(B)/tests/redis-%: tests/redis-%.c tests/helpers.c tests/helpers.h $(B)/libufault-redis.a $(B)/libufault.a $(REDIS_HDRS) | $(B)/tests
 	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault-redis.a $(B)/libufault.a $(HIREDIS_LIBS) $(LDFLAGS) -lm
 
-# what each way of keeping pages in Redis costs (README, Redis):
+# what each way of keeping pages in Redis costs (docs/redis.md, Layout):
 # tests/redis-cluster run build/redis-layout
 redis-layout: $(B)/redis-layout
 $(B)/redis-layout: redis/bench/layout.c | $(B)
