@@ -5,8 +5,9 @@
  * by several threads, made durable with uf_msync(), and checked afterwards
  * with plain pread(2) on the file, not through ufault.
  *
- *	record-file [FILE [MiB [BUDGET_MiB [THREADS]]]]
- *	(default: a temporary file in /var/tmp, 32 MiB, 4 MiB, 4 threads)
+ *	record-file [FILE|- [MiB [BUDGET_MiB [THREADS]]]]
+ *	(default: a temporary file in /var/tmp ("-"), 32 MiB, 4 MiB, 4 threads;
+ *	"record-file - 256 8 4" is a 256 MiB file under an 8 MiB budget)
  *
  * Every uf_* call here may come from any application thread; the mapping
  * itself is plain memory, so the threads simply store into it.  Pages the
@@ -76,7 +77,7 @@ static void *updater(void *arg)
 int main(int argc, char **argv)
 {
 	char tmp[] = "/var/tmp/record-file-XXXXXX";
-	const char *path = argc > 1 ? argv[1] : NULL;
+	const char *path = argc > 1 && strcmp(argv[1], "-") ? argv[1] : NULL;
 	size_t size = (size_t)(argc > 2 ? atoi(argv[2]) : 32) << 20;
 	struct uf_mm_config cfg = {
 		.cache_budget = (uint64_t)(argc > 3 ? atoi(argv[3]) : 4) << 20,
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
 	int fd, ret;
 
 	if (!size || !cfg.cache_budget || !nthreads || nthreads > 64) {
-		fprintf(stderr, "usage: record-file [FILE [MiB [BUDGET_MiB [THREADS<=64]]]]\n");
+		fprintf(stderr, "usage: record-file [FILE|- [MiB [BUDGET_MiB [THREADS<=64]]]]\n");
 		return 2;
 	}
 	if (!path) {
