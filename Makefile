@@ -1,8 +1,15 @@
 # ufault - see README.md.  `make`, `make test`, `make run`,
 # `make install PREFIX=DIR`; `make SAN=address|undefined|thread test`
 # builds into build-$(SAN)/ with that sanitizer.
+#
+# The core (libufault, ufault-info, ufault-tour, ufault-stress,
+# ufault-bench) needs only the C library.  The Redis store (libufault-redis,
+# ufault-cp, the --store option of ufault-stress and ufault-bench) is built
+# when hiredis is found; `make HIREDIS=no` leaves it out on purpose.
+# Nothing here installs packages except `make test` run as root (it calls
+# redis/deps.sh for the Redis tests' servers and hiredis).
 
-VERSION   := 0.1.0
+VERSION   := 0.3.0
 SOVERSION := 0
 PREFIX    ?= /usr/local
 CC        ?= cc
@@ -27,7 +34,16 @@ LIB_PIC := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 SONAME  := libufault.so.$(SOVERSION)
 
+ifeq ($(origin HIREDIS),undefined)
+HIREDIS := $(shell pkg-config --exists hiredis 2>/dev/null && echo yes || \
+	{ test -f /usr/include/hiredis/hiredis.h && echo yes || echo no; })
+endif
+
+# ufault-cp exists only to reach a Redis Cluster: without hiredis it is not built
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
+ifneq ($(HIREDIS),yes)
+TOOLS   := $(filter-out $(B)/ufault-cp,$(TOOLS))
+endif
 TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c,$(wildcard tests/*.c)))
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 SCRIPTS := $(wildcard tests/*.sh)
@@ -56,18 +72,23 @@ $(B)/%: tools/%.c $(B)/libufault.a include/ufault.h
 	$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
-# with --store URL) link the Redis store and hiredis.
+# with --store URL) link the Redis store and hiredis.  Without hiredis,
+# ufault-stress and ufault-bench link tools/redis/no-redis.c instead, whose
+# --store says how to get the Redis store.
+ifeq ($(HIREDIS),yes)
 REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h \
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
 	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c) \
 		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
-install: install-man1
-install-man1:
-	install -d $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-.PHONY: install-man1
+else
+NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench
+$(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h \
+		$(B)/libufault.a include/ufault.h include/ufault-redis.h
+	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
+		$(B)/libufault.a $(LDFLAGS) -lm
+endif
 
 $(B)/tests/%: tests/%.c tests/helpers.c $(wildcard tests/*.h) $(B)/libufault.a include/ufault.h | $(B)/tests
 	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault.a $(LDFLAGS) -lm
@@ -80,11 +101,30 @@ $(B) $(B)/pic $(B)/obj $(B)/tests $(B)/examples:
 
 tests: all $(TESTS) $(EXAMPLES)
 
-# the whole run has a throwaway Redis Cluster (tests/redis-cluster) for
-# the tests that need one
-test: tests
-	B=$(B) CC="$(CC)" SAN="$(SAN)" tests/redis-cluster run \
-		tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS)
+# `make test` first makes sure of what the Redis tests need (redis/deps.sh
+# installs it as root, or says what is missing), then runs everything in a
+# fresh make, which finds hiredis if deps.sh just installed it.  The whole
+# run has a throwaway Redis Cluster (tests/redis-cluster) for the tests that
+# need one; without redis-server or hiredis those tests skip, and the run
+# says so first.
+test:
+ifeq ($(origin HIREDIS)$(HIREDIS),command lineno)
+	@echo "make test: HIREDIS=no: the Redis tests will be skipped"
+else
+	@redis/deps.sh || echo "make test: the Redis tests will be skipped (see the line above)"
+endif
+	@$(MAKE) --no-print-directory test-run
+test-run: tests
+	@if [ "$(HIREDIS)" = yes ] && command -v redis-server >/dev/null 2>&1 && \
+	    command -v redis-cli >/dev/null 2>&1; then \
+		B=$(B) CC="$(CC)" SAN="$(SAN)" tests/redis-cluster run \
+			tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS); \
+	else \
+		echo "make test: no Redis Cluster for this run (hiredis: $(HIREDIS);" \
+			"redis-server: $$(command -v redis-server || echo missing)):" \
+			"the redis-* tests skip"; \
+		B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS); \
+	fi
 
 # the main job: what this machine allows, the tour, then the race finder
 # against ufault and against the kernel's own mmap
@@ -95,7 +135,8 @@ run: all
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man7
+		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 644 include/ufault.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(B)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libufault.so
@@ -103,16 +144,19 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libufault.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault.pc
 	$(if $(TOOLS),install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/)
-	-install -m 644 man/man3/*.3 $(DESTDIR)$(PREFIX)/share/man/man3/ 2>/dev/null
-	-install -m 644 man/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/ 2>/dev/null
+	install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(filter-out man/man3/uf_redis_%,$(wildcard man/man3/*.3)) \
+		$(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 644 man/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 
 clean:
 	rm -rf build build-*
 
 # ---- Redis: libufault-redis, objects in a Redis Cluster -------------------
-# A library of its own, so that the core never depends on hiredis.
-# redis/deps.sh installs redis-server, libhiredis-dev and pkg-config when
-# missing (as root), or says what to run.
+# A library of its own, so that the core never depends on hiredis.  Built
+# when hiredis is present (HIREDIS=yes); otherwise `make` says how to get it.
+# redis/deps.sh (run by `make test` only) installs redis-server,
+# libhiredis-dev and pkg-config when missing (as root), or says what to run.
 REDIS_SONAME := libufault-redis.so.$(SOVERSION)
 REDIS_SRC    := $(wildcard redis/*.c)
 REDIS_PIC    := $(REDIS_SRC:redis/%.c=$(B)/redis-pic/%.o)
@@ -122,19 +166,25 @@ REDIS_HDRS   := redis/internal.h include/ufault-redis.h include/ufault.h
 HIREDIS_CFLAGS = $(shell pkg-config --cflags hiredis 2>/dev/null || echo -I/usr/include/hiredis)
 HIREDIS_LIBS   = $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
 
+ifeq ($(HIREDIS),yes)
 all: redis
 tests: redis $(REDIS_TESTS)
-test: redis-deps
 install: install-redis
+else
+REDIS_TESTS :=
+all: redis-missing
+endif
 
 redis: $(B)/$(REDIS_SONAME) $(B)/libufault-redis.a $(B)/ufault-redis.pc
 
-redis-deps:
-	@redis/deps.sh
+redis-missing:
+	@echo "make: hiredis not found: built without the Redis store (libufault-redis," \
+		"ufault-cp, --store); to build it, install hiredis" \
+		"(Debian/Ubuntu: apt-get install libhiredis-dev) and run make again"
 
-$(B)/redis-pic/%.o: redis/%.c $(REDIS_HDRS) | redis-deps $(B)/redis-pic
+$(B)/redis-pic/%.o: redis/%.c $(REDIS_HDRS) | $(B)/redis-pic
 	$(CC) $(LIBCFLAGS) $(HIREDIS_CFLAGS) -c -o $@ $<
-$(B)/redis-obj/%.o: redis/%.c $(REDIS_HDRS) | redis-deps $(B)/redis-obj
+$(B)/redis-obj/%.o: redis/%.c $(REDIS_HDRS) | $(B)/redis-obj
 	$(CC) $(LIBCFLAGS) $(HIREDIS_CFLAGS) -c -o $@ $<
 
 $(B)/$(REDIS_SONAME): $(REDIS_PIC) redis/libufault-redis.map $(B)/$(SONAME)
@@ -150,17 +200,19 @@ $(B)/ufault-redis.pc: ufault-redis.pc.in Makefile | $(B)
 $(B)/tests/redis-%: tests/redis-%.c tests/helpers.c tests/helpers.h $(B)/libufault-redis.a $(B)/libufault.a $(REDIS_HDRS) | $(B)/tests
 	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault-redis.a $(B)/libufault.a $(HIREDIS_LIBS) $(LDFLAGS) -lm
 
-# what each way of keeping pages in Redis costs (README, Redis):
+# what each way of keeping pages in Redis costs (docs/redis.md, Layout):
 # tests/redis-cluster run build/redis-layout
 redis-layout: $(B)/redis-layout
-$(B)/redis-layout: redis/bench/layout.c | redis-deps $(B)
+$(B)/redis-layout: redis/bench/layout.c | $(B)
 	$(CC) $(CFLAGS) $(HIREDIS_CFLAGS) -o $@ $< $(HIREDIS_LIBS) $(LDFLAGS)
 
 $(B)/redis-pic $(B)/redis-obj:
 	mkdir -p $@
 
 install-redis: redis
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 644 man/man3/uf_redis_*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 include/ufault-redis.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(B)/$(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/libufault-redis.so
@@ -168,5 +220,5 @@ install-redis: redis
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault-redis.pc
 
-.PHONY: all tests test run install clean redis redis-deps install-redis redis-layout
+.PHONY: all tests test test-run run install clean redis redis-missing install-redis redis-layout
 .SECONDARY:

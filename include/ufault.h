@@ -23,9 +23,9 @@
  * memory are followed; use uf_mprotect() rather than mprotect() (see
  * ufault(7)).
  *
- * Lock order inside the library (see src/fault.c):
- *   mm->vma_lock -> obj->invalidate_lock -> page lock
- * fault() is called with none of them held.
+ * fault() and the store methods are called with no ufault lock held,
+ * except that a store's ->read runs under its object's invalidate lock
+ * (see struct uf_store_ops); the library's lock order is in src/internal.h.
  */
 #ifndef UFAULT_H
 #define UFAULT_H

@@ -1,9 +1,11 @@
 #!/bin/sh
-# deps.sh - check that what the Redis store needs is here: redis-server
+# deps.sh - check that what the Redis tests need is here: redis-server
 # (and redis-cli) for the tests' cluster, libhiredis-dev and pkg-config to
-# build.  As root with apt-get, install what is missing (and stop the
-# redis-server service Debian starts: the tests start their own servers);
-# otherwise print the one command to run and fail.
+# build the Redis store.  Run by `make test` only, never by `make` or
+# `make install`.  As root with apt-get, install what is missing (and stop
+# the redis-server service Debian starts: the tests start their own
+# servers); otherwise print the one command to run and fail, and
+# `make test` goes on without the Redis tests.
 missing=
 command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 ||
 	missing="$missing redis-server"

@@ -16,9 +16,8 @@
  * the object's page cache (a memfd), and the retried access is mapped by
  * the kernel itself.
  *
- * Lock order: mm->vma_lock -> obj->invalidate_lock -> obj->page_lock.
- * handle_fault() holds none of them while ->fault() runs: the VMA is kept
- * alive by a reference (see vma.c).
+ * Locks: the order is in internal.h.  handle_fault() holds no ufault lock
+ * while ->fault() runs: the VMA is kept alive by a reference (see vma.c).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -313,7 +312,7 @@ static int poison_page(struct uf_vma *vma, unsigned long page_addr)
  *  - Without the poison ioctl (before 6.6), SIGBUS is queued to the faulting
  *    thread (si_code SI_QUEUE, si_addr exact), which interrupts its wait;
  *    a system call then spins and a thread that blocks or ignores SIGBUS
- *    waits: README says so.
+ *    waits: ufault(7) says so.
  */
 static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bool eof)
 {

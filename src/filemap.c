@@ -11,9 +11,9 @@
  * a program has already written.  Every mapping of the object then sees the
  * page, mapped by the kernel itself.
  *
- * Lock order: mm->vma_lock -> obj->invalidate_lock -> obj->page_lock.
- * Fills (and so the store's reads) run without mm->vma_lock; they only
- * try it around a copy straight into the faulting mapping.
+ * Locks (the order is in internal.h): fills (and so the store's reads)
+ * run without mm->vma_lock; they only try it around a copy straight into
+ * the faulting mapping.
  * Fillers hold obj->invalidate_lock shared and check pgoff against i_size
  * under it; truncate, hole punch and reclaim hold it exclusive.
  */

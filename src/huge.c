@@ -29,10 +29,10 @@
  * refused, see above), and touched only once the extent is known to be
  * huge and whole (first_touch()), then unmapped.
  *
- * Lock order: obj->invalidate_lock -> huge->lock.  The collapse runs in
- * a thread of its own with no lock held (see collapse()); huge->lock
- * guards only the queue and is never held across a system call that can
- * wait.
+ * Locks (the order is in internal.h): huge->lock nests inside
+ * obj->invalidate_lock.  The collapse runs in a thread of its own with no
+ * lock held (see collapse()); huge->lock guards only the queue and is
+ * never held across a system call that can wait.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -244,12 +244,12 @@ static bool __collapsible(struct uf_object *obj, uint64_t ext, uint64_t first)
 /*
  * Read one byte of each 4 KiB page of a freshly collapsed extent through
  * @p, the collapse's own mapping of it, so that the first reader of the
- * extent does not pay for the first touch of the new huge page.  Measured
- * on the 2-vCPU VM this was developed on: a program's first pass over a
- * fresh huge page cost 1008-1321 ns per 4 KiB (every later first pass,
- * through any new mapping, 50-70 ns); after this touch its first pass
- * cost 55-64 ns.  On a machine where the first touch is cheap this is 512
- * loads through one PMD.
+ * extent does not pay for the first touch of the new huge page.  Where
+ * that first touch traps to a hypervisor (a PVM guest), a program's first
+ * pass over a fresh huge page costs about 1 us per 4 KiB, and every later
+ * pass, through any mapping, about 60 ns; the touch here moves the cost
+ * off the reader.  Where the first touch is cheap it is 512 loads through
+ * one PMD.
  * Only under obj->invalidate_lock shared, with the extent known to be
  * fully present: @p is not registered, and a read of a hole there would
  * put a page of zeroes in the cache where the store has bytes.

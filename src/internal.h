@@ -1,22 +1,52 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Library-private declarations.  Lock order (outermost first), taken in
- * fault.c, vma.c, truncate.c, writeback.c and reclaim.c:
+ * Library-private declarations, and the lock order: the one list, which
+ * every other file's comments refer to (docs/design.md has it with more
+ * words).  Outermost first; a lock may be taken holding those above it,
+ * never one above while holding it, except where "tried": that lock is
+ * taken only with a trylock in the inverted order, and the caller does
+ * without it when the try fails.
  *
- *   mm->vma_lock                 (rwlock: lookups shared, map/unmap/remap
- *                                 exclusive)
- *     obj->invalidate_lock       (rwlock: fillers, pread/pwrite, writeback
- *                                 shared; truncate, punch, reclaim and a
- *                                 pwrite's extension exclusive.  Held in
- *                                 any mode, the present/dirty bits may be
- *                                 read and set (atomic); exclusive, their
- *                                 memory may be freed: pagemap.c)
- *       obj->page_lock           (mutex: FIFO order, write-protect
- *                                 changes against writeback)
+ *   mm->reclaim_lock          one reclaim pass; taken with no other lock
+ *                             held (waited for when room is needed, else
+ *                             tried)
+ *     obj->sync_lock          one writeback of an object at a time
+ *       mm->vma_lock          rwlock: the VMA table, obj->vmas, nl_pgoff,
+ *                             expect, busy.  Shared: lookups, truncate,
+ *                             punch, writeback, reclaim, copies into the
+ *                             program's mappings; exclusive: map, unmap,
+ *                             mprotect, remap, events.  A fill under an
+ *                             invalidate_lock only tries it, shared.
+ *         mm->poison_lock     poison markers to lift
+ *         obj->invalidate_lock  rwlock: i_size and which pages are
+ *                             cached.  Shared: fills (the store's ->read),
+ *                             pread, pwrite, writeback, populate,
+ *                             collapse; exclusive: truncate, punch,
+ *                             reclaim, a pwrite's extension, and only then
+ *                             may page-state memory be freed (pagemap.c).
+ *                             Present/dirty bits are atomic, set and read
+ *                             in either mode.
+ *           (another object's invalidate_lock: an overlay store's ->read)
+ *           obj->page_lock    write-protect changes against writeback; the
+ *                             FIFO ring
+ *           huge->lock        the collapse queue (huge.c)
+ *           vma->ref_lock     a VMA's references
+ *           store locks       fs->lock (store_file.c); st->lock,
+ *                             cl->pool_lock, cl->map_lock (redis/), never
+ *                             two of these at once, never across I/O
+ *             u->copy_lock    rwlock: shared for copies, write-protect and
+ *                             poison of the program's mappings, exclusive
+ *                             for a read of the fd (uffd.c)
+ *               u->ev_lock    events read, not yet applied (uffd.c)
  *
- * mm->obj_lock (the list of objects) nests inside vma_lock and outside the
- * invalidate locks.  huge->lock (huge.c) is innermost.  obj->sync_lock serializes writeback of one object and
- * is taken before obj->invalidate_lock.
+ * Innermost, taken with any of the above held:
+ *   mm->charge_lock -> mm->obj_lock   (obj_lock: the list of objects;
+ *                                      nothing else is taken under it)
+ *   mm->zap_lock                      (ranges ufault zaps itself, vma.c)
+ *
+ * Taken with no other ufault lock held, nothing taken under them:
+ *   mm->inflight_lock (fault.c), ra->lock (readahead.c), worker->lock
+ *   (worker.c), u->lock (uffd.c: starting handler threads).
  */
 #ifndef UF_INTERNAL_H
 #define UF_INTERNAL_H
@@ -326,7 +356,7 @@ struct uf_object {
 	pthread_mutex_t sync_lock;
 	struct uf_vma *vmas;		/* under mm->vma_lock */
 	struct uf_object *mm_next;	/* under mm->obj_lock */
-	bool dead;			/* last put done (mm destroyed first) */
+	bool dead;			/* unused: nothing sets or reads it */
 };
 
 /* mm.c */

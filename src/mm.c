@@ -2,7 +2,8 @@
 /*
  * struct uf_mm: one address-space manager: its engine (the userfaultfd and
  * handler threads, uffd.c), the VMA table, the objects and the statistics.
- * No global state.
+ * A process may create several.  The only process-wide state is the
+ * cached pid below (and per-thread buffers, filemap.c).
  */
 #define _GNU_SOURCE
 #include "internal.h"

@@ -11,7 +11,7 @@
  * ->fault with that pgoff and UF_FAULT_FLAG_NONLINEAR.  Truncate and hole
  * punch reach windows as any mapping of the memfd.
  *
- * Lock order: mm->vma_lock (exclusive here) -> obj->invalidate_lock.
+ * Locks (the order is in internal.h): mm->vma_lock exclusive here.
  */
 #define _GNU_SOURCE
 #include "internal.h"

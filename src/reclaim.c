@@ -34,9 +34,9 @@
  * readahead window (budget/8, see mm.c) per handler thread, and one
  * pread/pwrite chunk (the same size) per thread calling those.
  *
- * Lock order: mm->reclaim_lock -> mm->vma_lock -> obj->invalidate_lock
- *             -> obj->page_lock.  mm->obj_lock is taken only to list the
- *             objects, with none of the others held.
+ * Locks (the order is in internal.h): mm->reclaim_lock, then per object
+ * mm->vma_lock shared and obj->invalidate_lock exclusive; mm->obj_lock
+ * only to list the objects.
  */
 #define _GNU_SOURCE
 #include "internal.h"

@@ -3,9 +3,9 @@
  * Truncate and hole punch, without the race the fault() API was made to
  * close: a page being filled while truncate removes it must not reappear.
  *
- * Lock order: mm->vma_lock -> obj->invalidate_lock -> obj->page_lock.
- * Truncate and punch hold mm->vma_lock shared (the mappings of the object
- * do not change) and obj->invalidate_lock exclusive while they change
+ * Locks (the order is in internal.h): truncate and punch hold mm->vma_lock
+ * shared (the mappings of the object do not change) and
+ * obj->invalidate_lock exclusive while they change
  * i_size, the memfd and the store.  Fillers (filemap.c) hold it shared
  * across "check pgoff < i_size, read the store, insert into the cache", so
  * a fill either completes before the truncate (and its page is then cut by

@@ -382,12 +382,11 @@ static void *handler_thread(void *arg)
 	 * Wait in an epoll set of this thread's own that holds the fd
 	 * EPOLLEXCLUSIVE: a fault wakes one idle handler, not all of them
 	 * (with poll() every handler woke for every fault and all but one
-	 * met an empty fd, contending for copy_lock on the way).  Measured
-	 * with a spare awake, ufault-bench --store cold-rand, four runs
-	 * each: 1.49-1.61x a GET per page, against 1.56-1.67x with poll().
-	 * A handler that re-enters the wait as the next fault arrives still
-	 * races the one woken for it (level-triggered): that costs a failed
-	 * read, no more.  Without epoll, poll() as before.
+	 * met an empty fd, contending for copy_lock on the way).  A handler
+	 * that re-enters the wait as the next fault arrives still races the
+	 * one woken for it (level-triggered): that costs a failed read, no
+	 * more.
+	 * Where epoll cannot be set up, poll() on the fd.
 	 */
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	for (i = 0; ep >= 0 && i < 3; i++) {
@@ -614,7 +613,7 @@ static void *monitor_thread(void *arg)
 		now = now_ns();
 		if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS) {
 			pthread_mutex_lock(&u->lock);
-			__start_handler(u);	/* at the limit: as before */
+			__start_handler(u);	/* at UF_MAX_HANDLERS: none */
 			pthread_mutex_unlock(&u->lock);
 		} else if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST)) {
 			arm_timer(u, oldest == UINT64_MAX ? SPARE_AFTER_NS

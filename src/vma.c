@@ -4,9 +4,9 @@
  * uf_mprotect(), and following what the program does with the system's
  * own calls.
  *
- * Lock order: mm->vma_lock (exclusive here to change the table)
- *               -> obj->invalidate_lock (shared, to mark pages dirty)
- *               -> vma->ref_lock
+ * Locks (the order is in internal.h): mm->vma_lock exclusive here to
+ * change the table, obj->invalidate_lock shared to mark pages dirty,
+ * vma->ref_lock for references.
  * A handler thread looks a VMA up under vma_lock shared and takes a
  * reference; uf_munmap() unlinks the VMA, makes the range inaccessible and
  * unregisters it, puts a PROT_NONE placeholder over it (so the addresses
@@ -300,7 +300,8 @@ static void vma_lists_finish(struct vma_lists *l)
 }
 
 /*
- * Can the page tables of @vma hold writes that obj->dirty does not know?
+ * Can the page tables of @vma hold writes that the object's dirty bits
+ * (obj->pages, UF_PG_DIRTY) do not know?
  * Any shared mapping of a writable object can (the system's mprotect() may
  * have made it writable unseen), unless synchronous write-protect tracks
  * its writes one by one.

@@ -2,7 +2,8 @@
 /*
  * Dirty pages and writeback: uf_msync(), uf_object_sync().
  *
- * A page is dirty when obj->dirty says so (uf_object_pwrite() sets it) or
+ * A page is dirty when its bit in obj->pages says so (UF_PG_DIRTY:
+ * uf_object_pwrite() and write faults set it) or
  * when a shared writable mapping wrote it.  Mapping writes are found with
  * asynchronous userfaultfd write-protect: the mapping is registered WP with
  * UFFD_FEATURE_WP_ASYNC, a write clears the protection without any event,
@@ -14,8 +15,8 @@
  * writeback protects a page again before it reads its bytes.  Without any
  * write-protect support, every cached page of such a mapping is dirty.
  *
- * Lock order: obj->sync_lock -> mm->vma_lock -> obj->invalidate_lock
- *             -> obj->page_lock.
+ * Locks (the order is in internal.h): obj->sync_lock, mm->vma_lock shared,
+ * obj->invalidate_lock, obj->page_lock.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -83,7 +84,8 @@ static void mark_written(struct uf_vma *vma, unsigned long start, unsigned long 
 
 /*
  * Move the "written" state of [start, end) of a shared writable object
- * mapping into obj->dirty, write-protecting the pages again.
+ * mapping into the dirty bits (obj->pages), write-protecting the pages
+ * again.
  * Locking: mm->vma_lock held (any mode), or the VMA is already unlinked.
  * Takes obj->invalidate_lock shared: the page state (pagemap.c) is not
  * freed under it.
@@ -95,7 +97,7 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 	int ret = 0;
 
 	if (mm->wp_sync)
-		return 0;	/* obj->dirty is kept exact by write faults */
+		return 0;	/* the dirty bits are kept exact by write faults */
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	if (vma->flags & VMA_WP) {
 		struct page_region vec[64];

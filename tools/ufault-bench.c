@@ -64,6 +64,7 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1082,28 +1083,65 @@ static bool selected(const struct bench *b, const struct bench_case *c)
 	return !strncmp(c->name, b->only, n) && (!c->name[n] || c->name[n] == '-');
 }
 
-/* The median of each case's repeats, by time, and its spread. */
-static void summarize(struct bench *b, struct sample *runs, struct result *res)
+/*
+ * Output.  A table row is printed once, as soon as its case's last repeat is
+ * measured (the repeats are interleaved, so that is in the last round); the
+ * ratios, which need a row and its reference, come after the last row.  On
+ * a terminal a progress line on stderr says what is being measured and is
+ * cleared before each row.  --machine prints BENCH key=value lines instead
+ * of the tables, at the end, ratios included.
+ */
+struct out {
+	bool tty;		/* stderr is a terminal: a progress line */
+	bool quick;		/* --quick: ratios are smoke only */
+	bool machine;		/* --machine: BENCH lines only */
+	bool timed_head, zipf_head;
+	const char *prev;	/* the last timed row's case name */
+};
+
+static void progress(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void progress(struct out *o, const char *fmt, ...)
 {
-	size_t i, k;
+	va_list ap;
 
-	for (i = 0; i < NR_CASES; i++) {
-		struct sample *r = runs + i * b->repeat;
-		double lo, hi;
-
-		res[i] = (struct result){ .ref = -1 };
-		if (!selected(b, &cases[i]))
-			continue;
-		qsort(r, b->repeat, sizeof(*r), cmp_sample);
-		res[i].med = r[b->repeat / 2];
-		lo = hi = r[0].ns_per_page;
-		for (k = 1; k < b->repeat; k++) {
-			lo = r[k].ns_per_page < lo ? r[k].ns_per_page : lo;
-			hi = r[k].ns_per_page > hi ? r[k].ns_per_page : hi;
-		}
-		res[i].spread = (hi - lo) / res[i].med.ns_per_page;
-		res[i].ref = find_ref(&cases[i]);
+	if (!o->tty)
+		return;
+	fputs("\r\033[K", stderr);
+	if (fmt) {
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
 	}
+	fflush(stderr);
+}
+
+/* The median of case @i's repeats, by time, and its spread. */
+static void summarize_one(struct bench *b, struct sample *runs, struct result *res, size_t i)
+{
+	struct sample *r = runs + i * b->repeat;
+	double lo, hi;
+	size_t k;
+
+	res[i] = (struct result){ .ref = -1 };
+	if (!selected(b, &cases[i]))
+		return;
+	qsort(r, b->repeat, sizeof(*r), cmp_sample);
+	res[i].med = r[b->repeat / 2];
+	lo = hi = r[0].ns_per_page;
+	for (k = 1; k < b->repeat; k++) {
+		lo = r[k].ns_per_page < lo ? r[k].ns_per_page : lo;
+		hi = r[k].ns_per_page > hi ? r[k].ns_per_page : hi;
+	}
+	res[i].spread = (hi - lo) / res[i].med.ns_per_page;
+	res[i].ref = find_ref(&cases[i]);
+}
+
+/* Each case's ratio to its reference, once every row is summarized. */
+static void summarize_ratios(struct result *res)
+{
+	size_t i;
+
 	for (i = 0; i < NR_CASES; i++) {
 		const struct bench_case *c = &cases[i];
 		double me, ref;
@@ -1148,38 +1186,86 @@ static const char *goal_op(enum ratio_kind k)
 	return k == RATIO_SPEEDUP ? ">=" : k == RATIO_MAJORS ? ">" : "<=";
 }
 
-/* The time-judged cases: a table, the ratios, a legend. */
-static void print_timed(struct bench *b, const struct result *res)
+static const char *policy_name(unsigned int policy)
+{
+	return policy == UF_RECLAIM_FIFO ? "FIFO" : "CLOCK";
+}
+
+/* One time-judged row, the table's header before the first. */
+static void print_timed_row(struct out *o, const struct result *res, size_t i)
+{
+	const struct bench_case *c = &cases[i];
+	const struct sample *s = &res[i].med;
+	char cached[16] = "-", svc[16] = "-";
+
+	if (!o->timed_head) {
+		printf("\n%-9s %-8s %-5s %10s %9s %7s %8s %7s %7s %8s %7s %7s\n", "case",
+		       "target", "store", "ns/page", "MiB/s", "spread", "kfaults", "uffd-ev",
+		       "majors", "ra-pages", "svc-p50", "cached");
+		o->timed_head = true;
+	}
+	if (s->cached >= 0)
+		snprintf(cached, sizeof(cached), "%.1f%%", 100 * s->cached);
+	if (s->svc_us)
+		snprintf(svc, sizeof(svc), "<%uus", s->svc_us);
+	if (o->prev && strcmp(c->name, o->prev))
+		putchar('\n');
+	o->prev = c->name;
+	printf("%-9s %-8s %-5s %10.1f %9.0f %6.0f%% %8" PRIu64 " %7" PRIu64 " %7" PRIu64
+	       " %8" PRIu64 " %7s %7s\n",
+	       c->name, c->target, store_names[c->store], s->ns_per_page,
+	       PG * 1e9 / s->ns_per_page / (1 << 20), 100 * res[i].spread, s->kfaults,
+	       s->events, s->majors, s->ra_pages, svc, cached);
+}
+
+/* One row of the budgeted case, the table's header before the first. */
+static void print_zipf_row(struct out *o, struct bench *b, const struct result *res, size_t i)
+{
+	const struct bench_case *c = &cases[i];
+	const struct sample *s = &res[i].med;
+	size_t budget = b->zipf.budget / PG;
+
+	if (!o->zipf_head) {
+		printf("\nzipf: s=%.2f reads of one byte, %zu accesses, over %zu MiB (%zu pages) "
+		       "through a\ncache budget of %zu KiB (%zu pages); hot pages scattered (seed "
+		       "%#llx); a fresh mm\nand object over a tmpfs file (%s) per run: the cache "
+		       "starts empty; median of %u\nby time\n\n", ZIPF_S, b->zipf.naccess,
+		       b->zipf.size >> 20, b->zipf.npages, (size_t)(b->zipf.budget >> 10), budget,
+		       (unsigned long long)SEED, b->file[STORE_TMPFS].dir, b->repeat);
+		printf("%-9s %-6s %10s %8s %8s %9s %7s %10s %7s\n", "target", "policy",
+		       "majors/1k", "majors", "evicted", "max-cache", "budget", "ns/access",
+		       "spread");
+		o->zipf_head = true;
+	}
+	printf("%-9s %-6s %10.1f %8" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6.1f%% %10.1f %6.0f%%\n",
+	       c->target, policy_name(c->policy),
+	       1000.0 * (double)s->majors / (double)b->zipf.naccess, s->majors, s->evicted,
+	       s->max_cache, 100.0 * (double)s->max_cache / (double)budget, s->ns_per_page,
+	       100 * res[i].spread);
+}
+
+/* A case's row, as soon as its last repeat is in. */
+static void print_row(struct out *o, struct bench *b, const struct result *res, size_t i)
+{
+	if (o->machine)
+		return;
+	progress(o, NULL);
+	if (cases[i].order == ORDER_ZIPF)
+		print_zipf_row(o, b, res, i);
+	else
+		print_timed_row(o, res, i);
+	fflush(stdout);
+}
+
+/* The time-judged cases' ratios and legend. */
+static void print_timed_ratios(struct out *o, struct bench *b, const struct result *res)
 {
 	const struct bench_file *disk = &b->file[STORE_DISK];
-	const struct bench_case *prev = NULL;
 	size_t i;
 
-	printf("\n%-9s %-8s %-5s %10s %9s %7s %8s %7s %7s %8s %7s %7s\n", "case", "target",
-	       "store", "ns/page", "MiB/s", "spread", "kfaults", "uffd-ev", "majors", "ra-pages",
-	       "svc-p50", "cached");
-	for (i = 0; i < NR_CASES; i++) {
-		const struct bench_case *c = &cases[i];
-		const struct sample *s = &res[i].med;
-		char cached[16] = "-", svc[16] = "-";
-
-		if (!selected(b, c) || c->order == ORDER_ZIPF)
-			continue;
-		if (s->cached >= 0)
-			snprintf(cached, sizeof(cached), "%.1f%%", 100 * s->cached);
-		if (s->svc_us)
-			snprintf(svc, sizeof(svc), "<%uus", s->svc_us);
-		if (prev && strcmp(c->name, prev->name))
-			putchar('\n');
-		prev = c;
-		printf("%-9s %-8s %-5s %10.1f %9.0f %6.0f%% %8" PRIu64 " %7" PRIu64 " %7" PRIu64
-		       " %8" PRIu64 " %7s %7s\n",
-		       c->name, c->target, store_names[c->store], s->ns_per_page,
-		       PG * 1e9 / s->ns_per_page / (1 << 20), 100 * res[i].spread, s->kfaults,
-		       s->events, s->majors, s->ra_pages, svc, cached);
-	}
-
-	printf("\nratios (medians of this run):\n");
+	printf("\nratios (medians of this run)%s:\n",
+	       o->quick ? "; --quick: small data and one repeat are a smoke test, these\n"
+			  "ratios and verdicts measure nothing (run without --quick for that)" : "");
 	for (i = 0; i < NR_CASES; i++) {
 		const struct bench_case *c = &cases[i];
 		const char *v = verdict(c, &res[i]);
@@ -1215,39 +1301,15 @@ static void print_timed(struct bench *b, const struct result *res)
 	       "(whatever its host caches), not from this kernel's page cache");
 }
 
-static const char *policy_name(unsigned int policy)
-{
-	return policy == UF_RECLAIM_FIFO ? "FIFO" : "CLOCK";
-}
-
-/* The budgeted case: major faults per policy, against the budget. */
-static void print_zipf(struct bench *b, const struct result *res)
+/* The budgeted case's reference, ratios and legend. */
+static void print_zipf_ratios(struct out *o, struct bench *b, const struct result *res)
 {
 	size_t budget = b->zipf.budget / PG, i;
 
-	printf("\nzipf: s=%.2f reads of one byte, %zu accesses, over %zu MiB (%zu pages) "
-	       "through a\ncache budget of %zu KiB (%zu pages); hot pages scattered (seed %#llx); "
-	       "a fresh mm\nand object over a tmpfs file (%s) per run: the cache starts empty; "
-	       "median of %u\nby time\n\n", ZIPF_S, b->zipf.naccess, b->zipf.size >> 20,
-	       b->zipf.npages, (size_t)(b->zipf.budget >> 10), budget, (unsigned long long)SEED,
-	       b->file[STORE_TMPFS].dir, b->repeat);
-	printf("%-9s %-6s %10s %8s %8s %9s %7s %10s %7s\n", "target", "policy", "majors/1k",
-	       "majors", "evicted", "max-cache", "budget", "ns/access", "spread");
-	for (i = 0; i < NR_CASES; i++) {
-		const struct bench_case *c = &cases[i];
-		const struct sample *s = &res[i].med;
-
-		if (!selected(b, c) || c->order != ORDER_ZIPF)
-			continue;
-		printf("%-9s %-6s %10.1f %8" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6.1f%% %10.1f %6.0f%%\n",
-		       c->target, policy_name(c->policy),
-		       1000.0 * (double)s->majors / (double)b->zipf.naccess, s->majors, s->evicted,
-		       s->max_cache, 100.0 * (double)s->max_cache / (double)budget, s->ns_per_page,
-		       100 * res[i].spread);
-	}
 	printf("%-16s %10.1f   (a cache that pins the %zu hottest pages)\n", "reference",
 	       1000 * b->zipf.pinned_miss, budget);
-
+	if (o->quick)
+		printf("--quick: a smoke test; the verdicts below do not measure anything\n");
 	for (i = 0; i < NR_CASES; i++) {
 		const struct bench_case *c = &cases[i];
 		const char *v = verdict(c, &res[i]);
@@ -1271,24 +1333,10 @@ static void print_zipf(struct bench *b, const struct result *res)
 	       "window, budget/8, per handler thread); spread: of ns/access\n", ZIPF_SAMPLE);
 }
 
-static void print_results(struct bench *b, const struct result *res)
+/* --machine: one BENCH line per case, ratio and verdict included. */
+static void print_machine(struct out *o, struct bench *b, const struct result *res)
 {
-	bool timed = false, zipf = false;
 	size_t i;
-
-	for (i = 0; i < NR_CASES; i++) {
-		if (!selected(b, &cases[i]))
-			continue;
-		if (cases[i].order == ORDER_ZIPF)
-			zipf = true;
-		else
-			timed = true;
-	}
-	if (timed)
-		print_timed(b, res);
-	if (zipf)
-		print_zipf(b, res);
-	putchar('\n');
 
 	for (i = 0; i < NR_CASES; i++) {
 		const struct bench_case *c = &cases[i];
@@ -1325,8 +1373,24 @@ static void print_results(struct bench *b, const struct result *res)
 				       res[i].time_ratio, c->time_goal,
 				       res[i].time_miss ? "MISS" : "PASS");
 		}
+		if (o->quick)
+			printf(" quick=1");
 		putchar('\n');
 	}
+}
+
+/* After the last row: the ratios (or the BENCH lines). */
+static void print_results(struct out *o, struct bench *b, const struct result *res)
+{
+	if (o->machine) {
+		print_machine(o, b, res);
+		return;
+	}
+	if (o->zipf_head)	/* right under its table, the last one printed */
+		print_zipf_ratios(o, b, res);
+	if (o->timed_head)
+		print_timed_ratios(o, b, res);
+	putchar('\n');
 }
 
 /*
@@ -1370,11 +1434,14 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: ufault-bench [--size MiB] [--repeat N] [--quick] [--check] [--only NAME]\n"
-		"                    [--disk-dir DIR] [--tmpfs-dir DIR] [--store URL]\n"
+		"                    [--machine] [--disk-dir DIR] [--tmpfs-dir DIR] [--store URL]\n"
 		"  --size MiB       bytes of data per case (default 64); zipf: a cache budget\n"
 		"                   of size/8 (at least 1 MiB) over 10x that data\n"
 		"  --repeat N       runs per case; the median is reported (default 3)\n"
-		"  --quick          smoke test: 8 MiB, 1 repeat (unless given)\n"
+		"  --quick          smoke test: 8 MiB, 1 repeat (unless given); its ratios and\n"
+		"                   verdicts say only that every case runs, not how fast\n"
+		"  --machine        BENCH key=value lines, one per case, at the end, instead\n"
+		"                   of the tables\n"
 		"  --check          exit 1 when a goal is missed\n"
 		"  --only NAME      run only the cases NAME, or NAME-* (warm, cold, zipf, ...)\n"
 		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
@@ -1406,6 +1473,7 @@ int main(int argc, char **argv)
 		{ "disk-dir", required_argument, NULL, 'd' },
 		{ "tmpfs-dir", required_argument, NULL, 't' },
 		{ "store", required_argument, NULL, 'S' },
+		{ "machine", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -1418,6 +1486,7 @@ int main(int argc, char **argv)
 	const char *store = NULL;
 	struct result res[NR_CASES];
 	struct sample *runs = NULL;
+	struct out o = { .tty = isatty(STDERR_FILENO) };
 	bool quick = false, miss = false, need[2] = { false, false }, need_orders = false;
 	bool need_zipf = false;
 	int opt, ret, status = 0;
@@ -1454,6 +1523,9 @@ int main(int argc, char **argv)
 		case 'S':
 			store = optarg;
 			break;
+		case 'm':
+			o.machine = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -1472,6 +1544,7 @@ int main(int argc, char **argv)
 
 		return bench_redis_main(&ro);
 	}
+	o.quick = quick;
 	b.size = (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20;
 	b.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 3);
 	b.npages = b.size / PG;
@@ -1552,6 +1625,9 @@ int main(int argc, char **argv)
 		       "median of %u, %ld CPUs\n", (size_t)(b.zipf.budget >> 20), b.zipf.size >> 20,
 		       b.zipf.file.dir, fs_name(b.zipf.file.fstype), b.zipf.naccess, b.repeat,
 		       sysconf(_SC_NPROCESSORS_ONLN));
+	if (quick)
+		printf("ufault-bench: --quick: a smoke test (small data, one repeat); its ratios "
+		       "and\nPASS/MISS verdicts do not measure ufault\n");
 	fflush(stdout);
 
 	/*
@@ -1568,18 +1644,33 @@ int main(int argc, char **argv)
 
 			if (!selected(&b, c) || (!r && c->order == ORDER_ZIPF))
 				continue;
+			if (r)
+				progress(&o, "ufault-bench: round %u of %u: %s %s/%s", r, b.repeat,
+					 c->name, c->target, store_names[c->store]);
+			else
+				progress(&o, "ufault-bench: warm-up round: %s %s/%s", c->name,
+					 c->target, store_names[c->store]);
 			ret = c->run(&b, c, r ? &runs[i * b.repeat + r - 1] : &warmup);
 			if (ret) {
+				progress(&o, NULL);
 				fprintf(stderr, "ufault-bench: %s %s/%s: %s\n", c->name, c->target,
 					store_names[c->store], strerror(-ret));
 				status = EXIT_ERR;
 				goto out;
 			}
+			if (r == b.repeat) {
+				summarize_one(&b, runs, res, i);
+				print_row(&o, &b, res, i);
+			}
 		}
 	}
+	progress(&o, NULL);
 
-	summarize(&b, runs, res);
-	print_results(&b, res);
+	for (i = 0; i < NR_CASES; i++)
+		if (!selected(&b, &cases[i]))
+			res[i] = (struct result){ .ref = -1 };
+	summarize_ratios(res);
+	print_results(&o, &b, res);
 	if (need[STORE_TMPFS])
 		print_bookkeeping(&b);
 	for (i = 0; i < NR_CASES; i++)

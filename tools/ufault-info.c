@@ -665,10 +665,12 @@ static void print_plain_words(const struct info *in)
 		       wp_async && in->scan_err ? " usable (PAGEMAP_SCAN fails)" : "");
 
 	if (has(in, UFFD_FEATURE_POISON))
-		printf("  + fault() answering SIGBUS on an operation mapping poisons the page\n"
-		       "    (UFFDIO_POISON): every touch gets SIGBUS from the kernel, and a\n"
-		       "    system call touching it fails with EFAULT.  Object mappings get a\n"
-		       "    queued SIGBUS for the faulting thread.\n");
+		printf("  + a failed access gets SIGBUS (BUS_ADRERR) from the kernel's poison\n"
+		       "    marker (UFFDIO_POISON), and a system call touching the page fails\n"
+		       "    with EFAULT.  fault() answering SIGBUS on an operation mapping\n"
+		       "    poisons the page for every later touch; a store error on an object\n"
+		       "    page poisons it until the faulting thread has retried (at most\n"
+		       "    50 ms), then the next access reads the store again.\n");
 	else
 		printf("  - no UFFDIO_POISON (Linux 6.6+): fault() answering SIGBUS is delivered\n"
 		       "    as a queued SIGBUS to the faulting thread, on operation mappings\n"

@@ -1640,16 +1640,28 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ufault-stress [--seconds N] [--scenario NAME] [--target NAME] [--seed S]\n"
 		   "                     [--store redis://[[user]:password@]host:port[,...][/PREFIX]"
 		   "[?options]]\n"
-		   "  scenarios:");
+		   "Runs each scenario against each target and checks every read against a\n"
+		   "model of what the bytes must be.\n"
+		   "  --seconds N   total run time, shared out over the runs (default 20)\n"
+		   "  --scenario    run only the matching scenarios (default: all):\n               ");
 	for (i = 0; i < NSCENARIOS; i++)
 		fprintf(f, " %s", scenarios[i].name);
-	fprintf(f, "\n  targets:  ");
+	fprintf(f, "\n  --target      run only the matching targets (default: all but ufault-redis):\n"
+		   "               ");
 	for (i = 0; i < NTARGETS; i++)
 		fprintf(f, " %s", targets[i].name);
 	fprintf(f, "\n  NAME may be a prefix (\"seed\", \"ufault\", \"kernel\"); a whole\n"
 		   "  scenario name means that one only.\n"
-		   "  --store URL: run on objects in that Redis Cluster (target ufault-redis\n"
-		   "  only); the password may come from UFAULT_REDIS_PASSWORD.\n");
+		   "  --seed S      the random seed (default: from the time and pid; printed)\n"
+		   "  --store URL   run on objects in that Redis Cluster (target ufault-redis\n"
+		   "                only); the password may come from UFAULT_REDIS_PASSWORD.\n"
+		   "A failure is a bug in what was run: a read that disagreed with the model\n"
+		   "(a stale page after truncate or punch, a lost write, nonzero bytes past\n"
+		   "EOF), a SIGBUS inside EOF or a missing one past it, a flag that never\n"
+		   "cleared (\"page stuck\"), a call that failed where it must not, a thread\n"
+		   "still blocked after its run, or a SIGBUS outside any access.  Each is\n"
+		   "described on stderr.  The kernel-* targets check the tester itself.\n"
+		   "Exit: 0 all passed, 1 any failure, 2 bad usage, 77 nothing could run.\n");
 }
 
 /* A filter names one exactly ("random"), or all it begins ("seed"). */

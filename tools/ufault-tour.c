@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,17 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-int main(void)
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ufault-tour\n"
+		   "A short tour of ufault, what `make run` shows first: a 64-page file in\n"
+		   "/var/tmp mapped through uf_filemap_fault(), the fault statistics, a write\n"
+		   "reaching the file with uf_msync(), truncate while mapped (SIGBUS past EOF,\n"
+		   "zeros when grown back), and a nonlinear window.  The file is removed at\n"
+		   "the end.  Exit: 0 when every step behaved, 1 otherwise, 2 bad usage.\n");
+}
+
+int main(int argc, char **argv)
 {
 	char path[] = "/var/tmp/ufault-tour-XXXXXX", line[80], buf[16];
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
@@ -67,6 +78,12 @@ int main(void)
 	char *map, *text;
 	int fd, ret;
 
+	if (argc > 1) {
+		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
+
+		usage(help ? stdout : stderr);
+		return help ? 0 : 2;
+	}
 	sigaction(SIGBUS, &sa, NULL);
 
 	/* a 64-page file: each page starts with a line naming it */
