@@ -77,8 +77,12 @@ struct uf_page;
  *	entry.  Hole punch, truncate, reclaim and writeback stay exact:
  *	a partial punch splits the extent, reclaim evicts an extent whole,
  *	dirty pages are still tracked and written per 4 KiB page.
- * @cache_budget: bytes of page cache across all objects of this mm above
- *	which clean pages are reclaimed (0 = no limit).  See uf_mm_stats().
+ * @cache_budget: bytes of page cache across all objects of this mm (0 =
+ *	no limit).  The cache never exceeds it by more than one readahead
+ *	window; pages are evicted (dirty ones written back first, clean ones
+ *	never written) to make room.  A fault that finds no room because the
+ *	store refuses the dirty pages' write-back gets SIGBUS.  See
+ *	uf_mm_stats() and ufault(7), Budget.
  * @reclaim_policy: UF_RECLAIM_CLOCK or UF_RECLAIM_FIFO.
  * @readahead_max: largest readahead window in bytes (default 2 MiB;
  *	rounded down to pages; a value under one page is -EINVAL).  Under a
@@ -537,8 +541,14 @@ int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint64_t len);
 
 /**
  * uf_object_pread - read object bytes, coherent with every mapping.
- * Return: bytes read (short at the object's end, 0 past it), or -EINVAL
- * (NULL argument, or the object's mm was destroyed), or the store's error.
+ * As pread(2): when @buf faults part-way (a ufault mapping past its own
+ * object's end, say), or an error comes after some bytes were read, the
+ * bytes done are returned.  Under a cache budget the read goes one
+ * readahead window at a time, so it may be larger than the budget.
+ * Return: bytes read (short at the object's end, 0 past it), or, when
+ * none were, -EINVAL (NULL argument, or the object's mm was destroyed),
+ * -EFAULT (@buf faulted), -ENOBUFS (the cache budget is full of dirty
+ * pages the store refuses), or the store's error.
  */
 ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t offset);
 
@@ -548,8 +558,11 @@ ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t o
  * (as uf_object_truncate() does: the gap reads zero, bytes written through
  * a mapping past the old end never reappear); a write passing the size
  * limit, 2^63 - 4096, is cut there.
- * Return: bytes written, or -EINVAL (NULL argument, or the object's mm
- * was destroyed), -EROFS, -EFBIG (@offset at or past the size limit), an
+ * As pwrite(2), a fault in @buf part-way gives the bytes written before
+ * it (the object keeps the size the extension gave it).
+ * Return: bytes written, or, when none were, -EINVAL (NULL argument, or
+ * the object's mm was destroyed), -EROFS, -EFBIG (@offset at or past the
+ * size limit), -EFAULT (@buf faulted), -ENOBUFS (as uf_object_pread()), an
  * error of the extension as for uf_object_truncate(), or the store's error.
  */
 ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len, uint64_t offset);
