@@ -5,7 +5,7 @@
  * the cache; once the store takes writes again, a sync writes every page
  * that was written and nothing is lost. */
 #define _GNU_SOURCE
-#include "helpers.h"
+#include "cache-sampler.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -18,41 +18,6 @@
 #define BUDGET_PAGES	(BUDGET / UF_PAGE_SIZE)
 #define WINDOW_PAGES	(BUDGET_PAGES / 8)
 #define READERS		4
-
-struct sampler {
-	struct uf_mm *mm;
-	pthread_t thread;
-	bool stop;			/* atomic */
-	uint64_t max_cache;
-};
-
-static void *sample_loop(void *p)
-{
-	struct sampler *s = p;
-	struct uf_stats st;
-
-	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
-		if (uf_mm_stats(s->mm, &st) == 0 && st.cache_pages > s->max_cache)
-			s->max_cache = st.cache_pages;
-		usleep(20);
-	}
-	return NULL;
-}
-
-static void sampler_start(struct sampler *s, struct uf_mm *mm)
-{
-	s->mm = mm;
-	s->stop = false;
-	s->max_cache = 0;
-	CHECK(pthread_create(&s->thread, NULL, sample_loop, s) == 0, "pthread_create");
-}
-
-static uint64_t sampler_stop(struct sampler *s)
-{
-	__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
-	pthread_join(s->thread, NULL);
-	return s->max_cache;
-}
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -127,7 +92,7 @@ static void run_readers(struct refusing_store *st)
 	struct uf_mm *mm = ut_mm_create(&cfg);
 	struct reader r[READERS];
 	pthread_t t[READERS];
-	struct sampler s;
+	struct ut_sampler s;
 	struct uf_object *obj;
 	unsigned char *map;
 	uint64_t max;
@@ -135,14 +100,14 @@ static void run_readers(struct refusing_store *st)
 
 	CHECK_RET(uf_object_create(mm, &refusing_ops, st, SIZE, &obj), 0);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&map), 0);
-	sampler_start(&s, mm);
+	ut_sampler_start(&s, mm);
 	for (i = 0; i < READERS; i++) {
 		r[i] = (struct reader){ .map = map, .id = i };
 		CHECK(pthread_create(&t[i], NULL, read_loop, &r[i]) == 0, "pthread_create");
 	}
 	for (i = 0; i < READERS; i++)
 		pthread_join(t[i], NULL);
-	max = sampler_stop(&s);
+	max = ut_sampler_stop(&s);
 	printf("4 handlers, 4 readers: max cache %lu pages (budget %lu + window %lu)\n",
 	       (unsigned long)max, (unsigned long)BUDGET_PAGES, (unsigned long)WINDOW_PAGES);
 	CHECK(max <= BUDGET_PAGES + WINDOW_PAGES, "cache reached %lu pages", (unsigned long)max);
@@ -157,7 +122,7 @@ static void run_refused_writeback(struct refusing_store *st)
 	struct uf_mm *mm = ut_mm_create(&cfg);
 	struct uf_object *obj;
 	struct ut_fault f;
-	struct sampler s;
+	struct ut_sampler s;
 	unsigned char *map, *written;
 	uint64_t pg, max, ok = 0, bus = 0;
 
@@ -167,7 +132,7 @@ static void run_refused_writeback(struct refusing_store *st)
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ | PROT_WRITE, UF_MAP_SHARED, obj, 0,
 			  (void **)&map), 0);
 	__atomic_store_n(&st->refuse, true, __ATOMIC_RELEASE);
-	sampler_start(&s, mm);
+	ut_sampler_start(&s, mm);
 	/* dirty four budgets' worth of pages: only a budget's can stay */
 	for (pg = 0; pg < 4 * BUDGET_PAGES; pg++) {
 		if (ut_write(map + pg * 4 * UF_PAGE_SIZE + 11, 0x5a, &f) == 0) {
@@ -178,7 +143,7 @@ static void run_refused_writeback(struct refusing_store *st)
 			bus++;
 		}
 	}
-	max = sampler_stop(&s);
+	max = ut_sampler_stop(&s);
 	printf("refused write-back: max cache %lu pages, %lu writes done, %lu SIGBUS, "
 	       "%lu refused\n", (unsigned long)max, (unsigned long)ok, (unsigned long)bus,
 	       (unsigned long)__atomic_load_n(&st->refused, __ATOMIC_RELAXED));

@@ -5,7 +5,7 @@
  * the cache, sampled by a thread of its own, never exceeds the budget by
  * more than one readahead window. */
 #define _GNU_SOURCE
-#include "helpers.h"
+#include "cache-sampler.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -19,26 +19,6 @@
 #define BUDGET_PAGES	(BUDGET / UF_PAGE_SIZE)
 #define WINDOW_PAGES	(BUDGET_PAGES / 8)	/* the readahead window's limit */
 #define RANDOM_READS	5000
-
-struct sampler {
-	struct uf_mm *mm;
-	pthread_t thread;
-	bool stop;		/* atomic */
-	uint64_t max_cache;
-};
-
-static void *sample_loop(void *p)
-{
-	struct sampler *s = p;
-	struct uf_stats st;
-
-	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
-		if (uf_mm_stats(s->mm, &st) == 0 && st.cache_pages > s->max_cache)
-			s->max_cache = st.cache_pages;
-		usleep(50);
-	}
-	return NULL;
-}
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -104,38 +84,37 @@ static void run(const char *path, unsigned int policy, int prot)
 	struct uf_mm_config cfg = { .cache_budget = BUDGET, .reclaim_policy = policy };
 	const char *what = policy == UF_RECLAIM_FIFO ? (prot & PROT_WRITE ? "fifo rw" : "fifo r")
 						     : (prot & PROT_WRITE ? "clock rw" : "clock r");
-	struct sampler s = { 0 };
+	struct ut_sampler s;
 	struct uf_object *obj;
 	struct uf_stats st;
 	struct stat before;
+	struct uf_mm *mm;
+	uint64_t max_cache;
 	unsigned char *map;
 
 	CHECK(stat(path, &before) == 0, "stat");
-	s.mm = ut_mm_create(&cfg);
-	CHECK_RET(uf_object_open(s.mm, path, O_RDWR, &obj), 0);
-	CHECK_RET(uf_mmap(s.mm, FILE_SIZE, prot, UF_MAP_SHARED, obj, 0, (void **)&map), 0);
-	CHECK(pthread_create(&s.thread, NULL, sample_loop, &s) == 0, "pthread_create");
-
+	mm = ut_mm_create(&cfg);
+	CHECK_RET(uf_object_open(mm, path, O_RDWR, &obj), 0);
+	CHECK_RET(uf_mmap(mm, FILE_SIZE, prot, UF_MAP_SHARED, obj, 0, (void **)&map), 0);
+	ut_sampler_start(&s, mm);
 	read_workload(map);
-
-	__atomic_store_n(&s.stop, true, __ATOMIC_RELEASE);
-	pthread_join(s.thread, NULL);
-	CHECK_RET(uf_msync(s.mm, map, FILE_SIZE, UF_MS_SYNC), 0);
+	max_cache = ut_sampler_stop(&s);
+	CHECK_RET(uf_msync(mm, map, FILE_SIZE, UF_MS_SYNC), 0);
 	CHECK_RET(uf_object_sync(obj), 0);
-	CHECK_RET(uf_mm_stats(s.mm, &st), 0);
+	CHECK_RET(uf_mm_stats(mm, &st), 0);
 	printf("%s: max cache %lu pages (budget %lu + window %lu), evicted %lu, "
-	       "written %lu, major %lu\n", what, (unsigned long)s.max_cache,
+	       "written %lu, major %lu\n", what, (unsigned long)max_cache,
 	       (unsigned long)BUDGET_PAGES, (unsigned long)WINDOW_PAGES,
 	       (unsigned long)st.evicted_pages, (unsigned long)st.pages_written,
 	       (unsigned long)st.major_faults);
 	CHECK(st.evicted_pages > NPAGES, "%s: the budget evicted too little", what);
 	CHECK(st.pages_written == 0, "%s: %lu pages that were only read were written back",
 	      what, (unsigned long)st.pages_written);
-	CHECK(s.max_cache <= BUDGET_PAGES + WINDOW_PAGES, "%s: cache reached %lu pages",
-	      what, (unsigned long)s.max_cache);
-	CHECK_RET(uf_munmap(s.mm, map, FILE_SIZE), 0);
+	CHECK(max_cache <= BUDGET_PAGES + WINDOW_PAGES, "%s: cache reached %lu pages",
+	      what, (unsigned long)max_cache);
+	CHECK_RET(uf_munmap(mm, map, FILE_SIZE), 0);
 	uf_object_put(obj);
-	uf_mm_destroy(s.mm);
+	uf_mm_destroy(mm);
 	check_untouched(path, &before, what);
 }
 
