@@ -486,7 +486,10 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->type = UF_FAULT_SIGBUS;
 		return NULL;
 	}
-	uf_readahead_window(vma, fdata->pgoff, &ra);
+	if (uf_ws_recording(obj))	/* each page read at its first touch */
+		ra = (struct uf_ra_req){ .first = fdata->pgoff, .n = 1, .idx = -1 };
+	else
+		uf_readahead_window(vma, fdata->pgoff, &ra);
 
 	/*
 	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
@@ -520,6 +523,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->flags |= UF_FAULT_FLAG_EOF;
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
+		uf_ws_note(obj, fdata->pgoff, 1);
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 		if (filled > (major ? 1u : 0u)) {
 			uint64_t ra = filled - (major ? 1 : 0);
@@ -681,6 +685,7 @@ static void object_free_child(struct uf_object *obj)
 	 * is left alone (its ->release may act on what the parent shares) */
 	if (obj->ops == &uf_file_store_ops)
 		uf_file_store_free_child(obj->store);
+	uf_ws_free_child(obj);
 	if (obj->memfd >= 0)
 		close(obj->memfd);
 	uf_pagemap_free(&obj->pages);
@@ -702,6 +707,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	if (obj->mm)
 		uf_mm_del_object(obj->mm, obj);
 	uf_huge_forget(obj);		/* and no collapse */
+	uf_ws_release(obj);		/* a record ends, a prefetch stops */
 	if (obj->ops) {
 		uf_object_sync(obj);
 		if (obj->ops->release)
@@ -791,6 +797,9 @@ UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, 
 	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
 	if (!ret)
 		ret = memfd_io(obj->memfd, buf, len, offset, false);
+	if (ret > 0)
+		uf_ws_note(obj, offset >> PAGE_SHIFT,
+			   ((offset + (uint64_t)ret - 1) >> PAGE_SHIFT) - (offset >> PAGE_SHIFT) + 1);
 out:
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	if (obj->mm->budget_pages)

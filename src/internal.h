@@ -16,7 +16,8 @@
  *
  * mm->obj_lock (the list of objects) nests inside vma_lock and outside the
  * invalidate locks.  huge->lock (huge.c) is innermost.  obj->sync_lock serializes writeback of one object and
- * is taken before obj->invalidate_lock.
+ * is taken before obj->invalidate_lock.  obj->ws->lock and then a
+ * prefetch's lock (workingset.c) are leaves.
  */
 #ifndef UF_INTERNAL_H
 #define UF_INTERNAL_H
@@ -319,6 +320,7 @@ struct uf_object {
 	struct uf_vma *vmas;		/* under mm->vma_lock */
 	struct uf_object *mm_next;	/* under mm->obj_lock */
 	bool dead;			/* last put done (mm destroyed first) */
+	struct uf_ws *ws;		/* record and replay (workingset.c) */
 };
 
 /* mm.c */
@@ -461,6 +463,14 @@ extern const struct uf_store_ops uf_file_store_ops;
 int uf_file_store_new(int fd, void **storep);
 void uf_file_store_free_child(void *store);
 int uf_file_store_open(int fd, bool writer, void **storep);
+struct stat;
+int uf_file_store_stat(void *store, struct stat *st);
+
+/* workingset.c: recording what is touched, prefetching it again */
+bool uf_ws_recording(struct uf_object *obj);
+void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_ws_release(struct uf_object *obj);
+void uf_ws_free_child(struct uf_object *obj);
 
 /* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip
  * the invalidate lock, so that ufault-stress can show it finds the race. */

@@ -1,0 +1,807 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Working sets: record the pages a run touches, in order of first access,
+ * and replay them into the cache ahead of the next cold start (REAP,
+ * ASPLOS'21, does this for snapshots of serverless functions).
+ *
+ * Recording.  An object's cache is a memfd registered MISSING: a page the
+ * cache holds is mapped by the kernel with no event, so the only first
+ * touches ufault sees are faults on holes.  While a record runs, the
+ * object's faults read their own page only (no readahead window, no
+ * background window): every page then enters the cache through the fault
+ * of its first touch, in any mapping of any address space the mm serves,
+ * and uf_filemap_fault() notes it (uf_ws_note()).  uf_object_pread() notes
+ * the pages it reads, cached or not.  Pages already cached when the record
+ * starts are not seen until they leave the cache and are touched again: a
+ * record is meant for a cold object.  The price is one fault per page
+ * where readahead would have read a run in one.
+ *
+ * Replay.  uf_object_prefetch() reads the file at once (its errors are the
+ * caller's) and hands the runs to the mm's worker (worker.c), which fills
+ * them in recorded order with uf_object_fill(): holes only, under the
+ * invalidate lock shared, clamped at i_size, one store read per run.  It
+ * works in pieces of at most ra_max pages and chunks of PF_CHUNK pages,
+ * then queues itself again behind the readahead windows waiting there;
+ * demand faults are served by the handler threads meanwhile, never behind
+ * it.  Under a cache budget it stops where the cache would pass reclaim's
+ * low mark (15/16 of the budget), so that it never makes reclaim evict
+ * what it has just read.  A page truncated away meanwhile is not filled
+ * (i_size); a punched page is filled from the store, which reads zero there.
+ *
+ * The file (version 1; every integer little-endian):
+ *
+ *	off  size
+ *	  0     4  magic "UFWS"
+ *	  4     2  format version, 1
+ *	  6     2  what names the object's version: 0 its size alone, 1 a
+ *		   file's size and modification time (file and memory stores)
+ *	  8     8  the object's size in bytes when the record started
+ *	 16     8  mtime, seconds (kind 1; else 0)
+ *	 24     4  mtime, nanoseconds (kind 1; else 0)
+ *	 28     4  reserved, 0
+ *	 32     8  pages recorded
+ *	 40     4  runs
+ *	 44     4  bytes of run data after the header
+ *	 48     4  FNV-1a hash of the run data
+ *	 52     4  reserved, 0
+ *	 56        run data: per run of consecutive pages, in recorded order,
+ *		   two LEB128 varints: the zigzag-encoded distance from the end
+ *		   of the previous run (page 0 for the first) to its first
+ *		   page, and its length minus one.
+ *
+ * A run far from the previous one in a 256 MiB object takes 4 bytes: 4096
+ * pages in runs of 16 and singles take 8-17 KiB.
+ *
+ * Locking: ws->lock guards the record and ws->pf; pf->lock guards pf->obj
+ * and pf->done.  Both are leaves, ws->lock taken before pf->lock (see
+ * internal.h).  The prefetcher takes obj->invalidate_lock shared around
+ * each piece's fill and mm->obj_lock (alone) to count the cache.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WS_MAGIC	"UFWS"
+#define WS_VERSION	1
+#define WS_HDR_SIZE	56
+#define WS_KIND_SIZE	0
+#define WS_KIND_FILE	1
+#define WS_MAX_BODY	(256U << 20)	/* a larger file is not a record */
+
+#define PF_CHUNK	1024		/* pages per turn of the worker */
+
+struct ws_run {
+	uint64_t start, len;
+};
+
+/* the version of an object a record names */
+struct ws_version {
+	uint16_t kind;
+	uint64_t size;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+};
+
+struct ws_prefetch {
+	struct uf_work work;
+	pthread_mutex_t lock;
+	int refs;			/* ws->pf's and the work item's */
+	struct uf_object *obj;		/* NULL once the object is put */
+	bool done;
+	struct ws_run *runs;
+	size_t nruns, next;		/* the run to fill next ... */
+	uint64_t next_off;		/* ... from this page of it */
+};
+
+struct uf_ws {
+	pthread_mutex_t lock;
+	bool recording;			/* atomic: the fault path reads it */
+	int tmpfd;			/* the record's temporary file */
+	char *path, *tmppath;
+	struct ws_version ver;
+	struct uf_pagemap seen;		/* UF_PG_PRESENT: recorded */
+	uint64_t seen_cap;		/* pages the map was grown to */
+	struct ws_run *runs;
+	size_t nruns, runs_cap;
+	uint64_t npages;
+	bool nomem;			/* a page could not be recorded */
+	struct ws_prefetch *pf;		/* the last prefetch, or NULL */
+};
+
+/* ------------------------------------------------------------------ */
+/* The object's state                                                  */
+/* ------------------------------------------------------------------ */
+
+/* obj->ws, made on first use.  Locking: none (compare-and-swap). */
+static struct uf_ws *ws_get(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE), *exp = NULL;
+
+	if (ws)
+		return ws;
+	ws = calloc(1, sizeof(*ws));
+	if (!ws)
+		return NULL;
+	pthread_mutex_init(&ws->lock, NULL);
+	ws->tmpfd = -1;
+	if (!__atomic_compare_exchange_n(&obj->ws, &exp, ws, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		pthread_mutex_destroy(&ws->lock);
+		free(ws);
+		ws = exp;
+	}
+	return ws;
+}
+
+bool uf_ws_recording(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	return ws && __atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE);
+}
+
+/* The version of @obj now.  Locking: none. */
+static int object_version(struct uf_object *obj, struct ws_version *v)
+{
+	struct stat st;
+	int ret;
+
+	memset(v, 0, sizeof(*v));
+	if (obj->ops == &uf_file_store_ops) {
+		ret = uf_file_store_stat(obj->store, &st);
+		if (ret)
+			return ret;
+		v->kind = WS_KIND_FILE;
+		v->size = (uint64_t)st.st_size;
+		v->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+		v->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		return 0;
+	}
+	v->kind = WS_KIND_SIZE;
+	v->size = uf_object_size(obj);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Recording                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Note page @pg.  Locking: ws->lock held. */
+static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
+{
+	struct ws_run *r;
+
+	if (pg >= ws->seen_cap) {
+		uint64_t cap = pg + 1 > 2 * ws->seen_cap ? pg + 1 : 2 * ws->seen_cap;
+
+		if (uf_pagemap_grow(&ws->seen, cap)) {
+			ws->nomem = true;
+			return;
+		}
+		ws->seen_cap = cap;
+	}
+	if (uf_pagemap_reserve(&ws->seen, pg, 1)) {
+		ws->nomem = true;
+		return;
+	}
+	if (uf_pagemap_set(&ws->seen, UF_PG_PRESENT, pg) != 0)
+		return;		/* seen before */
+	ws->npages++;
+	r = ws->nruns ? &ws->runs[ws->nruns - 1] : NULL;
+	if (r && r->start + r->len == pg) {
+		r->len++;
+		return;
+	}
+	if (ws->nruns == ws->runs_cap) {
+		size_t cap = ws->runs_cap ? 2 * ws->runs_cap : 256;
+		struct ws_run *n = realloc(ws->runs, cap * sizeof(*n));
+
+		if (!n) {
+			uf_pagemap_clear(&ws->seen, UF_PG_PRESENT, pg);
+			ws->npages--;
+			ws->nomem = true;
+			return;
+		}
+		ws->runs = n;
+		ws->runs_cap = cap;
+	}
+	ws->runs[ws->nruns++] = (struct ws_run){ pg, 1 };
+}
+
+/*
+ * Pages [first, first + n) of @obj were touched (a fault served) or read
+ * (pread): record those seen for the first time.
+ * Locking: any ufault lock may be held; takes ws->lock.
+ */
+void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	uint64_t i;
+
+	if (!ws || !__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ws->lock);
+	for (i = 0; ws->recording && i < n; i++)
+		__ws_note_page(ws, first + i);
+	pthread_mutex_unlock(&ws->lock);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static uint32_t fnv1a(const unsigned char *p, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	while (len--) {
+		h ^= *p++;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static size_t put_varint(unsigned char *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char)v;
+	return n;
+}
+
+/* The record as a file's bytes; *lenp its length.  NULL: no memory. */
+static unsigned char *ws_encode(const struct ws_version *ver, const struct ws_run *runs,
+				size_t nruns, uint64_t npages, size_t *lenp)
+{
+	unsigned char *buf = malloc(WS_HDR_SIZE + nruns * 20), *p;
+	uint64_t prev_end = 0;
+	size_t i;
+
+	if (!buf)
+		return NULL;
+	p = buf + WS_HDR_SIZE;
+	for (i = 0; i < nruns; i++) {
+		int64_t d = (int64_t)(runs[i].start - prev_end);
+
+		p += put_varint(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+		p += put_varint(p, runs[i].len - 1);
+		prev_end = runs[i].start + runs[i].len;
+	}
+	memset(buf, 0, WS_HDR_SIZE);
+	memcpy(buf, WS_MAGIC, 4);
+	put_le(buf + 4, WS_VERSION, 2);
+	put_le(buf + 6, ver->kind, 2);
+	put_le(buf + 8, ver->size, 8);
+	put_le(buf + 16, (uint64_t)ver->mtime_sec, 8);
+	put_le(buf + 24, ver->mtime_nsec, 4);
+	put_le(buf + 32, npages, 8);
+	put_le(buf + 40, nruns, 4);
+	put_le(buf + 44, (uint64_t)(p - buf - WS_HDR_SIZE), 4);
+	put_le(buf + 48, fnv1a(buf + WS_HDR_SIZE, (size_t)(p - buf - WS_HDR_SIZE)), 4);
+	*lenp = (size_t)(p - buf);
+	return buf;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Free what a record holds.  Locking: ws->lock held, or the ws unshared. */
+static void __ws_record_free(struct uf_ws *ws)
+{
+	if (ws->tmpfd >= 0)
+		close(ws->tmpfd);
+	ws->tmpfd = -1;
+	free(ws->path);
+	free(ws->tmppath);
+	ws->path = ws->tmppath = NULL;
+	free(ws->runs);
+	ws->runs = NULL;
+	ws->nruns = ws->runs_cap = 0;
+	uf_pagemap_free(&ws->seen);
+	ws->seen_cap = 0;
+	ws->npages = 0;
+	ws->nomem = false;
+}
+
+/*
+ * End the record and write its file: the temporary file made when the
+ * record started, synced, then renamed over the path.  Return the pages
+ * recorded, or -errno (the temporary file is removed).
+ * Locking: ws->lock held.
+ */
+static int __ws_record_end(struct uf_ws *ws)
+{
+	unsigned char *buf = NULL;
+	size_t len;
+	int ret;
+
+	__atomic_store_n(&ws->recording, false, __ATOMIC_RELEASE);
+	if (ws->nomem) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	buf = ws_encode(&ws->ver, ws->runs, ws->nruns, ws->npages, &len);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = write_all(ws->tmpfd, buf, len);
+	if (!ret && fsync(ws->tmpfd) < 0)
+		ret = -errno;
+	if (!ret && rename(ws->tmppath, ws->path) < 0)
+		ret = -errno;
+	if (ret)
+		goto fail;
+	ret = ws->npages > INT_MAX ? INT_MAX : (int)ws->npages;
+	free(buf);
+	__ws_record_free(ws);
+	return ret;
+fail:
+	free(buf);
+	unlink(ws->tmppath);
+	__ws_record_free(ws);
+	return ret;
+}
+
+static bool __pf_running(struct ws_prefetch *pf);
+
+UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
+{
+	struct ws_version ver;
+	struct uf_ws *ws;
+	char *p, *tmp;
+	int fd, ret;
+
+	if (!obj || !path || !*path || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	ws = ws_get(obj);
+	if (!ws)
+		return -ENOMEM;
+	ret = object_version(obj, &ver);
+	if (ret)
+		return ret;
+	p = strdup(path);
+	tmp = malloc(strlen(path) + 16);
+	if (!p || !tmp) {
+		free(p);
+		free(tmp);
+		return -ENOMEM;
+	}
+	sprintf(tmp, "%s.tmp.XXXXXX", path);
+
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
+		ret = -EBUSY;
+		goto fail;
+	}
+	/* the temporary file now, beside @path (rename needs one file
+	 * system): a directory that cannot hold it is this call's error */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ws->tmpfd = fd;
+	ws->path = p;
+	ws->tmppath = tmp;
+	ws->ver = ver;
+	__atomic_store_n(&ws->recording, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ws->lock);
+	return 0;
+fail:
+	pthread_mutex_unlock(&ws->lock);
+	free(p);
+	free(tmp);
+	return ret;
+}
+
+UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
+{
+	struct uf_ws *ws;
+	int ret;
+
+	if (!obj)
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	if (!ws)
+		return -EINVAL;
+	pthread_mutex_lock(&ws->lock);
+	ret = ws->recording ? __ws_record_end(ws) : -EINVAL;
+	pthread_mutex_unlock(&ws->lock);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* The file                                                            */
+/* ------------------------------------------------------------------ */
+
+static int get_varint(const unsigned char **pp, const unsigned char *end, uint64_t *v)
+{
+	const unsigned char *p = *pp;
+	unsigned int shift = 0;
+
+	*v = 0;
+	for (;;) {
+		if (p == end || shift > 63)
+			return -EINVAL;
+		if (shift == 63 && (*p & 0x7e))
+			return -EINVAL;		/* past 64 bits */
+		*v |= (uint64_t)(*p & 0x7f) << shift;
+		shift += 7;
+		if (!(*p++ & 0x80))
+			break;
+	}
+	*pp = p;
+	return 0;
+}
+
+/* Decode a record file's bytes: its version and runs (malloc'd). */
+static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ver,
+		     struct ws_run **runsp, size_t *nrunsp)
+{
+	const unsigned char *p, *end;
+	uint64_t npages, nruns, body, sum = 0, prev_end = 0, i;
+	struct ws_run *runs;
+
+	if (len < WS_HDR_SIZE || memcmp(buf, WS_MAGIC, 4) || get_le(buf + 4, 2) != WS_VERSION)
+		return -EINVAL;
+	ver->kind = (uint16_t)get_le(buf + 6, 2);
+	ver->size = get_le(buf + 8, 8);
+	ver->mtime_sec = (int64_t)get_le(buf + 16, 8);
+	ver->mtime_nsec = (uint32_t)get_le(buf + 24, 4);
+	npages = get_le(buf + 32, 8);
+	nruns = get_le(buf + 40, 4);
+	body = get_le(buf + 44, 4);
+	if (ver->kind > WS_KIND_FILE || get_le(buf + 28, 4) || get_le(buf + 52, 4) ||
+	    body != len - WS_HDR_SIZE || nruns > body / 2 || nruns > npages ||
+	    fnv1a(buf + WS_HDR_SIZE, body) != get_le(buf + 48, 4))
+		return -EINVAL;
+	runs = malloc((nruns ? nruns : 1) * sizeof(*runs));
+	if (!runs)
+		return -ENOMEM;
+	p = buf + WS_HDR_SIZE;
+	end = buf + len;
+	for (i = 0; i < nruns; i++) {
+		uint64_t z, l;
+		int64_t d;
+
+		if (get_varint(&p, end, &z) || get_varint(&p, end, &l) || l >= UF_MAX_SIZE >> PAGE_SHIFT)
+			goto bad;
+		d = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+		runs[i].start = prev_end + (uint64_t)d;
+		runs[i].len = l + 1;
+		if (runs[i].start >= UF_MAX_SIZE >> PAGE_SHIFT ||
+		    runs[i].len > (UF_MAX_SIZE >> PAGE_SHIFT) - runs[i].start)
+			goto bad;
+		prev_end = runs[i].start + runs[i].len;
+		sum += runs[i].len;
+	}
+	if (p != end || sum != npages)
+		goto bad;
+	*runsp = runs;
+	*nrunsp = nruns;
+	return 0;
+bad:
+	free(runs);
+	return -EINVAL;
+}
+
+/* Read and decode the record at @path. */
+static int ws_read(const char *path, struct ws_version *ver, struct ws_run **runsp,
+		   size_t *nrunsp)
+{
+	unsigned char *buf;
+	struct stat st;
+	size_t done = 0;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < WS_HDR_SIZE ||
+	    (uint64_t)st.st_size > WS_HDR_SIZE + (uint64_t)WS_MAX_BODY) {
+		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (done < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + done, (size_t)st.st_size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	ret = ws_decode(buf, done, ver, runsp, nrunsp);
+	free(buf);
+out:
+	close(fd);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replay                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Locking: ws->lock held; takes pf->lock. */
+static bool __pf_running(struct ws_prefetch *pf)
+{
+	bool running;
+
+	pthread_mutex_lock(&pf->lock);
+	running = !pf->done;
+	pthread_mutex_unlock(&pf->lock);
+	return running;
+}
+
+static void pf_put(struct ws_prefetch *pf)
+{
+	int refs;
+
+	pthread_mutex_lock(&pf->lock);
+	refs = --pf->refs;
+	pthread_mutex_unlock(&pf->lock);
+	if (refs)
+		return;
+	pthread_mutex_destroy(&pf->lock);
+	free(pf->runs);
+	free(pf);
+}
+
+/* Pages cached by all objects of @mm.  Locking: takes mm->obj_lock. */
+static uint64_t cache_total(struct uf_mm *mm)
+{
+	struct uf_object *o;
+	uint64_t total = 0;
+
+	pthread_mutex_lock(&mm->obj_lock);
+	for (o = mm->objects; o; o = o->mm_next)
+		total += uf_load(&o->npresent);
+	pthread_mutex_unlock(&mm->obj_lock);
+	return total;
+}
+
+/*
+ * Fill up to PF_CHUNK pages of the set, from where the last turn ended.
+ * Return false when the prefetch is over (all filled, or the budget
+ * reached).  Locking: takes obj->invalidate_lock shared around each piece.
+ */
+static bool pf_chunk(struct ws_prefetch *pf, struct uf_object *obj)
+{
+	struct uf_mm *mm = obj->mm;
+	uint64_t low = mm->budget_pages - mm->budget_pages / 16, done = 0;
+	size_t piece_max = mm->ra_max ? mm->ra_max : 512;
+
+	while (pf->next < pf->nruns && done < PF_CHUNK) {
+		struct ws_run *r = &pf->runs[pf->next];
+		uint64_t first = r->start + pf->next_off;
+		uint64_t n = r->len - pf->next_off;
+		size_t filled = 0;
+
+		if (n > piece_max)
+			n = piece_max;
+		if (mm->budget_pages) {
+			uint64_t total = cache_total(mm);
+
+			if (total >= low)
+				return false;
+			if (n > low - total)
+				n = low - total;
+		}
+		if (uf_object_orphaned(obj))
+			return false;
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		/* best effort: a page the store cannot give stays a hole,
+		 * and its own fault reports the error */
+		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		uf_add(&mm->stats.readahead_pages, filled);
+		done += n;
+		pf->next_off += n;
+		if (pf->next_off == r->len) {
+			pf->next++;
+			pf->next_off = 0;
+		}
+	}
+	return pf->next < pf->nruns;
+}
+
+/* The prefetch's turn in the worker (or its drop at mm destroy). */
+static void pf_work_fn(struct uf_work *work, bool run)
+{
+	struct ws_prefetch *pf = (struct ws_prefetch *)work;
+	struct uf_object *obj;
+	struct uf_ws *ws;
+	bool more;
+
+	pthread_mutex_lock(&pf->lock);
+	obj = pf->obj;
+	if (!run || !obj || uf_object_orphaned(obj) || !uf_object_tryget(obj))
+		obj = NULL;
+	if (!obj)
+		pf->done = true;
+	pthread_mutex_unlock(&pf->lock);
+	if (!obj) {
+		pf_put(pf);
+		return;
+	}
+	more = pf_chunk(pf, obj);
+	if (more && uf_worker_queue(obj->mm, &pf->work)) {
+		uf_object_put(obj);	/* (the last put cancels the next turn) */
+		return;
+	}
+	pthread_mutex_lock(&pf->lock);
+	pf->done = true;
+	pthread_mutex_unlock(&pf->lock);
+	/* the object's reference to it goes too: nothing is running */
+	ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&ws->lock);
+	if (ws->pf == pf) {
+		ws->pf = NULL;
+		pf_put(pf);
+	}
+	pthread_mutex_unlock(&ws->lock);
+	uf_object_put(obj);
+	pf_put(pf);
+}
+
+static bool same_version(const struct ws_version *a, const struct ws_version *b)
+{
+	return a->kind == b->kind && a->size == b->size && a->mtime_sec == b->mtime_sec &&
+	       a->mtime_nsec == b->mtime_nsec;
+}
+
+UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
+{
+	struct ws_version rec = { 0 }, now;
+	struct ws_prefetch *pf;
+	struct ws_run *runs = NULL;
+	struct uf_ws *ws;
+	size_t nruns = 0;
+	int ret;
+
+	if (!obj || !path || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	ret = ws_read(path, &rec, &runs, &nruns);
+	if (ret)
+		return ret;
+	ret = object_version(obj, &now);
+	if (!ret && !same_version(&rec, &now))
+		ret = -ESTALE;
+	ws = ret ? NULL : ws_get(obj);
+	pf = ret || !ws ? NULL : calloc(1, sizeof(*pf));
+	if (!ret && !pf)
+		ret = -ENOMEM;
+	if (ret) {
+		free(runs);
+		return ret;
+	}
+	pthread_mutex_init(&pf->lock, NULL);
+	pf->work.fn = pf_work_fn;
+	pf->refs = 2;
+	pf->obj = obj;
+	pf->runs = runs;
+	pf->nruns = nruns;
+
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
+		ret = -EBUSY;
+	} else {
+		if (ws->pf)
+			pf_put(ws->pf);
+		ws->pf = pf;
+		if (!uf_worker_queue(obj->mm, &pf->work)) {
+			ws->pf = NULL;
+			ret = -ENOMEM;	/* no worker thread could start */
+		}
+	}
+	pthread_mutex_unlock(&ws->lock);
+	if (ret) {
+		pf->refs = 1;
+		pf_put(pf);
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* The object's last put                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The object's last put: end a record (writing its file), cancel a
+ * prefetch (its next turn finds no object), free the state.
+ * Locking: none held; takes ws->lock, then pf->lock.
+ */
+void uf_ws_release(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	struct ws_prefetch *pf;
+
+	if (!ws)
+		return;
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording)
+		__ws_record_end(ws);	/* (an error has no one to go to) */
+	pf = ws->pf;
+	ws->pf = NULL;
+	pthread_mutex_unlock(&ws->lock);
+	if (pf) {
+		pthread_mutex_lock(&pf->lock);
+		pf->obj = NULL;
+		pthread_mutex_unlock(&pf->lock);
+		pf_put(pf);
+	}
+	pthread_mutex_destroy(&ws->lock);
+	free(ws);
+	obj->ws = NULL;
+}
+
+/*
+ * In a fork child: free the child's copy, writing nothing and leaving the
+ * parent's temporary file alone.  The prefetch belongs to the parent's
+ * worker; the child's copy of it is not freed (its lock may be held).
+ */
+void uf_ws_free_child(struct uf_object *obj)
+{
+	struct uf_ws *ws = obj->ws;
+
+	if (!ws)
+		return;
+	__ws_record_free(ws);
+	free(ws);
+	obj->ws = NULL;
+}
