@@ -547,7 +547,7 @@ static int ws_read(const char *path, struct ws_version *ver, struct ws_run **run
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size < WS_HDR_SIZE ||
 	    (uint64_t)st.st_size > WS_HDR_SIZE + (uint64_t)WS_MAX_BODY) {
-		ret = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		ret = -EINVAL;		/* (a directory, too) */
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size);
