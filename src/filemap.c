@@ -486,9 +486,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->type = UF_FAULT_SIGBUS;
 		return NULL;
 	}
-	if (uf_ws_recording(obj))	/* each page read at its first touch */
-		ra = (struct uf_ra_req){ .first = fdata->pgoff, .n = 1, .idx = -1 };
-	else
+	if (!uf_ws_window(obj, fdata->pgoff, &ra))	/* (recording, prefetching) */
 		uf_readahead_window(vma, fdata->pgoff, &ra);
 
 	/*

@@ -467,7 +467,8 @@ struct stat;
 int uf_file_store_stat(void *store, struct stat *st);
 
 /* workingset.c: recording what is touched, prefetching it again */
-bool uf_ws_recording(struct uf_object *obj);
+struct uf_ra_req;
+bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req);
 void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_ws_release(struct uf_object *obj);
 void uf_ws_free_child(struct uf_object *obj);

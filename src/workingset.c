@@ -23,7 +23,9 @@
  * works in pieces of at most ra_max pages and chunks of PF_CHUNK pages,
  * then queues itself again behind the readahead windows waiting there;
  * demand faults are served by the handler threads meanwhile, never behind
- * it.  Under a cache budget it stops where the cache would pass reclaim's
+ * it: a fault on a page of the set reads the rest of its recorded run at
+ * once, and queues no readahead window to compete with the prefetch for
+ * the worker (uf_ws_window()).  Under a cache budget it stops where the cache would pass reclaim's
  * low mark (15/16 of the budget), so that it never makes reclaim evict
  * what it has just read.  A page truncated away meanwhile is not filled
  * (i_size); a punched page is filled from the store, which reads zero there.
@@ -95,10 +97,11 @@ struct ws_prefetch {
 	pthread_mutex_t lock;
 	int refs;			/* ws->pf's and the work item's */
 	struct uf_object *obj;		/* NULL once the object is put */
-	bool done;
+	bool done;			/* atomic: also read under ws->lock */
 	struct ws_run *runs;
 	size_t nruns, next;		/* the run to fill next ... */
 	uint64_t next_off;		/* ... from this page of it */
+	struct ws_run *sorted;		/* the runs by first page */
 };
 
 struct uf_ws {
@@ -113,7 +116,8 @@ struct uf_ws {
 	size_t nruns, runs_cap;
 	uint64_t npages;
 	bool nomem;			/* a page could not be recorded */
-	struct ws_prefetch *pf;		/* the last prefetch, or NULL */
+	struct ws_prefetch *pf;		/* the last prefetch, or NULL (written
+					   under @lock, read atomically) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -141,11 +145,42 @@ static struct uf_ws *ws_get(struct uf_object *obj)
 	return ws;
 }
 
-bool uf_ws_recording(struct uf_object *obj)
+static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg);
+
+/*
+ * The window a fault on @pgoff reads instead of readahead's, if the
+ * working set has one: while a record runs, the page alone (a page enters
+ * the cache at its first touch); while a prefetch runs, a page of the set
+ * brings in the rest of its recorded run now (a prefetch to come would
+ * read it so), and no background window competes with the prefetch for
+ * the worker.  Return false for readahead's own window.
+ * Locking: no ufault lock held; takes ws->lock while a prefetch runs.
+ */
+bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	const struct ws_run *r = NULL;
+	struct ws_prefetch *pf;
 
-	return ws && __atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE);
+	if (!ws)
+		return false;
+	*req = (struct uf_ra_req){ .first = pgoff, .n = 1, .idx = -1 };
+	if (__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE))
+		return true;
+	if (!__atomic_load_n(&ws->pf, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&ws->lock);
+	pf = ws->pf;
+	if (pf && !__atomic_load_n(&pf->done, __ATOMIC_ACQUIRE))
+		r = pf_find(pf, pgoff);
+	if (r) {
+		uint64_t n = r->start + r->len - pgoff;
+		size_t max = obj->mm->ra_max ? obj->mm->ra_max : 1;
+
+		req->n = n < max ? (size_t)n : max;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	return r != NULL;
 }
 
 /* The version of @obj now.  Locking: none. */
@@ -581,9 +616,35 @@ static bool __pf_running(struct ws_prefetch *pf)
 	bool running;
 
 	pthread_mutex_lock(&pf->lock);
-	running = !pf->done;
+	running = !__atomic_load_n(&pf->done, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&pf->lock);
 	return running;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct ws_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The run of the set holding page @pg, or NULL.  Locking: none (the
+ * sorted runs do not change). */
+static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg)
+{
+	size_t lo = 0, hi = pf->nruns;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pf->sorted[mid].start > pg)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	/* (a record holds each page once: runs never overlap) */
+	return lo && pg - pf->sorted[lo - 1].start < pf->sorted[lo - 1].len ? &pf->sorted[lo - 1]
+									 : NULL;
 }
 
 static void pf_put(struct ws_prefetch *pf)
@@ -597,6 +658,7 @@ static void pf_put(struct ws_prefetch *pf)
 		return;
 	pthread_mutex_destroy(&pf->lock);
 	free(pf->runs);
+	free(pf->sorted);
 	free(pf);
 }
 
@@ -671,7 +733,7 @@ static void pf_work_fn(struct uf_work *work, bool run)
 	if (!run || !obj || uf_object_orphaned(obj) || !uf_object_tryget(obj))
 		obj = NULL;
 	if (!obj)
-		pf->done = true;
+		__atomic_store_n(&pf->done, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&pf->lock);
 	if (!obj) {
 		pf_put(pf);
@@ -683,13 +745,13 @@ static void pf_work_fn(struct uf_work *work, bool run)
 		return;
 	}
 	pthread_mutex_lock(&pf->lock);
-	pf->done = true;
+	__atomic_store_n(&pf->done, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&pf->lock);
 	/* the object's reference to it goes too: nothing is running */
 	ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 	pthread_mutex_lock(&ws->lock);
 	if (ws->pf == pf) {
-		ws->pf = NULL;
+		__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
 		pf_put(pf);
 	}
 	pthread_mutex_unlock(&ws->lock);
@@ -726,10 +788,15 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pf = ret || !ws ? NULL : calloc(1, sizeof(*pf));
 	if (!ret && !pf)
 		ret = -ENOMEM;
+	if (!ret && !(pf->sorted = malloc((nruns ? nruns : 1) * sizeof(*runs))))
+		ret = -ENOMEM;
 	if (ret) {
+		free(pf);
 		free(runs);
 		return ret;
 	}
+	memcpy(pf->sorted, runs, nruns * sizeof(*runs));
+	qsort(pf->sorted, nruns, sizeof(*runs), cmp_run);
 	pthread_mutex_init(&pf->lock, NULL);
 	pf->work.fn = pf_work_fn;
 	pf->refs = 2;
@@ -743,9 +810,9 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	} else {
 		if (ws->pf)
 			pf_put(ws->pf);
-		ws->pf = pf;
+		__atomic_store_n(&ws->pf, pf, __ATOMIC_RELEASE);
 		if (!uf_worker_queue(obj->mm, &pf->work)) {
-			ws->pf = NULL;
+			__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
 			ret = -ENOMEM;	/* no worker thread could start */
 		}
 	}
@@ -777,7 +844,7 @@ void uf_ws_release(struct uf_object *obj)
 	if (ws->recording)
 		__ws_record_end(ws);	/* (an error has no one to go to) */
 	pf = ws->pf;
-	ws->pf = NULL;
+	__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ws->lock);
 	if (pf) {
 		pthread_mutex_lock(&pf->lock);
