@@ -377,44 +377,56 @@ static void __ws_record_free(struct uf_ws *ws)
 	ws->nomem = false;
 }
 
-/*
- * End the record and write its file: the temporary file made when the
- * record started, synced, then renamed over the path.  Return the pages
- * recorded, or -errno (the temporary file is removed).
- * Locking: ws->lock held.
- */
-static int __ws_record_end(struct uf_ws *ws)
-{
-	unsigned char *buf = NULL;
+/* A record ended: its bytes and files, written with no lock held. */
+struct ws_out {
+	int fd;				/* the temporary file */
+	char *path, *tmppath;
+	unsigned char *buf;
 	size_t len;
-	int ret;
+	int ret;			/* pages recorded, or -errno */
+};
 
+/*
+ * End the record: encode it into @out, which takes its files over, and
+ * free the rest.  Locking: ws->lock held.
+ */
+static void __ws_record_end(struct uf_ws *ws, struct ws_out *out)
+{
 	__atomic_store_n(&ws->recording, false, __ATOMIC_RELEASE);
-	if (ws->nomem) {
-		ret = -ENOMEM;
-		goto fail;
-	}
-	buf = ws_encode(&ws->ver, ws->runs, ws->nruns, ws->npages, &len);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto fail;
-	}
-	ret = write_all(ws->tmpfd, buf, len);
-	if (!ret && fsync(ws->tmpfd) < 0)
+	*out = (struct ws_out){ .fd = ws->tmpfd, .path = ws->path, .tmppath = ws->tmppath };
+	ws->tmpfd = -1;
+	ws->path = ws->tmppath = NULL;
+	out->ret = ws->npages > INT_MAX ? INT_MAX : (int)ws->npages;
+	if (ws->nomem)
+		out->ret = -ENOMEM;
+	else if (!(out->buf = ws_encode(&ws->ver, ws->runs, ws->nruns, ws->npages, &out->len)))
+		out->ret = -ENOMEM;
+	__ws_record_free(ws);
+}
+
+/*
+ * Write an ended record: into its temporary file, synced, then renamed
+ * over the path (the temporary file is removed on error).  Return the
+ * pages recorded, or -errno.  Locking: none held (file I/O: a fault
+ * never waits for it).
+ */
+static int ws_out_write(struct ws_out *out)
+{
+	int ret = out->ret < 0 ? out->ret : 0;
+
+	if (!ret)
+		ret = write_all(out->fd, out->buf, out->len);
+	if (!ret && fsync(out->fd) < 0)
 		ret = -errno;
-	if (!ret && rename(ws->tmppath, ws->path) < 0)
+	if (!ret && rename(out->tmppath, out->path) < 0)
 		ret = -errno;
 	if (ret)
-		goto fail;
-	ret = ws->npages > INT_MAX ? INT_MAX : (int)ws->npages;
-	free(buf);
-	__ws_record_free(ws);
-	return ret;
-fail:
-	free(buf);
-	unlink(ws->tmppath);
-	__ws_record_free(ws);
-	return ret;
+		unlink(out->tmppath);
+	close(out->fd);
+	free(out->buf);
+	free(out->path);
+	free(out->tmppath);
+	return ret ? ret : out->ret;
 }
 
 static bool __pf_running(struct ws_prefetch *pf);
@@ -473,6 +485,7 @@ fail:
 
 UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
 {
+	struct ws_out out = { .fd = -1 };
 	struct uf_ws *ws;
 	int ret;
 
@@ -484,9 +497,11 @@ UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
 	if (!ws)
 		return -EINVAL;
 	pthread_mutex_lock(&ws->lock);
-	ret = ws->recording ? __ws_record_end(ws) : -EINVAL;
+	if (ws->recording)
+		__ws_record_end(ws, &out);
+	ret = out.fd < 0 ? -EINVAL : 0;	/* (a record holds its temporary file) */
 	pthread_mutex_unlock(&ws->lock);
-	return ret;
+	return ret ? ret : ws_out_write(&out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -836,16 +851,19 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 void uf_ws_release(struct uf_object *obj)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	struct ws_out out = { .fd = -1 };
 	struct ws_prefetch *pf;
 
 	if (!ws)
 		return;
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording)
-		__ws_record_end(ws);	/* (an error has no one to go to) */
+		__ws_record_end(ws, &out);
 	pf = ws->pf;
 	__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ws->lock);
+	if (out.fd >= 0)
+		ws_out_write(&out);	/* (an error has no one to go to) */
 	if (pf) {
 		pthread_mutex_lock(&pf->lock);
 		pf->obj = NULL;

@@ -104,7 +104,10 @@ static void errors(struct ctx *c)
 	CHECK_RET(uf_object_prefetch(NULL, c->rec), -EINVAL);
 	CHECK_RET(uf_object_prefetch(obj, NULL), -EINVAL);
 	CHECK_RET(uf_object_prefetch(obj, c->bad), -ENOENT);
-	bad_file(c, obj, "hello, this is not a working set, not at all, no......", 56, "garbage");
+	b = calloc(1, 64);
+	memcpy(b, "hello, this is not a working set, not at all", 44);
+	bad_file(c, obj, b, 64, "garbage");
+	free(b);
 	bad_file(c, obj, "", 0, "empty");
 	b = malloc(c->good_len);
 	memcpy(b, c->good, c->good_len);
