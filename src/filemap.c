@@ -433,6 +433,8 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 		ret = -EEXIST;
 	else if (ret > 0)
 		ret = 0;
+	if (!ret)
+		uf_ws_note(obj, pgoff, 1);	/* a ->fault's own page */
 out:
 	uf_bounce_put(bounce);
 	pthread_rwlock_unlock(&obj->invalidate_lock);

@@ -431,6 +431,7 @@ static int ws_out_write(struct ws_out *out)
 
 static bool __pf_running(struct ws_prefetch *pf);
 
+/* Locking: takes ws->lock, and pf->lock inside it. */
 UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
 {
 	struct ws_version ver;
@@ -483,6 +484,7 @@ fail:
 	return ret;
 }
 
+/* Locking: takes ws->lock; writes the file with no lock held. */
 UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
 {
 	struct ws_out out = { .fd = -1 };
@@ -662,6 +664,8 @@ static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg)
 									 : NULL;
 }
 
+/* Drop a reference; the last frees the prefetch.  Locking: takes
+ * pf->lock (ws->lock may be held). */
 static void pf_put(struct ws_prefetch *pf)
 {
 	int refs;
@@ -735,7 +739,12 @@ static bool pf_chunk(struct ws_prefetch *pf, struct uf_object *obj)
 	return pf->next < pf->nruns;
 }
 
-/* The prefetch's turn in the worker (or its drop at mm destroy). */
+/*
+ * The prefetch's turn in the worker (or its drop at mm destroy).
+ * Locking: none held on entry; takes pf->lock, then (pf_chunk())
+ * obj->invalidate_lock shared per piece, and at the end ws->lock then
+ * pf->lock.  It may make the object's last put.
+ */
 static void pf_work_fn(struct uf_work *work, bool run)
 {
 	struct ws_prefetch *pf = (struct ws_prefetch *)work;
@@ -780,6 +789,8 @@ static bool same_version(const struct ws_version *a, const struct ws_version *b)
 	       a->mtime_nsec == b->mtime_nsec;
 }
 
+/* Locking: takes ws->lock, pf->lock and the worker's queue lock inside
+ * it; reads the file with no lock held. */
 UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 {
 	struct ws_version rec = { 0 }, now;
