@@ -65,6 +65,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,11 +93,26 @@ struct ws_version {
 	uint32_t mtime_nsec;
 };
 
+/*
+ * A prefetch has PF_FILLERS fillers: the mm's worker (a work item that
+ * queues itself again every PF_CHUNK pages) and threads of its own, which
+ * take pieces of the set in recorded order from one cursor.  Two fillers
+ * keep a store busy while the other copies into the cache.  No filler
+ * holds a reference to the object: the object's last put waits for the
+ * pieces being filled (@busy) and ends the prefetch (@obj NULL).
+ */
+#define PF_FILLERS	2
+
 struct ws_prefetch {
 	struct uf_work work;
+	struct uf_mm *mm;		/* the worker's */
 	pthread_mutex_t lock;
-	int refs;			/* ws->pf's and the work item's */
+	pthread_cond_t idle;		/* @busy fell to 0 */
+	int refs;			/* ws->pf's, and one per filler */
 	struct uf_object *obj;		/* NULL once the object is put */
+	unsigned int busy;		/* fillers inside a piece */
+	unsigned int fillers;		/* fillers not yet ended */
+	bool stop;			/* no more pieces (budget, mm gone) */
 	bool done;			/* atomic: also read under ws->lock */
 	struct ws_run *runs;
 	size_t nruns, next;		/* the run to fill next ... */
@@ -676,6 +692,7 @@ static void pf_put(struct ws_prefetch *pf)
 	if (refs)
 		return;
 	pthread_mutex_destroy(&pf->lock);
+	pthread_cond_destroy(&pf->idle);
 	free(pf->runs);
 	free(pf->sorted);
 	free(pf);
@@ -695,92 +712,144 @@ static uint64_t cache_total(struct uf_mm *mm)
 }
 
 /*
- * Fill up to PF_CHUNK pages of the set, from where the last turn ended.
- * Return false when the prefetch is over (all filled, or the budget
- * reached).  Locking: takes obj->invalidate_lock shared around each piece.
+ * Take the next piece of the set: at most ra_max pages of one run, in
+ * recorded order.  Return the object (kept until pf_unbusy()), or NULL
+ * when there is none: the set is done, the object put, its mm destroyed.
+ * Locking: takes pf->lock.
  */
-static bool pf_chunk(struct ws_prefetch *pf, struct uf_object *obj)
+static struct uf_object *pf_claim(struct ws_prefetch *pf, uint64_t *first, uint64_t *n)
 {
-	struct uf_mm *mm = obj->mm;
-	uint64_t low = mm->budget_pages - mm->budget_pages / 16, done = 0;
-	size_t piece_max = mm->ra_max ? mm->ra_max : 512;
-
-	while (pf->next < pf->nruns && done < PF_CHUNK) {
-		struct ws_run *r = &pf->runs[pf->next];
-		uint64_t first = r->start + pf->next_off;
-		uint64_t n = r->len - pf->next_off;
-		size_t filled = 0;
-
-		if (n > piece_max)
-			n = piece_max;
-		if (mm->budget_pages) {
-			uint64_t total = cache_total(mm);
-
-			if (total >= low)
-				return false;
-			if (n > low - total)
-				n = low - total;
-		}
-		if (uf_object_orphaned(obj))
-			return false;
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		/* best effort: a page the store cannot give stays a hole,
-		 * and its own fault reports the error */
-		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-		uf_add(&mm->stats.readahead_pages, filled);
-		done += n;
-		pf->next_off += n;
-		if (pf->next_off == r->len) {
-			pf->next++;
-			pf->next_off = 0;
-		}
-	}
-	return pf->next < pf->nruns;
-}
-
-/*
- * The prefetch's turn in the worker (or its drop at mm destroy).
- * Locking: none held on entry; takes pf->lock, then (pf_chunk())
- * obj->invalidate_lock shared per piece, and at the end ws->lock then
- * pf->lock.  It may make the object's last put.
- */
-static void pf_work_fn(struct uf_work *work, bool run)
-{
-	struct ws_prefetch *pf = (struct ws_prefetch *)work;
 	struct uf_object *obj;
-	struct uf_ws *ws;
-	bool more;
+	struct ws_run *r;
 
 	pthread_mutex_lock(&pf->lock);
 	obj = pf->obj;
-	if (!run || !obj || uf_object_orphaned(obj) || !uf_object_tryget(obj))
-		obj = NULL;
-	if (!obj)
-		__atomic_store_n(&pf->done, true, __ATOMIC_RELEASE);
+	if (obj && uf_object_orphaned(obj))
+		pf->stop = true;
+	if (!obj || pf->stop || pf->next >= pf->nruns) {
+		pthread_mutex_unlock(&pf->lock);
+		return NULL;
+	}
+	r = &pf->runs[pf->next];
+	*first = r->start + pf->next_off;
+	*n = r->len - pf->next_off;
+	if (*n > obj->mm->ra_max)
+		*n = obj->mm->ra_max ? obj->mm->ra_max : 1;
+	pf->next_off += *n;
+	if (pf->next_off == r->len) {
+		pf->next++;
+		pf->next_off = 0;
+	}
+	pf->busy++;
 	pthread_mutex_unlock(&pf->lock);
-	if (!obj) {
-		pf_put(pf);
-		return;
-	}
-	more = pf_chunk(pf, obj);
-	if (more && uf_worker_queue(obj->mm, &pf->work)) {
-		uf_object_put(obj);	/* (the last put cancels the next turn) */
-		return;
-	}
+	return obj;
+}
+
+/* Locking: takes pf->lock. */
+static void pf_unbusy(struct ws_prefetch *pf)
+{
 	pthread_mutex_lock(&pf->lock);
-	__atomic_store_n(&pf->done, true, __ATOMIC_RELEASE);
+	if (!--pf->busy)
+		pthread_cond_broadcast(&pf->idle);
 	pthread_mutex_unlock(&pf->lock);
-	/* the object's reference to it goes too: nothing is running */
-	ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
-	pthread_mutex_lock(&ws->lock);
-	if (ws->pf == pf) {
-		__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
-		pf_put(pf);
+}
+
+/*
+ * Fill pieces of the set until @max pages are done or none is left.
+ * Return true when it stopped at @max.  Under a cache budget it stops the
+ * prefetch where the cache would pass reclaim's low mark.
+ * Locking: takes pf->lock, mm->obj_lock (alone), and obj->invalidate_lock
+ * shared around each piece.
+ */
+static bool pf_fill(struct ws_prefetch *pf, uint64_t max)
+{
+	uint64_t first, n, done = 0;
+	struct uf_object *obj;
+
+	while (done < max && (obj = pf_claim(pf, &first, &n))) {
+		struct uf_mm *mm = obj->mm;
+		size_t filled = 0;
+
+		if (mm->budget_pages) {
+			uint64_t low = mm->budget_pages - mm->budget_pages / 16;
+			uint64_t total = cache_total(mm);
+
+			if (total + n > low) {
+				pthread_mutex_lock(&pf->lock);
+				pf->stop = true;
+				pthread_mutex_unlock(&pf->lock);
+				n = total < low ? low - total : 0;
+			}
+		}
+		if (n) {
+			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			/* best effort: a page the store cannot give stays a
+			 * hole, and its own fault reports the error */
+			uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
+			pthread_rwlock_unlock(&obj->invalidate_lock);
+			uf_add(&mm->stats.readahead_pages, filled);
+		}
+		pf_unbusy(pf);
+		done += n;
 	}
-	pthread_mutex_unlock(&ws->lock);
-	uf_object_put(obj);
+	return done >= max;
+}
+
+/*
+ * A filler ends.  The last one ends the prefetch: it is done, and the
+ * object's reference to it goes.  Locking: takes pf->lock, then ws->lock
+ * and pf->lock inside it.
+ */
+static void pf_filler_end(struct ws_prefetch *pf)
+{
+	struct uf_object *obj;
+	bool last;
+
+	pthread_mutex_lock(&pf->lock);
+	last = !--pf->fillers;
+	obj = pf->obj;
+	if (last) {
+		__atomic_store_n(&pf->done, true, __ATOMIC_RELEASE);
+		if (obj)
+			pf->busy++;	/* the object stays while ws->pf goes */
+	}
+	pthread_mutex_unlock(&pf->lock);
+	if (last && obj) {
+		struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+		pthread_mutex_lock(&ws->lock);
+		if (ws->pf == pf) {
+			__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
+			pf_put(pf);
+		}
+		pthread_mutex_unlock(&ws->lock);
+		pf_unbusy(pf);
+	}
 	pf_put(pf);
+}
+
+/* The worker's turns (or its drop at mm destroy).  Locking: none held. */
+static void pf_work_fn(struct uf_work *work, bool run)
+{
+	struct ws_prefetch *pf = (struct ws_prefetch *)work;
+
+	if (run && pf_fill(pf, PF_CHUNK) && uf_worker_queue(pf->mm, &pf->work))
+		return;		/* on at its next turn */
+	pf_filler_end(pf);
+}
+
+/* A filler thread of the prefetch's own.  Locking: none held. */
+static void *pf_thread(void *arg)
+{
+	struct ws_prefetch *pf = arg;
+	sigset_t all;
+
+	/* signals belong to the application's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pf_fill(pf, UINT64_MAX);
+	pf_filler_end(pf);
+	return NULL;
 }
 
 static bool same_version(const struct ws_version *a, const struct ws_version *b)
@@ -797,7 +866,7 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	struct ws_prefetch *pf;
 	struct ws_run *runs = NULL;
 	struct uf_ws *ws;
-	size_t nruns = 0;
+	size_t nruns = 0, i;
 	int ret;
 
 	if (!obj || !path || uf_object_orphaned(obj))
@@ -824,8 +893,11 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	memcpy(pf->sorted, runs, nruns * sizeof(*runs));
 	qsort(pf->sorted, nruns, sizeof(*runs), cmp_run);
 	pthread_mutex_init(&pf->lock, NULL);
+	pthread_cond_init(&pf->idle, NULL);
 	pf->work.fn = pf_work_fn;
-	pf->refs = 2;
+	pf->mm = obj->mm;
+	pf->refs = 1 + PF_FILLERS;
+	pf->fillers = PF_FILLERS;
 	pf->obj = obj;
 	pf->runs = runs;
 	pf->nruns = nruns;
@@ -846,8 +918,21 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	if (ret) {
 		pf->refs = 1;
 		pf_put(pf);
+		return ret;
 	}
-	return ret;
+	for (i = 1; i < PF_FILLERS; i++) {
+		pthread_attr_t attr;
+		pthread_t t;
+		int err;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&t, &attr, pf_thread, pf);
+		pthread_attr_destroy(&attr);
+		if (err)
+			pf_filler_end(pf);	/* the worker fills alone */
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -876,8 +961,11 @@ void uf_ws_release(struct uf_object *obj)
 	if (out.fd >= 0)
 		ws_out_write(&out);	/* (an error has no one to go to) */
 	if (pf) {
+		/* no piece starts now; wait for those being filled */
 		pthread_mutex_lock(&pf->lock);
 		pf->obj = NULL;
+		while (pf->busy)
+			pthread_cond_wait(&pf->idle, &pf->lock);
 		pthread_mutex_unlock(&pf->lock);
 		pf_put(pf);
 	}
