@@ -643,14 +643,16 @@ int uf_object_record_stop(struct uf_object *obj);
  * uf_object_prefetch - bring the pages recorded in @path into the cache
  * of @obj, in the recorded order, in the background.
  *
- * Returns once the file is read and checked; the mm's worker thread then
- * fills the runs, one store read per run (pages already cached are left
- * as they are, pages past the object's end are not filled), in turns of
- * at most 1024 pages.  Faults are served by the handler threads meanwhile,
- * never behind it.  Under a cache budget it stops before the cache passes
- * 15/16 of the budget: it never makes reclaim evict what it just read.
- * A page punched meanwhile reads zero (as the store does there).  The
- * object's last put stops it; uf_mm_stats() counts its pages in
+ * Returns once the file is read and checked; two fillers (the mm's worker
+ * thread and a thread of the prefetch's own) then fill the runs in order,
+ * one store read per run (pages already cached are left as they are,
+ * pages past the object's end are not filled).  Faults are served by the
+ * handler threads meanwhile, never behind it: a fault on a page of the
+ * set reads the rest of its recorded run at once.  Under a cache budget
+ * it stops before the cache passes 15/16 of the budget: it never makes
+ * reclaim evict what it just read.  A page punched meanwhile reads zero
+ * (as the store does there).  The object's last put stops it (and waits
+ * for the pieces being filled); uf_mm_stats() counts its pages in
  * readahead_pages.
  *
  * Return: 0, or -ENOENT (no file at @path), -EINVAL (NULL argument, the

@@ -17,18 +17,20 @@
  * where readahead would have read a run in one.
  *
  * Replay.  uf_object_prefetch() reads the file at once (its errors are the
- * caller's) and hands the runs to the mm's worker (worker.c), which fills
- * them in recorded order with uf_object_fill(): holes only, under the
- * invalidate lock shared, clamped at i_size, one store read per run.  It
- * works in pieces of at most ra_max pages and chunks of PF_CHUNK pages,
- * then queues itself again behind the readahead windows waiting there;
- * demand faults are served by the handler threads meanwhile, never behind
+ * caller's) and hands the runs to two fillers: the mm's worker (worker.c),
+ * which queues itself again every PF_CHUNK pages behind the readahead
+ * windows waiting there, and a thread of the prefetch's own.  They take
+ * pieces (at most ra_max pages of one run) from one cursor, in recorded
+ * order, and fill them with uf_object_fill(): holes only, under the
+ * invalidate lock shared, clamped at i_size, one store read per piece.
+ * Demand faults are served by the handler threads meanwhile, never behind
  * it: a fault on a page of the set reads the rest of its recorded run at
  * once, and queues no readahead window to compete with the prefetch for
- * the worker (uf_ws_window()).  Under a cache budget it stops where the cache would pass reclaim's
- * low mark (15/16 of the budget), so that it never makes reclaim evict
- * what it has just read.  A page truncated away meanwhile is not filled
- * (i_size); a punched page is filled from the store, which reads zero there.
+ * the worker (uf_ws_window()).  Under a cache budget it stops where the
+ * cache would pass reclaim's low mark (15/16 of the budget), so that it
+ * never makes reclaim evict what it has just read.  A page truncated away
+ * meanwhile is not filled (i_size); a punched page is filled from the
+ * store, which reads zero there.
  *
  * The file (version 1; every integer little-endian):
  *
