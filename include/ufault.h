@@ -643,8 +643,9 @@ int uf_object_record_stop(struct uf_object *obj);
  * uf_object_prefetch - bring the pages recorded in @path into the cache
  * of @obj, in the recorded order, in the background.
  *
- * Returns once the file is read and checked; two fillers (the mm's worker
- * thread and a thread of the prefetch's own) then fill the runs in order,
+ * Returns once the file is read and checked; fillers (the mm's worker
+ * thread and threads of the prefetch's own: 2 fillers in all for a file
+ * or memory object, 8 for any other store) then fill the runs in order,
  * one store read per run (pages already cached are left as they are,
  * pages past the object's end are not filled).  Faults are served by the
  * handler threads meanwhile, never behind it: a fault on a page of the
