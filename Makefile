@@ -9,7 +9,7 @@
 # Nothing here installs packages except `make test` run as root (it calls
 # redis/deps.sh for the Redis tests' servers and hiredis).
 
-VERSION   := 0.3.0
+VERSION   := 0.4.0
 SOVERSION := 0
 PREFIX    ?= /usr/local
 CC        ?= cc

@@ -605,6 +605,80 @@ int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsigned long le
 	UF_DEPRECATED("uf_filemap_populate() is deprecated: use uf_remap_file_pages()");
 
 /* ------------------------------------------------------------------ */
+/* Working sets: record and replay                                     */
+/* ------------------------------------------------------------------ */
+
+/**
+ * uf_object_record - record, from now on, the pages of @obj in order of
+ * first access, to write them to @path when the record ends.
+ * @obj: the object, best cold (just opened): a page already in its cache
+ *	when the record starts is seen only once it has left the cache and
+ *	is touched again.
+ * @path: the record file, written by uf_object_record_stop() or the
+ *	object's last put; a temporary file beside it is made now.
+ *
+ * A page counts when it is first touched through any mapping of @obj (any
+ * of the mm's address spaces: each page's first touch is a fault on a
+ * hole of the cache) or first read by uf_object_pread().  While a record
+ * runs, the object's faults read no readahead: a page enters the cache
+ * only when it is touched, which makes the order exact and costs one
+ * fault per page of a sequential run.  Pages first reached only by
+ * uf_object_pwrite() are not recorded.
+ *
+ * Return: 0, or -EINVAL (NULL or empty argument, the object's mm was
+ * destroyed), -EBUSY (a record or a prefetch of @obj is running),
+ * -ECHILD (in a fork child), -ENOMEM, or the error of making the
+ * temporary file beside @path (-ENOENT, -EACCES, ...).
+ * Context: any thread but a handler's; takes no lock a fault needs.
+ */
+int uf_object_record(struct uf_object *obj, const char *path);
+
+/**
+ * uf_object_record_stop - end the record of @obj and write its file:
+ * the temporary file made by uf_object_record(), synced, then renamed over
+ * the path, so that the path holds an old record or the whole new one.
+ *
+ * The format (versioned, little-endian: see uf_object_record(3)) holds a
+ * header naming the object's version -- for an object of
+ * uf_object_open() or uf_object_create_mem() the file's size and
+ * modification time when the record started, for any other store its size
+ * alone -- and the pages as runs, a few bytes each (4096 pages in runs of
+ * 16 and singles over a 256 MiB object: under 20 KiB).
+ *
+ * Return: the number of pages recorded (at most INT_MAX is told), or
+ * -EINVAL (NULL @obj, no record running), -ENOMEM (the record could not
+ * hold a page: no file is written), or the error writing or renaming the
+ * file (its temporary file is removed).  Either way the record has ended.
+ */
+int uf_object_record_stop(struct uf_object *obj);
+
+/**
+ * uf_object_prefetch - bring the pages recorded in @path into the cache
+ * of @obj, in the recorded order, in the background.
+ *
+ * Returns once the file is read and checked; fillers (the mm's worker
+ * thread and threads of the prefetch's own: 2 fillers in all for a file
+ * or memory object, 8 for any other store) then fill the runs in order,
+ * one store read per run (pages already cached are left as they are,
+ * pages past the object's end are not filled).  Faults are served by the
+ * handler threads meanwhile, never behind it: a fault on a page of the
+ * set reads the rest of its recorded run at once.  Under a cache budget
+ * it stops before the cache passes 15/16 of the budget: it never makes
+ * reclaim evict what it just read.  A page punched meanwhile reads zero
+ * (as the store does there).  The object's last put stops it (and waits
+ * for the pieces being filled); uf_mm_stats() counts its pages in
+ * readahead_pages.
+ *
+ * Return: 0, or -ENOENT (no file at @path), -EINVAL (NULL argument, the
+ * object's mm was destroyed, or @path is not a working-set file: wrong
+ * magic, another format version, truncated or damaged), -ESTALE (recorded
+ * from another version of the object: size, or the file's modification
+ * time), -EBUSY (a record or another prefetch of @obj is running),
+ * -ECHILD, -ENOMEM, or the error opening or reading @path.
+ */
+int uf_object_prefetch(struct uf_object *obj, const char *path);
+
+/* ------------------------------------------------------------------ */
 /* Statistics                                                          */
 /* ------------------------------------------------------------------ */
 

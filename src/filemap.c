@@ -489,6 +489,8 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 		ret = -EEXIST;
 	else if (ret > 0)
 		ret = 0;
+	if (!ret)
+		uf_ws_note(obj, pgoff, 1);	/* a ->fault's own page */
 out:
 	uf_bounce_put(bounce);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
@@ -542,7 +544,8 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->type = UF_FAULT_SIGBUS;
 		return NULL;
 	}
-	uf_readahead_window(vma, fdata->pgoff, &ra);
+	if (!uf_ws_window(obj, fdata->pgoff, &ra))	/* (recording, prefetching) */
+		uf_readahead_window(vma, fdata->pgoff, &ra);
 
 	/*
 	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
@@ -588,6 +591,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->flags |= UF_FAULT_FLAG_EOF;
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
+		uf_ws_note(obj, fdata->pgoff, 1);
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 		if (filled > (major ? 1u : 0u)) {
 			uint64_t ra = filled - (major ? 1 : 0);
@@ -749,6 +753,7 @@ static void object_free_child(struct uf_object *obj)
 	 * is left alone (its ->release may act on what the parent shares) */
 	if (obj->ops == &uf_file_store_ops)
 		uf_file_store_free_child(obj->store);
+	uf_ws_free_child(obj);
 	if (obj->memfd >= 0)
 		close(obj->memfd);
 	uf_pagemap_free(&obj->pages);
@@ -770,6 +775,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	if (obj->mm)
 		uf_mm_del_object(obj->mm, obj);
 	uf_huge_forget(obj);		/* and no collapse */
+	uf_ws_release(obj);		/* a record ends, a prefetch stops */
 	if (obj->ops) {
 		uf_object_sync(obj);
 		if (obj->ops->release)
@@ -890,6 +896,7 @@ static ssize_t object_io(struct uf_object *obj, void *buf, size_t len, uint64_t 
 static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t offset)
 {
 	uint64_t size = obj->size;
+	ssize_t done;
 	int ret;
 
 	if (offset >= size)
@@ -899,7 +906,11 @@ static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t
 	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
 	if (ret)
 		return ret;
-	return memfd_io(obj->memfd, buf, len, offset, false);
+	done = memfd_io(obj->memfd, buf, len, offset, false);
+	if (done > 0)
+		uf_ws_note(obj, offset >> PAGE_SHIFT,
+			   ((offset + (uint64_t)done - 1) >> PAGE_SHIFT) - (offset >> PAGE_SHIFT) + 1);
+	return done;
 }
 
 UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, uint64_t offset)

@@ -43,6 +43,7 @@
  *   mm->charge_lock -> mm->obj_lock   (obj_lock: the list of objects;
  *                                      nothing else is taken under it)
  *   mm->zap_lock                      (ranges ufault zaps itself, vma.c)
+ *   obj->ws->lock -> a prefetch's lock (workingset.c)
  *
  * Taken with no other ufault lock held, nothing taken under them:
  *   mm->inflight_lock (fault.c), ra->lock (readahead.c), worker->lock
@@ -357,6 +358,7 @@ struct uf_object {
 	struct uf_vma *vmas;		/* under mm->vma_lock */
 	struct uf_object *mm_next;	/* under mm->obj_lock */
 	bool dead;			/* unused: nothing sets or reads it */
+	struct uf_ws *ws;		/* record and replay (workingset.c) */
 };
 
 /* mm.c */
@@ -502,6 +504,15 @@ extern const struct uf_store_ops uf_file_store_ops;
 int uf_file_store_new(int fd, void **storep);
 void uf_file_store_free_child(void *store);
 int uf_file_store_open(int fd, bool writer, void **storep);
+struct stat;
+int uf_file_store_stat(void *store, struct stat *st);
+
+/* workingset.c: recording what is touched, prefetching it again */
+struct uf_ra_req;
+bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req);
+void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_ws_release(struct uf_object *obj);
+void uf_ws_free_child(struct uf_object *obj);
 
 /* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip
  * the invalidate lock, so that ufault-stress can show it finds the race. */

@@ -84,6 +84,14 @@ int uf_file_store_open(int fd, bool writer, void **storep)
 	return store_new(fd, writer, storep);
 }
 
+/* The file under @store as fstat(2) sees it (working sets name it). */
+int uf_file_store_stat(void *store, struct stat *st)
+{
+	struct file_store *fs = store;
+
+	return fstat(fs->fd, st) < 0 ? -errno : 0;
+}
+
 static bool same_time(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;

@@ -73,6 +73,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -1427,6 +1428,233 @@ static void print_bookkeeping(struct bench *b)
 }
 
 /* ------------------------------------------------------------------ */
+/* ws: a working set recorded, then replayed (--only ws)               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A cold start touching 4096 pages of a 256 MiB file: 128 runs of 16
+ * pages and 2048 single pages, scattered (a page apart at least), touched
+ * in a fixed random order of the runs and singles.  Each run is a fresh
+ * mm and object (an empty cache; the disk file dropped first):
+ *   lazy     the touches fault the pages in, with readahead;
+ *   record   the same, recorded (uf_object_record() .. _stop(), timed);
+ *   replay   uf_object_prefetch() of the last record, then the touches,
+ *            timed from the prefetch call;
+ *   lazy-nora  lazy with readahead off (readahead_max one page), for
+ *            information: readahead's windows past the runs cost the lazy
+ *            run more than they save here.
+ * Goals (tmpfs): replay >= 5x faster than lazy, record <= 1.3x lazy, the
+ * record at most 32 KiB.  The rounds interleave the three (after a
+ * warm-up round); medians.
+ */
+#define WS_SIZE		(256UL << 20)
+#define WS_NPAGES	(WS_SIZE / PG)
+#define WS_RUN		16
+#define WS_NRUNS	128
+#define WS_NSINGLE	2048
+#define WS_SET		(WS_NRUNS * WS_RUN + WS_NSINGLE)
+
+enum ws_mode { WS_LAZY, WS_RECORD, WS_REPLAY, WS_LAZY_NORA, WS_NMODES };
+static const char *const ws_mode_names[] = { "lazy", "record", "replay", "lazy-nora" };
+
+struct ws_bench {
+	uint32_t order[WS_SET];
+	char rec[PATH_MAX];		/* the record file */
+	struct bench_file file[2];
+	long rec_bytes;
+};
+
+/* The set: runs and singles placed apart, then shuffled. */
+static void ws_make_set(struct ws_bench *w)
+{
+	uint8_t *used = calloc(WS_NPAGES, 1);
+	struct { uint32_t start, len; } item[WS_NRUNS + WS_NSINGLE], t;
+	uint64_t s = SEED ^ 0x7773;
+	size_t i, n = 0, k;
+
+	for (i = 0; i < WS_NRUNS + WS_NSINGLE; i++) {
+		uint32_t len = i < WS_NRUNS ? WS_RUN : 1, p;
+
+		do {
+			p = (uint32_t)(1 + splitmix64(&s) % (WS_NPAGES - WS_RUN - 2));
+			for (k = 0; k < len + 2 && !used[p - 1 + k]; k++)
+				;
+		} while (k < len + 2);
+		memset(used + p, 1, len);
+		item[i].start = p;
+		item[i].len = len;
+	}
+	for (i = WS_NRUNS + WS_NSINGLE - 1; i > 0; i--) {
+		k = splitmix64(&s) % (i + 1);
+		t = item[i];
+		item[i] = item[k];
+		item[k] = t;
+	}
+	for (i = 0; i < WS_NRUNS + WS_NSINGLE; i++)
+		for (k = 0; k < item[i].len; k++)
+			w->order[n++] = item[i].start + (uint32_t)k;
+	free(used);
+}
+
+/* One timed cold start; @ns its duration, @majors its major faults. */
+static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode, double *ns,
+		  uint64_t *majors)
+{
+	struct uf_mm_config nora = { .readahead_max = PG };
+	struct bench_file *f = &w->file[store];
+	struct uf_object *obj;
+	struct uf_stats st;
+	struct uf_mm *mm;
+	uint64_t t0, t1;
+	size_t bad;
+	char *base;
+	int ret, n = 0;
+
+	if (store == STORE_DISK) {
+		fsync(f->fd);
+		posix_fadvise(f->fd, 0, 0, POSIX_FADV_DONTNEED);
+	}
+	ret = uf_mm_create(mode == WS_LAZY_NORA ? &nora : NULL, &mm);
+	if (ret)
+		return ret;
+	ret = uf_object_open(mm, f->path, O_RDONLY, &obj);
+	if (ret)
+		goto out_mm;
+	ret = uf_mmap(mm, WS_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&base);
+	if (ret)
+		goto out_obj;
+	t0 = now_ns();
+	if (mode == WS_RECORD)
+		ret = uf_object_record(obj, w->rec);
+	else if (mode == WS_REPLAY)
+		ret = uf_object_prefetch(obj, w->rec);
+	bad = ret ? 0 : touch(base, w->order, WS_SET);
+	if (!ret && mode == WS_RECORD) {
+		n = uf_object_record_stop(obj);
+		ret = n < 0 ? n : n != WS_SET ? -EPROTO : 0;
+	}
+	t1 = now_ns();
+	if (!ret && bad) {
+		fprintf(stderr, "ufault-bench: ws %s/%s: %zu pages read wrong bytes\n",
+			ws_mode_names[mode], store_names[store], bad);
+		ret = -EIO;
+	}
+	*ns = (double)(t1 - t0);
+	if (!uf_mm_stats(mm, &st))
+		*majors = st.major_faults;
+	uf_munmap(mm, base, WS_SIZE);
+out_obj:
+	uf_object_put(obj);	/* (a prefetch still running stops here) */
+out_mm:
+	uf_mm_destroy(mm);
+	return ret;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Run the ws case: return 0, EXIT_MISS (a goal missed, with --check) or
+ * EXIT_ERR. */
+static int bench_ws(struct bench *b)
+{
+	static const enum bench_store stores[] = { STORE_TMPFS, STORE_DISK };
+	struct ws_bench *w = calloc(1, sizeof(*w));
+	double ns[2][WS_NMODES][1000], med[2][WS_NMODES];
+	uint64_t maj[2][WS_NMODES] = { { 0 } };
+	bool miss = false;
+	unsigned int r, k;
+	size_t i;
+	int ret = 0, fd, status = 0;
+
+	if (!w)
+		return EXIT_ERR;
+	w->file[STORE_TMPFS] = (struct bench_file){ .dir = b->file[STORE_TMPFS].dir, .fd = -1 };
+	w->file[STORE_DISK] = (struct bench_file){ .dir = b->file[STORE_DISK].dir, .fd = -1 };
+	ws_make_set(w);
+	snprintf(w->rec, sizeof(w->rec), "%s/ufault-bench-ws.XXXXXX", b->file[STORE_TMPFS].dir);
+	fd = mkstemp(w->rec);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	close(fd);
+	for (i = 0; !ret && i < 2; i++)
+		ret = file_create(&w->file[stores[i]], WS_SIZE);
+	if (ret)
+		goto out;
+	printf("ufault-bench: ws: %u-page working set (%u runs of %u, %u singles) of a %lu MiB "
+	       "file, cold each run, median of %u\n", (unsigned int)WS_SET, WS_NRUNS, WS_RUN,
+	       WS_NSINGLE, WS_SIZE >> 20, b->repeat);
+	fflush(stdout);
+	/* round 0: warm-up, and the first record */
+	for (r = 0; r <= b->repeat && !ret; r++)
+		for (i = 0; i < 2 && !ret; i++)
+			for (k = 0; k < WS_NMODES && !ret; k++) {
+				double t = 0;
+
+				ret = ws_run(w, stores[i], (enum ws_mode)k, &t, &maj[i][k]);
+				if (r)
+					ns[i][k][r - 1] = t;
+				if (ret)
+					fprintf(stderr, "ufault-bench: ws %s/%s: %s\n", ws_mode_names[k],
+						store_names[stores[i]], strerror(-ret));
+			}
+	if (ret)
+		goto out;
+	{
+		struct stat st;
+
+		w->rec_bytes = stat(w->rec, &st) == 0 ? (long)st.st_size : -1;
+	}
+	printf("%-6s %10s %10s %10s %10s %7s %7s %7s  %-22s %-22s %s\n", "store", "lazy us",
+	       "record us", "replay us", "nora us", "majors", "rec", "replay", "replay speedup",
+	       "record cost", "vs nora");
+	for (i = 0; i < 2; i++) {
+		double up, cost;
+
+		for (k = 0; k < WS_NMODES; k++) {
+			qsort(ns[i][k], b->repeat, sizeof(double), cmp_double);
+			med[i][k] = ns[i][k][b->repeat / 2];
+		}
+		up = med[i][WS_LAZY] / med[i][WS_REPLAY];
+		cost = med[i][WS_RECORD] / med[i][WS_LAZY];
+		if (stores[i] == STORE_TMPFS)
+			miss |= up < 5 || cost > 1.3;
+		printf("%-6s %10.0f %10.0f %10.0f %10.0f %7" PRIu64 " %7" PRIu64 " %7" PRIu64
+		       "  %6.2fx (>= 5) %-6s %6.2fx (<= 1.3) %-6s replay %.2fx, record %.2fx\n",
+		       store_names[stores[i]], med[i][WS_LAZY] / 1000, med[i][WS_RECORD] / 1000,
+		       med[i][WS_REPLAY] / 1000, med[i][WS_LAZY_NORA] / 1000, maj[i][WS_LAZY],
+		       maj[i][WS_RECORD], maj[i][WS_REPLAY], up,
+		       stores[i] != STORE_TMPFS ? "info" : up < 5 ? "MISS" : "PASS", cost,
+		       stores[i] != STORE_TMPFS ? "info" : cost > 1.3 ? "MISS" : "PASS",
+		       med[i][WS_LAZY_NORA] / med[i][WS_REPLAY],
+		       med[i][WS_RECORD] / med[i][WS_LAZY_NORA]);
+	}
+	miss |= w->rec_bytes < 0 || w->rec_bytes > 32768;
+	printf("record: %ld bytes for %u pages (<= 32768) %s\n", w->rec_bytes, (unsigned int)WS_SET,
+	       w->rec_bytes >= 0 && w->rec_bytes <= 32768 ? "PASS" : "MISS");
+	printf("(majors: faults that read their page, last round; goals judged on tmpfs)\n");
+	if (miss && b->check)
+		status = EXIT_MISS;
+out:
+	if (ret) {
+		if (!status)
+			fprintf(stderr, "ufault-bench: ws: %s\n", strerror(-ret));
+		status = EXIT_ERR;
+	}
+	unlink(w->rec);
+	for (i = 0; i < 2; i++)
+		if (w->file[i].fd >= 0)
+			close(w->file[i].fd);
+	free(w);
+	return status;
+}
+
+/* ------------------------------------------------------------------ */
 /* main                                                                */
 /* ------------------------------------------------------------------ */
 
@@ -1548,6 +1776,8 @@ int main(int argc, char **argv)
 	b.size = (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20;
 	b.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 3);
 	b.npages = b.size / PG;
+	if (b.only && !strcmp(b.only, "ws"))
+		return bench_ws(&b);
 	/* 8 MiB over 80 MiB, 200000 accesses by default; the accesses scale
 	 * with the budget so that the cache turns over as many times */
 	b.zipf.budget = b.size / 8 < (1 << 20) ? 1 << 20 : b.size / 8;
@@ -1673,6 +1903,14 @@ int main(int argc, char **argv)
 	print_results(&o, &b, res);
 	if (need[STORE_TMPFS])
 		print_bookkeeping(&b);
+	if (!b.only) {
+		int ws = bench_ws(&b);
+
+		if (ws == EXIT_ERR)
+			status = EXIT_ERR;
+		else
+			miss |= ws == EXIT_MISS;
+	}
 	for (i = 0; i < NR_CASES; i++)
 		miss |= res[i].miss || res[i].time_miss;
 	if (miss && b.check)

@@ -1,0 +1,999 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Working sets: record the pages a run touches, in order of first access,
+ * and replay them into the cache ahead of the next cold start (REAP,
+ * ASPLOS'21, does this for snapshots of serverless functions).
+ *
+ * Recording.  An object's cache is a memfd registered MISSING: a page the
+ * cache holds is mapped by the kernel with no event, so the only first
+ * touches ufault sees are faults on holes.  While a record runs, the
+ * object's faults read their own page only (no readahead window, no
+ * background window): every page then enters the cache through the fault
+ * of its first touch, in any mapping of any address space the mm serves,
+ * and uf_filemap_fault() notes it (uf_ws_note()).  uf_object_pread() notes
+ * the pages it reads, cached or not.  Pages already cached when the record
+ * starts are not seen until they leave the cache and are touched again: a
+ * record is meant for a cold object.  The price is one fault per page
+ * where readahead would have read a run in one.
+ *
+ * Replay.  uf_object_prefetch() reads the file at once (its errors are the
+ * caller's) and hands the runs to fillers: the mm's worker (worker.c),
+ * which queues itself again every PF_CHUNK pages behind the readahead
+ * windows waiting there, and threads of the prefetch's own (one for the
+ * file and memory stores, seven for any other: a remote store's round
+ * trips overlap).  They take
+ * pieces (at most ra_max pages of one run) from one cursor, in recorded
+ * order, and fill them with uf_object_fill(): holes only, under the
+ * invalidate lock shared, clamped at i_size, one store read per piece.
+ * Demand faults are served by the handler threads meanwhile, never behind
+ * it: a fault on a page of the set reads the rest of its recorded run at
+ * once, and queues no readahead window to compete with the prefetch for
+ * the worker (uf_ws_window()).  Under a cache budget it stops where the
+ * cache would pass reclaim's low mark (15/16 of the budget), so that it
+ * never makes reclaim evict what it has just read.  A page truncated away
+ * meanwhile is not filled (i_size); a punched page is filled from the
+ * store, which reads zero there.
+ *
+ * The file (version 1; every integer little-endian):
+ *
+ *	off  size
+ *	  0     4  magic "UFWS"
+ *	  4     2  format version, 1
+ *	  6     2  what names the object's version: 0 its size alone, 1 a
+ *		   file's size and modification time (file and memory stores)
+ *	  8     8  the object's size in bytes when the record started
+ *	 16     8  mtime, seconds (kind 1; else 0)
+ *	 24     4  mtime, nanoseconds (kind 1; else 0)
+ *	 28     4  reserved, 0
+ *	 32     8  pages recorded
+ *	 40     4  runs
+ *	 44     4  bytes of run data after the header
+ *	 48     4  FNV-1a hash of the run data
+ *	 52     4  reserved, 0
+ *	 56        run data: per run of consecutive pages, in recorded order,
+ *		   two LEB128 varints: the zigzag-encoded distance from the end
+ *		   of the previous run (page 0 for the first) to its first
+ *		   page, and its length minus one.
+ *
+ * A run far from the previous one in a 256 MiB object takes 4 bytes: 4096
+ * pages in runs of 16 and singles take 8-17 KiB.
+ *
+ * Locking: ws->lock guards the record and ws->pf; pf->lock guards pf->obj
+ * and pf->done.  Both are leaves, ws->lock taken before pf->lock (see
+ * internal.h).  The prefetcher takes obj->invalidate_lock shared around
+ * each piece's fill and mm->obj_lock (alone) to count the cache.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WS_MAGIC	"UFWS"
+#define WS_VERSION	1
+#define WS_HDR_SIZE	56
+#define WS_KIND_SIZE	0
+#define WS_KIND_FILE	1
+#define WS_MAX_BODY	(256U << 20)	/* a larger file is not a record */
+
+#define PF_CHUNK	1024		/* pages per turn of the worker */
+
+struct ws_run {
+	uint64_t start, len;
+};
+
+/* the version of an object a record names */
+struct ws_version {
+	uint16_t kind;
+	uint64_t size;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+};
+
+/*
+ * A prefetch has PF_FILLERS fillers (PF_FILLERS_REMOTE over a store that
+ * is not a file): the mm's worker (a work item that queues itself again
+ * every PF_CHUNK pages) and threads of its own, which take pieces of the
+ * set in recorded order from one cursor.  One filler reads the store
+ * while another copies into the cache; a remote store's round trips
+ * overlap (Redis, 4096 pages: 2 fillers 75.7 ms, 8 35.5 ms, 16 44.5 ms).  No filler
+ * holds a reference to the object: the object's last put waits for the
+ * pieces being filled (@busy) and ends the prefetch (@obj NULL).
+ */
+#define PF_FILLERS	2
+#define PF_FILLERS_REMOTE 8	/* any other store: a round trip a read */
+
+struct ws_prefetch {
+	struct uf_work work;
+	struct uf_mm *mm;		/* the worker's */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;		/* @busy fell to 0 */
+	int refs;			/* ws->pf's, and one per filler */
+	struct uf_object *obj;		/* NULL once the object is put */
+	unsigned int busy;		/* fillers inside a piece */
+	unsigned int fillers;		/* fillers not yet ended */
+	bool stop;			/* no more pieces (budget, mm gone) */
+	bool done;			/* atomic: also read under ws->lock */
+	struct ws_run *runs;
+	size_t nruns, next;		/* the run to fill next ... */
+	uint64_t next_off;		/* ... from this page of it */
+	struct ws_run *sorted;		/* the runs by first page */
+};
+
+struct uf_ws {
+	pthread_mutex_t lock;
+	bool recording;			/* atomic: the fault path reads it */
+	int tmpfd;			/* the record's temporary file */
+	char *path, *tmppath;
+	struct ws_version ver;
+	struct uf_pagemap seen;		/* UF_PG_PRESENT: recorded */
+	uint64_t seen_cap;		/* pages the map was grown to */
+	struct ws_run *runs;
+	size_t nruns, runs_cap;
+	uint64_t npages;
+	bool nomem;			/* a page could not be recorded */
+	struct ws_prefetch *pf;		/* the last prefetch, or NULL (written
+					   under @lock, read atomically) */
+};
+
+/* ------------------------------------------------------------------ */
+/* The object's state                                                  */
+/* ------------------------------------------------------------------ */
+
+/* obj->ws, made on first use.  Locking: none (compare-and-swap). */
+static struct uf_ws *ws_get(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE), *exp = NULL;
+
+	if (ws)
+		return ws;
+	ws = calloc(1, sizeof(*ws));
+	if (!ws)
+		return NULL;
+	pthread_mutex_init(&ws->lock, NULL);
+	ws->tmpfd = -1;
+	if (!__atomic_compare_exchange_n(&obj->ws, &exp, ws, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		pthread_mutex_destroy(&ws->lock);
+		free(ws);
+		ws = exp;
+	}
+	return ws;
+}
+
+static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg);
+
+/*
+ * The window a fault on @pgoff reads instead of readahead's, if the
+ * working set has one: while a record runs, the page alone (a page enters
+ * the cache at its first touch); while a prefetch runs, a page of the set
+ * brings in the rest of its recorded run now (a prefetch to come would
+ * read it so), and no background window competes with the prefetch for
+ * the worker.  Return false for readahead's own window.
+ * Locking: no ufault lock held; takes ws->lock while a prefetch runs.
+ */
+bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	const struct ws_run *r = NULL;
+	struct ws_prefetch *pf;
+
+	if (!ws)
+		return false;
+	*req = (struct uf_ra_req){ .first = pgoff, .n = 1, .idx = -1 };
+	if (__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE))
+		return true;
+	if (!__atomic_load_n(&ws->pf, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&ws->lock);
+	pf = ws->pf;
+	if (pf && !__atomic_load_n(&pf->done, __ATOMIC_ACQUIRE))
+		r = pf_find(pf, pgoff);
+	if (r) {
+		uint64_t n = r->start + r->len - pgoff;
+		size_t max = obj->mm->ra_max ? obj->mm->ra_max : 1;
+
+		req->n = n < max ? (size_t)n : max;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	return r != NULL;
+}
+
+/* The version of @obj now.  Locking: none. */
+static int object_version(struct uf_object *obj, struct ws_version *v)
+{
+	struct stat st;
+	int ret;
+
+	memset(v, 0, sizeof(*v));
+	if (obj->ops == &uf_file_store_ops) {
+		ret = uf_file_store_stat(obj->store, &st);
+		if (ret)
+			return ret;
+		v->kind = WS_KIND_FILE;
+		v->size = (uint64_t)st.st_size;
+		v->mtime_sec = (int64_t)st.st_mtim.tv_sec;
+		v->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		return 0;
+	}
+	v->kind = WS_KIND_SIZE;
+	v->size = uf_object_size(obj);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Recording                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Note page @pg.  Locking: ws->lock held. */
+static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
+{
+	struct ws_run *r;
+
+	if (pg >= ws->seen_cap) {
+		uint64_t cap = pg + 1 > 2 * ws->seen_cap ? pg + 1 : 2 * ws->seen_cap;
+
+		if (uf_pagemap_grow(&ws->seen, cap)) {
+			ws->nomem = true;
+			return;
+		}
+		ws->seen_cap = cap;
+	}
+	if (uf_pagemap_reserve(&ws->seen, pg, 1)) {
+		ws->nomem = true;
+		return;
+	}
+	if (uf_pagemap_set(&ws->seen, UF_PG_PRESENT, pg) != 0)
+		return;		/* seen before */
+	ws->npages++;
+	r = ws->nruns ? &ws->runs[ws->nruns - 1] : NULL;
+	if (r && r->start + r->len == pg) {
+		r->len++;
+		return;
+	}
+	if (ws->nruns == ws->runs_cap) {
+		size_t cap = ws->runs_cap ? 2 * ws->runs_cap : 256;
+		struct ws_run *n = realloc(ws->runs, cap * sizeof(*n));
+
+		if (!n) {
+			uf_pagemap_clear(&ws->seen, UF_PG_PRESENT, pg);
+			ws->npages--;
+			ws->nomem = true;
+			return;
+		}
+		ws->runs = n;
+		ws->runs_cap = cap;
+	}
+	ws->runs[ws->nruns++] = (struct ws_run){ pg, 1 };
+}
+
+/*
+ * Pages [first, first + n) of @obj were touched (a fault served) or read
+ * (pread): record those seen for the first time.
+ * Locking: any ufault lock may be held; takes ws->lock.
+ */
+void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	uint64_t i;
+
+	if (!ws || !__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ws->lock);
+	for (i = 0; ws->recording && i < n; i++)
+		__ws_note_page(ws, first + i);
+	pthread_mutex_unlock(&ws->lock);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *p, int bytes)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < bytes; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static uint32_t fnv1a(const unsigned char *p, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	while (len--) {
+		h ^= *p++;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+static size_t put_varint(unsigned char *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char)v;
+	return n;
+}
+
+/* The record as a file's bytes; *lenp its length.  NULL: no memory. */
+static unsigned char *ws_encode(const struct ws_version *ver, const struct ws_run *runs,
+				size_t nruns, uint64_t npages, size_t *lenp)
+{
+	unsigned char *buf = malloc(WS_HDR_SIZE + nruns * 20), *p;
+	uint64_t prev_end = 0;
+	size_t i;
+
+	if (!buf)
+		return NULL;
+	p = buf + WS_HDR_SIZE;
+	for (i = 0; i < nruns; i++) {
+		int64_t d = (int64_t)(runs[i].start - prev_end);
+
+		p += put_varint(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+		p += put_varint(p, runs[i].len - 1);
+		prev_end = runs[i].start + runs[i].len;
+	}
+	memset(buf, 0, WS_HDR_SIZE);
+	memcpy(buf, WS_MAGIC, 4);
+	put_le(buf + 4, WS_VERSION, 2);
+	put_le(buf + 6, ver->kind, 2);
+	put_le(buf + 8, ver->size, 8);
+	put_le(buf + 16, (uint64_t)ver->mtime_sec, 8);
+	put_le(buf + 24, ver->mtime_nsec, 4);
+	put_le(buf + 32, npages, 8);
+	put_le(buf + 40, nruns, 4);
+	put_le(buf + 44, (uint64_t)(p - buf - WS_HDR_SIZE), 4);
+	put_le(buf + 48, fnv1a(buf + WS_HDR_SIZE, (size_t)(p - buf - WS_HDR_SIZE)), 4);
+	*lenp = (size_t)(p - buf);
+	return buf;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Free what a record holds.  Locking: ws->lock held, or the ws unshared. */
+static void __ws_record_free(struct uf_ws *ws)
+{
+	if (ws->tmpfd >= 0)
+		close(ws->tmpfd);
+	ws->tmpfd = -1;
+	free(ws->path);
+	free(ws->tmppath);
+	ws->path = ws->tmppath = NULL;
+	free(ws->runs);
+	ws->runs = NULL;
+	ws->nruns = ws->runs_cap = 0;
+	uf_pagemap_free(&ws->seen);
+	ws->seen_cap = 0;
+	ws->npages = 0;
+	ws->nomem = false;
+}
+
+/* A record ended: its bytes and files, written with no lock held. */
+struct ws_out {
+	int fd;				/* the temporary file */
+	char *path, *tmppath;
+	unsigned char *buf;
+	size_t len;
+	int ret;			/* pages recorded, or -errno */
+};
+
+/*
+ * End the record: encode it into @out, which takes its files over, and
+ * free the rest.  Locking: ws->lock held.
+ */
+static void __ws_record_end(struct uf_ws *ws, struct ws_out *out)
+{
+	__atomic_store_n(&ws->recording, false, __ATOMIC_RELEASE);
+	*out = (struct ws_out){ .fd = ws->tmpfd, .path = ws->path, .tmppath = ws->tmppath };
+	ws->tmpfd = -1;
+	ws->path = ws->tmppath = NULL;
+	out->ret = ws->npages > INT_MAX ? INT_MAX : (int)ws->npages;
+	if (ws->nomem)
+		out->ret = -ENOMEM;
+	else if (!(out->buf = ws_encode(&ws->ver, ws->runs, ws->nruns, ws->npages, &out->len)))
+		out->ret = -ENOMEM;
+	__ws_record_free(ws);
+}
+
+/*
+ * Write an ended record: into its temporary file, synced, then renamed
+ * over the path (the temporary file is removed on error).  Return the
+ * pages recorded, or -errno.  Locking: none held (file I/O: a fault
+ * never waits for it).
+ */
+static int ws_out_write(struct ws_out *out)
+{
+	int ret = out->ret < 0 ? out->ret : 0;
+
+	if (!ret)
+		ret = write_all(out->fd, out->buf, out->len);
+	if (!ret && fsync(out->fd) < 0)
+		ret = -errno;
+	if (!ret && rename(out->tmppath, out->path) < 0)
+		ret = -errno;
+	if (ret)
+		unlink(out->tmppath);
+	close(out->fd);
+	free(out->buf);
+	free(out->path);
+	free(out->tmppath);
+	return ret ? ret : out->ret;
+}
+
+static bool __pf_running(struct ws_prefetch *pf);
+
+/* Locking: takes ws->lock, and pf->lock inside it. */
+UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
+{
+	struct ws_version ver;
+	struct uf_ws *ws;
+	char *p, *tmp;
+	int fd, ret;
+
+	if (!obj || !path || !*path || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	ws = ws_get(obj);
+	if (!ws)
+		return -ENOMEM;
+	ret = object_version(obj, &ver);
+	if (ret)
+		return ret;
+	p = strdup(path);
+	tmp = malloc(strlen(path) + 16);
+	if (!p || !tmp) {
+		free(p);
+		free(tmp);
+		return -ENOMEM;
+	}
+	sprintf(tmp, "%s.tmp.XXXXXX", path);
+
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
+		ret = -EBUSY;
+		goto fail;
+	}
+	/* the temporary file now, beside @path (rename needs one file
+	 * system): a directory that cannot hold it is this call's error */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ws->tmpfd = fd;
+	ws->path = p;
+	ws->tmppath = tmp;
+	ws->ver = ver;
+	__atomic_store_n(&ws->recording, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ws->lock);
+	return 0;
+fail:
+	pthread_mutex_unlock(&ws->lock);
+	free(p);
+	free(tmp);
+	return ret;
+}
+
+/* Locking: takes ws->lock; writes the file with no lock held. */
+UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
+{
+	struct ws_out out = { .fd = -1 };
+	struct uf_ws *ws;
+	int ret;
+
+	if (!obj)
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	if (!ws)
+		return -EINVAL;
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording)
+		__ws_record_end(ws, &out);
+	ret = out.fd < 0 ? -EINVAL : 0;	/* (a record holds its temporary file) */
+	pthread_mutex_unlock(&ws->lock);
+	return ret ? ret : ws_out_write(&out);
+}
+
+/* ------------------------------------------------------------------ */
+/* The file                                                            */
+/* ------------------------------------------------------------------ */
+
+static int get_varint(const unsigned char **pp, const unsigned char *end, uint64_t *v)
+{
+	const unsigned char *p = *pp;
+	unsigned int shift = 0;
+
+	*v = 0;
+	for (;;) {
+		if (p == end || shift > 63)
+			return -EINVAL;
+		if (shift == 63 && (*p & 0x7e))
+			return -EINVAL;		/* past 64 bits */
+		*v |= (uint64_t)(*p & 0x7f) << shift;
+		shift += 7;
+		if (!(*p++ & 0x80))
+			break;
+	}
+	*pp = p;
+	return 0;
+}
+
+/* Decode a record file's bytes: its version and runs (malloc'd). */
+static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ver,
+		     struct ws_run **runsp, size_t *nrunsp)
+{
+	const unsigned char *p, *end;
+	uint64_t npages, nruns, body, sum = 0, prev_end = 0, i;
+	struct ws_run *runs;
+
+	if (len < WS_HDR_SIZE || memcmp(buf, WS_MAGIC, 4) || get_le(buf + 4, 2) != WS_VERSION)
+		return -EINVAL;
+	ver->kind = (uint16_t)get_le(buf + 6, 2);
+	ver->size = get_le(buf + 8, 8);
+	ver->mtime_sec = (int64_t)get_le(buf + 16, 8);
+	ver->mtime_nsec = (uint32_t)get_le(buf + 24, 4);
+	npages = get_le(buf + 32, 8);
+	nruns = get_le(buf + 40, 4);
+	body = get_le(buf + 44, 4);
+	if (ver->kind > WS_KIND_FILE || get_le(buf + 28, 4) || get_le(buf + 52, 4) ||
+	    body != len - WS_HDR_SIZE || nruns > body / 2 || nruns > npages ||
+	    fnv1a(buf + WS_HDR_SIZE, body) != get_le(buf + 48, 4))
+		return -EINVAL;
+	runs = malloc((nruns ? nruns : 1) * sizeof(*runs));
+	if (!runs)
+		return -ENOMEM;
+	p = buf + WS_HDR_SIZE;
+	end = buf + len;
+	for (i = 0; i < nruns; i++) {
+		uint64_t z, l;
+		int64_t d;
+
+		if (get_varint(&p, end, &z) || get_varint(&p, end, &l) || l >= UF_MAX_SIZE >> PAGE_SHIFT)
+			goto bad;
+		d = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+		runs[i].start = prev_end + (uint64_t)d;
+		runs[i].len = l + 1;
+		if (runs[i].start >= UF_MAX_SIZE >> PAGE_SHIFT ||
+		    runs[i].len > (UF_MAX_SIZE >> PAGE_SHIFT) - runs[i].start)
+			goto bad;
+		prev_end = runs[i].start + runs[i].len;
+		sum += runs[i].len;
+	}
+	if (p != end || sum != npages)
+		goto bad;
+	*runsp = runs;
+	*nrunsp = nruns;
+	return 0;
+bad:
+	free(runs);
+	return -EINVAL;
+}
+
+/* Read and decode the record at @path. */
+static int ws_read(const char *path, struct ws_version *ver, struct ws_run **runsp,
+		   size_t *nrunsp)
+{
+	unsigned char *buf;
+	struct stat st;
+	size_t done = 0;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < WS_HDR_SIZE ||
+	    (uint64_t)st.st_size > WS_HDR_SIZE + (uint64_t)WS_MAX_BODY) {
+		ret = -EINVAL;		/* (a directory, too) */
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (done < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + done, (size_t)st.st_size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	ret = ws_decode(buf, done, ver, runsp, nrunsp);
+	free(buf);
+out:
+	close(fd);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Replay                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Locking: ws->lock held; takes pf->lock. */
+static bool __pf_running(struct ws_prefetch *pf)
+{
+	bool running;
+
+	pthread_mutex_lock(&pf->lock);
+	running = !__atomic_load_n(&pf->done, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&pf->lock);
+	return running;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+	const struct ws_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The run of the set holding page @pg, or NULL.  Locking: none (the
+ * sorted runs do not change). */
+static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg)
+{
+	size_t lo = 0, hi = pf->nruns;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pf->sorted[mid].start > pg)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	/* (a record holds each page once: runs never overlap) */
+	return lo && pg - pf->sorted[lo - 1].start < pf->sorted[lo - 1].len ? &pf->sorted[lo - 1]
+									 : NULL;
+}
+
+/* Drop a reference; the last frees the prefetch.  Locking: takes
+ * pf->lock (ws->lock may be held). */
+static void pf_put(struct ws_prefetch *pf)
+{
+	int refs;
+
+	pthread_mutex_lock(&pf->lock);
+	refs = --pf->refs;
+	pthread_mutex_unlock(&pf->lock);
+	if (refs)
+		return;
+	pthread_mutex_destroy(&pf->lock);
+	pthread_cond_destroy(&pf->idle);
+	free(pf->runs);
+	free(pf->sorted);
+	free(pf);
+}
+
+/* Pages cached by all objects of @mm.  Locking: takes mm->obj_lock. */
+static uint64_t cache_total(struct uf_mm *mm)
+{
+	struct uf_object *o;
+	uint64_t total = 0;
+
+	pthread_mutex_lock(&mm->obj_lock);
+	for (o = mm->objects; o; o = o->mm_next)
+		total += uf_load(&o->npresent);
+	pthread_mutex_unlock(&mm->obj_lock);
+	return total;
+}
+
+/*
+ * Take the next piece of the set: at most ra_max pages of one run, in
+ * recorded order.  Return the object (kept until pf_unbusy()), or NULL
+ * when there is none: the set is done, the object put, its mm destroyed.
+ * Locking: takes pf->lock.
+ */
+static struct uf_object *pf_claim(struct ws_prefetch *pf, uint64_t *first, uint64_t *n)
+{
+	struct uf_object *obj;
+	struct ws_run *r;
+
+	pthread_mutex_lock(&pf->lock);
+	obj = pf->obj;
+	if (obj && uf_object_orphaned(obj))
+		pf->stop = true;
+	if (!obj || pf->stop || pf->next >= pf->nruns) {
+		pthread_mutex_unlock(&pf->lock);
+		return NULL;
+	}
+	r = &pf->runs[pf->next];
+	*first = r->start + pf->next_off;
+	*n = r->len - pf->next_off;
+	if (*n > obj->mm->ra_max)
+		*n = obj->mm->ra_max ? obj->mm->ra_max : 1;
+	pf->next_off += *n;
+	if (pf->next_off == r->len) {
+		pf->next++;
+		pf->next_off = 0;
+	}
+	pf->busy++;
+	pthread_mutex_unlock(&pf->lock);
+	return obj;
+}
+
+/* Locking: takes pf->lock. */
+static void pf_unbusy(struct ws_prefetch *pf)
+{
+	pthread_mutex_lock(&pf->lock);
+	if (!--pf->busy)
+		pthread_cond_broadcast(&pf->idle);
+	pthread_mutex_unlock(&pf->lock);
+}
+
+/*
+ * Fill pieces of the set until @max pages are done or none is left.
+ * Return true when it stopped at @max.  Under a cache budget it stops the
+ * prefetch where the cache would pass reclaim's low mark.
+ * Locking: takes pf->lock, mm->obj_lock (alone), and obj->invalidate_lock
+ * shared around each piece.
+ */
+static bool pf_fill(struct ws_prefetch *pf, uint64_t max)
+{
+	uint64_t first, n, done = 0;
+	struct uf_object *obj;
+
+	while (done < max && (obj = pf_claim(pf, &first, &n))) {
+		struct uf_mm *mm = obj->mm;
+		size_t filled = 0;
+
+		if (mm->budget_pages) {
+			uint64_t low = mm->budget_pages - mm->budget_pages / 16;
+			uint64_t total = cache_total(mm);
+
+			if (total + n > low) {
+				pthread_mutex_lock(&pf->lock);
+				pf->stop = true;
+				pthread_mutex_unlock(&pf->lock);
+				n = total < low ? low - total : 0;
+			}
+		}
+		if (n) {
+			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			/* best effort: a page the store cannot give stays a
+			 * hole, and its own fault reports the error */
+			uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
+			pthread_rwlock_unlock(&obj->invalidate_lock);
+			uf_add(&mm->stats.readahead_pages, filled);
+		}
+		pf_unbusy(pf);
+		done += n;
+	}
+	return done >= max;
+}
+
+/*
+ * A filler ends.  The last one ends the prefetch: it is done, and the
+ * object's reference to it goes.  Locking: takes pf->lock, then ws->lock
+ * and pf->lock inside it.
+ */
+static void pf_filler_end(struct ws_prefetch *pf)
+{
+	struct uf_object *obj;
+	bool last;
+
+	pthread_mutex_lock(&pf->lock);
+	last = !--pf->fillers;
+	obj = pf->obj;
+	if (last) {
+		__atomic_store_n(&pf->done, true, __ATOMIC_RELEASE);
+		if (obj)
+			pf->busy++;	/* the object stays while ws->pf goes */
+	}
+	pthread_mutex_unlock(&pf->lock);
+	if (last && obj) {
+		struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+		pthread_mutex_lock(&ws->lock);
+		if (ws->pf == pf) {
+			__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
+			pf_put(pf);
+		}
+		pthread_mutex_unlock(&ws->lock);
+		pf_unbusy(pf);
+	}
+	pf_put(pf);
+}
+
+/* The worker's turns (or its drop at mm destroy).  Locking: none held. */
+static void pf_work_fn(struct uf_work *work, bool run)
+{
+	struct ws_prefetch *pf = (struct ws_prefetch *)work;
+
+	if (run && pf_fill(pf, PF_CHUNK) && uf_worker_queue(pf->mm, &pf->work))
+		return;		/* on at its next turn */
+	pf_filler_end(pf);
+}
+
+/* A filler thread of the prefetch's own.  Locking: none held. */
+static void *pf_thread(void *arg)
+{
+	struct ws_prefetch *pf = arg;
+	sigset_t all;
+
+	/* signals belong to the application's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pf_fill(pf, UINT64_MAX);
+	pf_filler_end(pf);
+	return NULL;
+}
+
+static bool same_version(const struct ws_version *a, const struct ws_version *b)
+{
+	return a->kind == b->kind && a->size == b->size && a->mtime_sec == b->mtime_sec &&
+	       a->mtime_nsec == b->mtime_nsec;
+}
+
+/* Locking: takes ws->lock, pf->lock and the worker's queue lock inside
+ * it; reads the file with no lock held. */
+UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
+{
+	struct ws_version rec = { 0 }, now;
+	struct ws_prefetch *pf;
+	struct ws_run *runs = NULL;
+	struct uf_ws *ws;
+	size_t nruns = 0, i, nfill;
+	int ret;
+
+	if (!obj || !path || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	ret = ws_read(path, &rec, &runs, &nruns);
+	if (ret)
+		return ret;
+	ret = object_version(obj, &now);
+	if (!ret && !same_version(&rec, &now))
+		ret = -ESTALE;
+	ws = ret ? NULL : ws_get(obj);
+	pf = ret || !ws ? NULL : calloc(1, sizeof(*pf));
+	if (!ret && !pf)
+		ret = -ENOMEM;
+	if (!ret && !(pf->sorted = malloc((nruns ? nruns : 1) * sizeof(*runs))))
+		ret = -ENOMEM;
+	if (ret) {
+		free(pf);
+		free(runs);
+		return ret;
+	}
+	memcpy(pf->sorted, runs, nruns * sizeof(*runs));
+	qsort(pf->sorted, nruns, sizeof(*runs), cmp_run);
+	pthread_mutex_init(&pf->lock, NULL);
+	pthread_cond_init(&pf->idle, NULL);
+	pf->work.fn = pf_work_fn;
+	pf->mm = obj->mm;
+	nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS : PF_FILLERS_REMOTE;
+	pf->refs = 1 + (int)nfill;
+	pf->fillers = nfill;
+	pf->obj = obj;
+	pf->runs = runs;
+	pf->nruns = nruns;
+
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
+		ret = -EBUSY;
+	} else {
+		if (ws->pf)
+			pf_put(ws->pf);
+		__atomic_store_n(&ws->pf, pf, __ATOMIC_RELEASE);
+		if (!uf_worker_queue(obj->mm, &pf->work)) {
+			__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
+			ret = -ENOMEM;	/* no worker thread could start */
+		}
+	}
+	pthread_mutex_unlock(&ws->lock);
+	if (ret) {
+		pf->refs = 1;
+		pf_put(pf);
+		return ret;
+	}
+	for (i = 1; i < nfill; i++) {
+		pthread_attr_t attr;
+		pthread_t t;
+		int err;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&t, &attr, pf_thread, pf);
+		pthread_attr_destroy(&attr);
+		if (err)
+			pf_filler_end(pf);	/* the worker fills alone */
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The object's last put                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The object's last put: end a record (writing its file), cancel a
+ * prefetch (its next turn finds no object), free the state.
+ * Locking: none held; takes ws->lock, then pf->lock.
+ */
+void uf_ws_release(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	struct ws_out out = { .fd = -1 };
+	struct ws_prefetch *pf;
+
+	if (!ws)
+		return;
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording)
+		__ws_record_end(ws, &out);
+	pf = ws->pf;
+	__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ws->lock);
+	if (out.fd >= 0)
+		ws_out_write(&out);	/* (an error has no one to go to) */
+	if (pf) {
+		/* no piece starts now; wait for those being filled */
+		pthread_mutex_lock(&pf->lock);
+		pf->obj = NULL;
+		while (pf->busy)
+			pthread_cond_wait(&pf->idle, &pf->lock);
+		pthread_mutex_unlock(&pf->lock);
+		pf_put(pf);
+	}
+	pthread_mutex_destroy(&ws->lock);
+	free(ws);
+	obj->ws = NULL;
+}
+
+/*
+ * In a fork child: free the child's copy, writing nothing and leaving the
+ * parent's temporary file alone.  The prefetch belongs to the parent's
+ * worker; the child's copy of it is not freed (its lock may be held).
+ */
+void uf_ws_free_child(struct uf_object *obj)
+{
+	struct uf_ws *ws = obj->ws;
+
+	if (!ws)
+		return;
+	__ws_record_free(ws);
+	free(ws);
+	obj->ws = NULL;
+}

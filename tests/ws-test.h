@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Working-set tests: a reader of the record file written from its
+ * documented format (uf_object_record(3)), independent of the library's
+ * decoder, and a wait for a prefetch to end.
+ */
+#ifndef UT_WS_TEST_H
+#define UT_WS_TEST_H
+
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WS_HDR	56
+
+struct ws_file {
+	unsigned int version, kind;
+	uint64_t size, npages, nruns, body;
+	uint64_t *pages;		/* in recorded order */
+	size_t len;			/* bytes of the file */
+};
+
+static inline uint64_t ws_le(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+static inline uint64_t ws_varint(const unsigned char **p, const unsigned char *end)
+{
+	uint64_t v = 0;
+	int shift = 0;
+
+	for (;;) {
+		CHECK(*p < end, "run data ends inside a varint");
+		v |= (uint64_t)(**p & 0x7f) << shift;
+		shift += 7;
+		if (!(*(*p)++ & 0x80))
+			return v;
+	}
+}
+
+/* Read the record at @path into @f (the pages expanded). */
+static inline void ws_read_file(const char *path, struct ws_file *f)
+{
+	unsigned char *buf;
+	const unsigned char *p, *end;
+	uint64_t prev_end = 0, i, k, n = 0;
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+
+	CHECK(fd >= 0 && fstat(fd, &st) == 0, "open %s: %s", path, strerror(errno));
+	buf = malloc((size_t)st.st_size + 1);
+	CHECK(buf && read(fd, buf, (size_t)st.st_size) == st.st_size, "read %s", path);
+	close(fd);
+	f->len = (size_t)st.st_size;
+	CHECK(f->len >= WS_HDR && memcmp(buf, "UFWS", 4) == 0, "%s: no magic", path);
+	f->version = (unsigned int)ws_le(buf + 4, 2);
+	f->kind = (unsigned int)ws_le(buf + 6, 2);
+	f->size = ws_le(buf + 8, 8);
+	f->npages = ws_le(buf + 32, 8);
+	f->nruns = ws_le(buf + 40, 4);
+	f->body = ws_le(buf + 44, 4);
+	CHECK(f->body == f->len - WS_HDR, "body %lu bytes, file %zu", (unsigned long)f->body, f->len);
+	f->pages = malloc((f->npages + 1) * sizeof(*f->pages));
+	p = buf + WS_HDR;
+	end = buf + f->len;
+	for (i = 0; i < f->nruns; i++) {
+		uint64_t z = ws_varint(&p, end), len = ws_varint(&p, end) + 1;
+		uint64_t start = prev_end + (uint64_t)((int64_t)(z >> 1) ^ -(int64_t)(z & 1));
+
+		for (k = 0; k < len; k++) {
+			CHECK(n < f->npages, "more pages in the runs than the header's %lu",
+			      (unsigned long)f->npages);
+			f->pages[n++] = start + k;
+		}
+		prev_end = start + len;
+	}
+	CHECK(p == end && n == f->npages, "runs hold %lu pages, header %lu", (unsigned long)n,
+	      (unsigned long)f->npages);
+	free(buf);
+}
+
+/*
+ * Wait until no prefetch of @obj runs: uf_object_record() refuses with
+ * -EBUSY while one does (a bound, not a timing: 120 s against a hang).
+ */
+static inline void ws_wait_prefetch(struct uf_object *obj, const char *scratch)
+{
+	struct timespec ts = { 0, 1000000 };
+	int ret, i;
+
+	for (i = 0; i < 120000; i++) {
+		ret = uf_object_record(obj, scratch);
+		if (ret != -EBUSY)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	CHECK_RET(ret, 0);
+	CHECK(uf_object_record_stop(obj) >= 0, "record_stop");
+	unlink(scratch);
+}
+
+static inline uint64_t ws_cache_pages(struct uf_mm *mm)
+{
+	struct uf_stats st;
+
+	CHECK_RET(uf_mm_stats(mm, &st), 0);
+	return st.cache_pages;
+}
+
+#endif
