@@ -15,7 +15,9 @@
  * run without mm->vma_lock; they only try it around a copy straight into
  * the faulting mapping.
  * Fillers hold obj->invalidate_lock shared and check pgoff against i_size
- * under it; truncate, hole punch and reclaim hold it exclusive.
+ * under it; truncate, hole punch and reclaim hold it exclusive.  A page is
+ * write-protected in every tracked mapping before it enters the cache,
+ * under obj->rmap_lock shared and obj->page_lock (cache_insert()).
  */
 #define _GNU_SOURCE
 #include "internal.h"

@@ -15,8 +15,14 @@
  * writeback protects a page again before it reads its bytes.  Without any
  * write-protect support, every cached page of such a mapping is dirty.
  *
+ * Only cached pages carry write protection: a hole's first access is a
+ * missing-page event, and the fill protects it in every tracked mapping
+ * before its copy (__uf_object_protect_holes); a new mapping protects
+ * what is cached (uf_vma_protect_cached).  Scans and protects walk cached
+ * runs, so they cost what is cached, not the mappings' length.
+ *
  * Locks (the order is in internal.h): obj->sync_lock, mm->vma_lock shared,
- * obj->invalidate_lock, obj->page_lock.
+ * obj->invalidate_lock, obj->rmap_lock, obj->page_lock.
  */
 #define _GNU_SOURCE
 #include "internal.h"
