@@ -15,7 +15,9 @@
  * run without mm->vma_lock; they only try it around a copy straight into
  * the faulting mapping.
  * Fillers hold obj->invalidate_lock shared and check pgoff against i_size
- * under it; truncate, hole punch and reclaim hold it exclusive.
+ * under it; truncate, hole punch and reclaim hold it exclusive.  A page is
+ * write-protected in every tracked mapping before it enters the cache,
+ * under obj->rmap_lock shared and obj->page_lock (cache_insert()).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -118,21 +120,61 @@ void uf_bounce_put(struct uf_bounce *b)
  * dirty pages the store refuses may never). */
 #define ROOM_TRIES	20
 #define ROOM_WAIT_US	10000
+/* How long a fault waits for the VMA table to show the program's changes
+ * before its fill inserts pages it cannot write-protect as dirty. */
+#define FILL_BEHIND_TRIES	20
+#define FILL_BEHIND_WAIT_US	200
 
 static inline uint64_t size_pages(uint64_t size)
 {
 	return DIV_ROUND_UP(size, PAGE_SIZE);
 }
 
-/* A page became present.  Locking: invalidate_lock held (any mode). */
-static void mark_present(struct uf_object *obj, uint64_t pgoff)
+/* A page became present.  Locking: invalidate_lock held (any mode), and
+ * obj->page_lock if @page_locked. */
+static void mark_present(struct uf_object *obj, uint64_t pgoff, bool page_locked)
 {
 	/* (the caller reserved the page's leaf: this cannot fail) */
 	if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, pgoff) == 0) {
 		uf_add(&obj->npresent, 1);
 		if (obj->mm && obj->mm->budget_pages)
-			__uf_reclaim_note_fill(obj, pgoff);
+			__uf_reclaim_note_fill(obj, pgoff, page_locked);
 	}
+}
+
+/*
+ * Before holes [first, first + n) enter the cache other than by a fill's
+ * copy (pwrite(), a removed page's zeros), protect them in every tracked
+ * mapping, as cache_insert() does; all of [first, first + n) with @all.
+ * The pages are marked dirty once written, so a protect that cannot be
+ * made now (-EAGAIN, see __uf_object_protect_holes) loses no write: at
+ * worst the page is written back once more.  Return obj->rmap_gen as it
+ * was, for the caller to see whether a mapping began tracking since.
+ * Locking: obj->invalidate_lock held shared; takes obj->rmap_lock shared,
+ * obj->page_lock.
+ */
+static uint64_t protect_holes(struct uf_object *obj, uint64_t first, uint64_t n, bool all)
+{
+	uint64_t gen, p, q, end = first + n;
+
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	gen = obj->rmap_gen;
+	if (__uf_object_tracked(obj)) {
+		pthread_mutex_lock(&obj->page_lock);
+		for (p = first; p < end; p = q) {
+			if (!all && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p)) {
+				q = p + 1;
+				continue;
+			}
+			for (q = p + 1; q < end && (all ||
+			     !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)); q++)
+				;
+			(void)__uf_object_protect_holes(obj, p, q - p, NULL);
+		}
+		pthread_mutex_unlock(&obj->page_lock);
+	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	return gen;
 }
 
 uint64_t uf_object_cache_pages(struct uf_object *obj)
@@ -213,14 +255,35 @@ static __thread struct {
 	bool woken;
 } fill_wake;
 
+/* Pages copied at most per protect-and-copy step. */
+#define INSERT_RUN	512
+
+/* Set by uf_filemap_fault() when the table cannot catch up in time: its
+ * fill then inserts what it cannot protect as dirty (cache_insert()). */
+static __thread bool fill_insert_dirty;
+
 /*
  * Copy @npages pages from @buf into the cache at @pgoff, skipping pages
  * that are present already.  Return the number newly inserted, or -errno.
+ *
+ * A page must be write-protected in every tracked mapping of the object
+ * before it is in the cache (__uf_object_protect_holes): so each step
+ * holds obj->rmap_lock shared (no mapping appears or moves meanwhile) and,
+ * while the object has tracked mappings, obj->page_lock from the check
+ * that its pages are holes through the copy to their present bits (a page
+ * another fill put in meanwhile may be written already, and protecting
+ * it again would lose that write).  When the protect cannot be made now
+ * (the program changed its mappings, the table does not show it yet), a
+ * fill for a fault (@vma) inserts nothing and returns -EAGAIN, for the
+ * fault to be served again once the table is current; any other caller,
+ * or a fault that could not wait for the table, inserts the pages dirty
+ * (no write lost; one written back at worst).
+ *
  * Locking: obj->invalidate_lock held shared.  mm->vma_lock is only tried
  * (shared) around a copy straight into @vma, never waited for: it is
  * outside the invalidate lock, and a fill must not wait for a map or
  * unmap (nor they for a store read); when it is busy the page goes
- * through cache_map.
+ * through cache_map.  Takes obj->rmap_lock shared, obj->page_lock.
  */
 static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf, size_t npages,
 			 struct uf_vma *vma)
@@ -231,18 +294,51 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 
 	while (i < npages) {
 		size_t copied = 0, run, k;
-		unsigned long dst;
+		unsigned long dst, cdst;
 		unsigned int mode;
-		int ret;
+		bool tracked, unprotected = false;
+		int ret = 0;
 
 		bool locked = direct && pthread_rwlock_tryrdlock(&obj->mm->vma_lock) == 0;
 
 		dst = copy_dest(obj, locked ? vma : NULL, pgoff + i, npages - i, &run, &mode);
+		cdst = (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT);
+		if (run > INSERT_RUN)
+			run = INSERT_RUN;
+		pthread_rwlock_rdlock(&obj->rmap_lock);
+		tracked = __uf_object_tracked(obj);
+		if (tracked) {
+			pthread_mutex_lock(&obj->page_lock);
+			for (k = 0; k < run && !uf_pagemap_test(&obj->pages, UF_PG_PRESENT,
+								 pgoff + i + k); k++)
+				;
+			run = k;
+			if (run)
+				ret = __uf_object_protect_holes(obj, pgoff + i, run,
+								dst != cdst ? vma : NULL);
+			if (ret == -EAGAIN && vma && !fill_insert_dirty) {
+				pthread_mutex_unlock(&obj->page_lock);
+				pthread_rwlock_unlock(&obj->rmap_lock);
+				if (locked)
+					pthread_rwlock_unlock(&obj->mm->vma_lock);
+				__uf_huge_filled(obj, pgoff, i);
+				return -EAGAIN;
+			}
+			unprotected = ret != 0;
+		}
+		if (!run) {		/* filled meanwhile */
+			if (tracked)
+				pthread_mutex_unlock(&obj->page_lock);
+			pthread_rwlock_unlock(&obj->rmap_lock);
+			if (locked)
+				pthread_rwlock_unlock(&obj->mm->vma_lock);
+			i++;
+			continue;
+		}
 		if (vma && vma == fill_wake.vma && fill_wake.pgoff - (pgoff + i) < run &&
-		    dst != (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT) &&
-		    !(mode & UF_UFFD_WP) && !(vma->prot & PROT_WRITE))
+		    dst != cdst && !(mode & UF_UFFD_WP) && !(vma->prot & PROT_WRITE))
 			mode &= ~UF_UFFD_DONTWAKE;
-		if (dst == (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT))
+		if (dst == cdst)
 			ret = uf_uffd_copy(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT),
 					   run << PAGE_SHIFT, mode, &copied);
 		else	/* -EAGAIN while the table may be behind the kernel */
@@ -250,13 +346,27 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 						  run << PAGE_SHIFT, mode, &copied);
 		if (!(mode & UF_UFFD_DONTWAKE) && copied >> PAGE_SHIFT > fill_wake.pgoff - (pgoff + i))
 			fill_wake.woken = true;
-		if (locked)
-			pthread_rwlock_unlock(&obj->mm->vma_lock);
-		for (k = 0; k < copied >> PAGE_SHIFT; k++)
-			mark_present(obj, pgoff + i + k);
+		/* present before rmap_lock goes: see uf_vma_collect_dirty() */
+		for (k = 0; k < copied >> PAGE_SHIFT; k++) {
+			mark_present(obj, pgoff + i + k, tracked);
+			if (unprotected)
+				uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff + i + k);
+		}
 		added += copied >> PAGE_SHIFT;
 		i += copied >> PAGE_SHIFT;
-		if (ret && dst + copied != (unsigned long)obj->cache_map + ((pgoff + i) << PAGE_SHIFT)) {
+		if (ret == -EEXIST && dst == cdst) {
+			/* in the memfd, unknown to the page state: a write
+			 * protect just made may have hidden a write there */
+			mark_present(obj, pgoff + i, tracked);
+			if (tracked)
+				uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff + i);
+		}
+		if (tracked)
+			pthread_mutex_unlock(&obj->page_lock);
+		pthread_rwlock_unlock(&obj->rmap_lock);
+		if (locked)
+			pthread_rwlock_unlock(&obj->mm->vma_lock);
+		if (ret && dst != cdst) {
 			/*
 			 * The mapping refused: going away, moved or unmapped by
 			 * the program with the table not yet told (EAGAIN), or
@@ -269,7 +379,6 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		}
 		direct = vma != NULL;
 		if (ret == -EEXIST) {
-			mark_present(obj, pgoff + i);
 			i++;
 		} else if (ret) {
 			__uf_huge_filled(obj, pgoff, i);
@@ -524,6 +633,7 @@ static int fill_removed(struct uf_object *obj, uint64_t pgoff)
 
 	if (mincore((void *)dst, PAGE_SIZE, &vec) == 0 && (vec & 1))
 		return 0;
+	protect_holes(obj, pgoff, 1, true);
 	ret = uf_uffd_copy(&obj->mm->uffd, dst, zeros, PAGE_SIZE, UF_UFFD_DONTWAKE, &copied);
 	if (copied)
 		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
@@ -537,7 +647,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	struct uf_ra_req ra;
 	size_t filled = 0;
 	bool major = false;
-	int ret, tries;
+	int ret, tries, behind = 0;
 
 	if (!vma || !fdata || !(obj = vma->obj)) {
 		if (fdata)
@@ -574,6 +684,25 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			ret = fill_removed(obj, fdata->pgoff);
 		if (!uf_protocol_broken())
 			pthread_rwlock_unlock(&obj->invalidate_lock);
+		/*
+		 * A mapping could not be write-protected before the copy: the
+		 * program changed its mappings (or ufault zapped, reclaiming),
+		 * and the table does not show it yet.  Apply the events and
+		 * serve again, but never wait for vma_lock (a holder may wait
+		 * for this very fault): when it stays busy, insert dirty.
+		 */
+		if (ret == -EAGAIN) {
+			if (++behind > FILL_BEHIND_TRIES) {
+				fill_insert_dirty = true;
+			} else if (pthread_rwlock_trywrlock(&vma->mm->vma_lock) == 0) {
+				pthread_rwlock_unlock(&vma->mm->vma_lock);
+				uf_uffd_settle(&vma->mm->uffd);
+			} else {
+				usleep(FILL_BEHIND_WAIT_US);
+			}
+			tries--;
+			continue;
+		}
 		/* no room even for this page: the cache is full of pages that
 		 * cannot leave yet: wait a little for them (an object busy
 		 * with a fill or a pread), then fail the access; at once when
@@ -582,6 +711,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			break;
 		usleep(ROOM_WAIT_US);
 	}
+	fill_insert_dirty = false;
 	uf_readahead_submit(vma, &ra);
 
 	if (ret == -ENOMEM || ret == -ENOBUFS) {
@@ -646,6 +776,7 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	pthread_rwlock_init(&obj->invalidate_lock, NULL);
 	pthread_mutex_init(&obj->page_lock, NULL);
 	pthread_mutex_init(&obj->sync_lock, NULL);
+	pthread_rwlock_init(&obj->rmap_lock, NULL);
 
 	obj->memfd = memfd_create("ufault-cache", MFD_CLOEXEC);
 	if (obj->memfd < 0) {
@@ -795,6 +926,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	pthread_rwlock_destroy(&obj->invalidate_lock);
 	pthread_mutex_destroy(&obj->page_lock);
 	pthread_mutex_destroy(&obj->sync_lock);
+	pthread_rwlock_destroy(&obj->rmap_lock);
 	if (obj->mm)
 		uf_mm_put(obj->mm);	/* its memory may go now (destroyed before) */
 	free(obj);
@@ -932,7 +1064,7 @@ UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, 
  */
 static ssize_t write_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t offset)
 {
-	uint64_t size = obj->size, first, last, p;
+	uint64_t size = obj->size, first, last, p, gen;
 	size_t holes = 0;
 	long charged;
 	ssize_t ret = 0;
@@ -959,13 +1091,29 @@ static ssize_t write_chunk(struct uf_object *obj, void *buf, size_t len, uint64_
 	charged = uf_cache_charge(obj->mm, holes, holes);
 	if (charged < 0)
 		return charged;
+	/* protected before they are in the cache (see cache_insert());
+	 * @buf may fault, so no lock is held across the write */
+	gen = holes ? protect_holes(obj, first, last - first + 1, false) : 0;
 	ret = memfd_io(obj->memfd, buf, len, offset, true);
 	if (ret > 0) {
+		bool tracked;
+
 		last = (offset + (uint64_t)ret - 1) >> PAGE_SHIFT;
+		pthread_rwlock_rdlock(&obj->rmap_lock);
+		tracked = __uf_object_tracked(obj);
+		if (tracked)
+			pthread_mutex_lock(&obj->page_lock);
+		/* a mapping began tracking since the protect: protect it
+		 * now; the pages are dirty, so no write they had is lost */
+		if (tracked && holes && obj->rmap_gen != gen)
+			(void)__uf_object_protect_holes(obj, first, last - first + 1, NULL);
 		for (p = first; p <= last; p++) {
-			mark_present(obj, p);
+			mark_present(obj, p, tracked);
 			uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
 		}
+		if (tracked)
+			pthread_mutex_unlock(&obj->page_lock);
+		pthread_rwlock_unlock(&obj->rmap_lock);
 		__uf_huge_filled(obj, first, last - first + 1);
 	}
 	uf_cache_uncharge(obj->mm, (size_t)charged);

@@ -11,7 +11,8 @@
  *                             held (waited for when room is needed, else
  *                             tried)
  *     obj->sync_lock          one writeback of an object at a time
- *       mm->vma_lock          rwlock: the VMA table, obj->vmas, nl_pgoff,
+ *       mm->vma_lock          rwlock: the VMA table, obj->vmas (and
+ *                             obj->rmap_lock), nl_pgoff,
  *                             expect, busy.  Shared: lookups, truncate,
  *                             punch, writeback, reclaim, copies into the
  *                             program's mappings; exclusive: map, unmap,
@@ -27,8 +28,19 @@
  *                             Present/dirty bits are atomic, set and read
  *                             in either mode.
  *           (another object's invalidate_lock: an overlay store's ->read)
- *           obj->page_lock    write-protect changes against writeback; the
- *                             FIFO ring
+ *           obj->rmap_lock    rwlock: obj->vmas and where each VMA on it
+ *                             lies (start, end, pgoff, nl_pgoff, flags).
+ *                             They change with mm->vma_lock and this lock
+ *                             held exclusive (link, unlink, split, trim,
+ *                             move, growth, write-protect added), so
+ *                             either lock held shared keeps them still;
+ *                             shared here: a fill's or pwrite's protect of
+ *                             the holes it fills (filemap.c), which must
+ *                             not wait for vma_lock.  Taken with vma_lock
+ *                             held or not, under invalidate_lock or not.
+ *           obj->page_lock    write-protect changes against writeback and
+ *                             against each other (a fill's protect and copy
+ *                             of holes, pwrite's protect); the FIFO ring
  *           huge->lock        the collapse queue (huge.c)
  *           vma->ref_lock     a VMA's references
  *           store locks       fs->lock (store_file.c); st->lock,
@@ -285,7 +297,7 @@ struct uf_vma {
 	const struct uf_vm_operations *vm_ops;
 	void *private_data;
 	struct uf_object *obj;
-	struct uf_vma *obj_next;	/* obj->vmas, under mm->vma_lock */
+	struct uf_vma *obj_next;	/* obj->vmas (see obj->rmap_lock) */
 	uint64_t id;			/* unique in the mm */
 	bool dead;			/* unlinked, being unmapped (atomic) */
 	bool detached;			/* unmapped by the program: the last
@@ -355,7 +367,13 @@ struct uf_object {
 	uint64_t huge_busy;		/* extent + 1 being collapsed, or 0 */
 
 	pthread_mutex_t sync_lock;
-	struct uf_vma *vmas;		/* under mm->vma_lock */
+	/* the object's mappings (the kernel's i_mapping tree): changed under
+	 * mm->vma_lock and rmap_lock exclusive, read under either; @rmap_gen
+	 * counts the mappings that began write-protect tracking (under
+	 * rmap_lock exclusive) */
+	pthread_rwlock_t rmap_lock;
+	struct uf_vma *vmas;
+	uint64_t rmap_gen;
 	struct uf_object *mm_next;	/* under mm->obj_lock */
 	bool dead;			/* unused: nothing sets or reads it */
 	struct uf_ws *ws;		/* record and replay (workingset.c) */
@@ -442,6 +460,10 @@ void uf_pagemap_free(struct uf_pagemap *pm);
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
+int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);
+bool __uf_object_tracked(struct uf_object *obj);
+int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
+			      const struct uf_vma *skip);
 int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);
 void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
@@ -450,7 +472,7 @@ void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 long uf_reclaim(struct uf_mm *mm, size_t room);
 long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need);
 void uf_cache_uncharge(struct uf_mm *mm, size_t n);
-void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff);
+void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff, bool page_locked);
 
 /* worker.c: background work of an mm, one thread */
 struct uf_work {

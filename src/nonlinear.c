@@ -72,13 +72,17 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 		goto out;
 	if (!vma->nl_pgoff) {
 		size_t n = (vma->end - vma->start) >> PAGE_SHIFT;
+		uint64_t *nl = malloc(n * sizeof(*nl));
 
 		ret = -ENOMEM;
-		vma->nl_pgoff = malloc(n * sizeof(*vma->nl_pgoff));
-		if (!vma->nl_pgoff)
+		if (!nl)
 			goto out;
 		for (i = 0; i < n; i++)
-			vma->nl_pgoff[i] = vma->pgoff + i;
+			nl[i] = vma->pgoff + i;
+		/* (a fill reads it under rmap_lock alone: internal.h) */
+		pthread_rwlock_wrlock(&vma->obj->rmap_lock);
+		vma->nl_pgoff = nl;
+		pthread_rwlock_unlock(&vma->obj->rmap_lock);
 		fresh = true;
 	}
 	/*
@@ -103,12 +107,16 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 		restore(vma, s, e);
 		goto out;
 	}
+	pthread_rwlock_wrlock(&vma->obj->rmap_lock);
 	for (i = 0; i < size >> PAGE_SHIFT; i++)
 		vma->nl_pgoff[((s - vma->start) >> PAGE_SHIFT) + i] = (pgoff + i) | NL_WINDOW;
+	pthread_rwlock_unlock(&vma->obj->rmap_lock);
 out:
 	if (ret && fresh) {
+		pthread_rwlock_wrlock(&vma->obj->rmap_lock);
 		free(vma->nl_pgoff);
 		vma->nl_pgoff = NULL;
+		pthread_rwlock_unlock(&vma->obj->rmap_lock);
 	}
 	pthread_rwlock_unlock(&mm->vma_lock);
 	return ret;

@@ -52,13 +52,15 @@
  * A page was filled.  FIFO: append it to the object's ring.  An entry of a
  * page that left the cache otherwise (truncate, hole punch) is skipped
  * when it comes up.
- * Locking: obj->invalidate_lock held (any mode); takes obj->page_lock.
+ * Locking: obj->invalidate_lock held (any mode); takes obj->page_lock
+ * unless @page_locked (the caller holds it).
  */
-void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff)
+void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff, bool page_locked)
 {
 	struct uf_mm *mm = obj->mm;
 
-	pthread_mutex_lock(&obj->page_lock);
+	if (!page_locked)
+		pthread_mutex_lock(&obj->page_lock);
 	if (mm->policy == UF_RECLAIM_FIFO) {
 		if (obj->fifo_tail - obj->fifo_head == obj->fifo_cap) {
 			uint64_t cap = obj->fifo_cap ? 2 * obj->fifo_cap : 1024, i;
@@ -77,7 +79,8 @@ void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff)
 		obj->fifo[obj->fifo_tail++ % obj->fifo_cap] = pgoff;
 	}
 out:
-	pthread_mutex_unlock(&obj->page_lock);
+	if (!page_locked)
+		pthread_mutex_unlock(&obj->page_lock);
 }
 
 /*
@@ -338,7 +341,7 @@ static uint64_t evict_object(struct uf_object *obj, size_t want, bool *wb_failed
 		if (mm->policy == UF_RECLAIM_FIFO)
 			for (k = i; k < j; k++)
 				if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, vict[k]))
-					__uf_reclaim_note_fill(obj, vict[k]);
+					__uf_reclaim_note_fill(obj, vict[k], false);
 	}
 	/* the page state memory of what is left empty goes too */
 	if (n)

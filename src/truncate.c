@@ -99,13 +99,22 @@ static int zero_memfd(struct uf_object *obj, uint64_t off, uint64_t len)
 
 /*
  * Synchronous write-protect: a zapped PTE that was writable leaves no
- * protection marker behind, so the page would come back writable without
- * a fault.  Protect everything from @first on again.
+ * protection marker behind.  A page that comes back through a fill or a
+ * pwrite is protected before it is in the cache (filemap.c); what stayed
+ * cached from @first on (a huge extent's pages the kernel could not
+ * split away) is protected again here.  Cost: what is cached.
  * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
  */
 static void reprotect(struct uf_object *obj, uint64_t first)
 {
-	__uf_object_protect(obj, first, UINT64_MAX / 2);
+	uint64_t end = DIV_ROUND_UP(obj->size, PAGE_SIZE), p, q;
+
+	for (p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, first, end); p < end;
+	     p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, q, end)) {
+		for (q = p + 1; q < end && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q); q++)
+			;
+		__uf_object_protect(obj, p, q - p);
+	}
 }
 
 static int store_truncate(struct uf_object *obj, uint64_t size)

@@ -63,7 +63,24 @@ struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr)
 	return NULL;
 }
 
-/* Locking: mm->vma_lock held exclusive. */
+/*
+ * Where an object's VMA lies, and the object's list of VMAs, change under
+ * obj->rmap_lock exclusive too (besides mm->vma_lock): a fill reads them
+ * under rmap_lock alone (see internal.h).
+ */
+static void rmap_wrlock(struct uf_vma *v)
+{
+	if (v->obj)
+		pthread_rwlock_wrlock(&v->obj->rmap_lock);
+}
+
+static void rmap_unlock(struct uf_vma *v)
+{
+	if (v->obj)
+		pthread_rwlock_unlock(&v->obj->rmap_lock);
+}
+
+/* Locking: mm->vma_lock held exclusive, obj->rmap_lock exclusive. */
 static int __vma_link(struct uf_mm *mm, struct uf_vma *vma)
 {
 	size_t i;
@@ -99,12 +116,14 @@ static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 	if (vma->obj) {
 		struct uf_vma **pp;
 
+		rmap_wrlock(vma);
 		for (pp = &vma->obj->vmas; *pp; pp = &(*pp)->obj_next) {
 			if (*pp == vma) {
 				*pp = vma->obj_next;
 				break;
 			}
 		}
+		rmap_unlock(vma);
 	}
 }
 
@@ -192,7 +211,9 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	 * shared cache with zero pages. */
 	if (madvise((void *)start, len, MADV_DONTFORK) < 0)
 		return -errno;
-	if (vma->flags & VMA_WP)
+	/* a window is protected whole; a new linear mapping only where the
+	 * cache holds pages, once linked (vma_install) */
+	if ((vma->flags & VMA_WP) && vma->nl_pgoff)
 		return uf_vma_writeprotect(vma, start, len);
 	return 0;
 }
@@ -361,12 +382,15 @@ static struct uf_vma *__vma_split(struct uf_mm *mm, struct uf_vma *vma, unsigned
 	nv->private_data = vma->private_data;
 	nv->obj = vma->obj;
 	nv->ino = vma->ino;
+	rmap_wrlock(vma);
 	vma->end = addr;
 	if (__vma_link(mm, nv)) {
 		vma->end = nv->end;
+		rmap_unlock(vma);
 		vma_free(nv);
 		return NULL;
 	}
+	rmap_unlock(vma);
 	if (nv->obj)
 		uf_object_get(nv->obj);
 	nv->refs++;		/* for l->opened */
@@ -410,9 +434,13 @@ static void __vma_unmap_range(struct uf_mm *mm, unsigned long s, unsigned long e
 			__vma_lost_writes(v, e, v->end);
 		}
 		if (v->start < s) {
+			rmap_wrlock(v);
 			v->end = s;			/* keep the head */
+			rmap_unlock(v);
 		} else if (v->end > e) {
+			rmap_wrlock(v);
 			__vma_trim_head(v, e);		/* keep the tail */
+			rmap_unlock(v);
 		} else {
 			__vma_unlink(mm, v);
 			v->ev_next = l->released;
@@ -541,8 +569,10 @@ static void __vma_move(struct uf_mm *mm, unsigned long from, unsigned long to, u
 	}
 	while ((v = moved)) {
 		moved = v->ev_next;
+		rmap_wrlock(v);
 		v->start += delta;
 		v->end += delta;
+		rmap_unlock(v);
 		i = __vma_index(mm, v->start);
 		memmove(&mm->vmas[i + 1], &mm->vmas[i], (mm->nvmas - i) * sizeof(*mm->vmas));
 		mm->vmas[i] = v;
@@ -702,19 +732,27 @@ static void __vma_grow(struct uf_vma *v, const struct kmap *km, unsigned long en
 {
 	size_t oldn = (v->end - v->start) >> PAGE_SHIFT, newn = (end - v->start) >> PAGE_SHIFT, j;
 	unsigned long old_end = v->end;
+	uint64_t *p = NULL;
 
 	if (v->nl_pgoff) {
-		uint64_t *p = realloc(v->nl_pgoff, newn * sizeof(*p));
-
+		p = malloc(newn * sizeof(*p));
 		if (!p)
 			return;
+		memcpy(p, v->nl_pgoff, oldn * sizeof(*p));
 		for (j = oldn; j < newn; j++)
 			p[j] = (km->off + (v->start + (j << PAGE_SHIFT) - km->start)) >> PAGE_SHIFT;
+	}
+	rmap_wrlock(v);
+	if (p) {
+		free(v->nl_pgoff);
 		v->nl_pgoff = p;
 	}
 	v->end = end;
+	if (v->obj)
+		v->obj->rmap_gen++;
+	rmap_unlock(v);
 	if (v->flags & VMA_REG_WP)
-		uf_vma_writeprotect(v, old_end, end - old_end);
+		uf_vma_protect_cached(v, old_end, end);
 	if (v->obj && (v->flags & VMA_SHARED) && !v->obj->readonly)
 		__vma_mark_dirty(v, old_end, end);
 }
@@ -733,9 +771,14 @@ static void __vma_now_writable(struct uf_vma *v)
 	v->prot |= PROT_WRITE;
 	if (!(v->flags & VMA_WP) && (mm->wp_async || mm->wp_sync) &&
 	    ((v->flags & VMA_REG_WP) || uf_uffd_register(&mm->uffd, v->start, len, true) == 0)) {
-		/* (read without the lock by the fault path) */
+		/* tracked first, so a fill from now on protects its holes
+		 * here; then what is cached already (read without the lock by
+		 * the fault path) */
+		rmap_wrlock(v);
 		__atomic_store_n(&v->flags, v->flags | VMA_REG_WP | VMA_WP, __ATOMIC_RELAXED);
-		uf_vma_writeprotect(v, v->start, len);
+		v->obj->rmap_gen++;
+		rmap_unlock(v);
+		uf_vma_protect_cached(v, v->start, v->end);
 	}
 	__vma_mark_dirty(v, v->start, v->end);
 }
@@ -1093,7 +1136,22 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 		usleep(1000);
 	}
 	__vma_unmap_range(mm, vma->start, vma->end, &l);
+	/*
+	 * Linked under rmap_lock: a fill either copied before (its page is
+	 * present, and protected here) or sees the VMA and protects its holes
+	 * in it before it copies.  Nothing of the program's can touch the
+	 * mapping before uf_mmap() returns.
+	 */
+	rmap_wrlock(vma);
 	ret = __vma_link(mm, vma);
+	if (!ret && (vma->flags & VMA_WP))
+		vma->obj->rmap_gen++;
+	rmap_unlock(vma);
+	if (!ret && (vma->flags & VMA_WP)) {
+		ret = uf_vma_protect_cached(vma, vma->start, vma->end);
+		if (ret)
+			__vma_unlink(mm, vma);
+	}
 	if (!ret)
 		__vma_busy(mm, vma, false);
 	ops = vma->vm_ops;	/* read before the program can unmap it */
@@ -1316,14 +1374,26 @@ static int __vma_mprotect(struct uf_vma *v, int prot)
 	    (mm->wp_async || mm->wp_sync)) {
 		int ret = 0;
 
+		unsigned int old = v->flags;
+
 		if (!(v->flags & VMA_REG_WP))
 			ret = uf_uffd_register(&mm->uffd, v->start, len, true);
-		if (!ret)
-			ret = uf_vma_writeprotect(v, v->start, len);
 		if (ret)
 			return ret;
-		/* (read without the lock by the fault path) */
+		/* tracked first, so a fill from now on protects its holes
+		 * here; then what is cached already (read without the lock by
+		 * the fault path) */
+		rmap_wrlock(v);
 		__atomic_store_n(&v->flags, v->flags | VMA_REG_WP | VMA_WP, __ATOMIC_RELAXED);
+		v->obj->rmap_gen++;
+		rmap_unlock(v);
+		ret = uf_vma_protect_cached(v, v->start, v->end);
+		if (ret) {
+			rmap_wrlock(v);
+			__atomic_store_n(&v->flags, old | VMA_REG_WP, __ATOMIC_RELAXED);
+			rmap_unlock(v);
+			return ret;
+		}
 	}
 	if (mprotect((void *)v->start, len, prot) < 0)
 		return -errno;

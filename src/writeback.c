@@ -15,8 +15,14 @@
  * writeback protects a page again before it reads its bytes.  Without any
  * write-protect support, every cached page of such a mapping is dirty.
  *
+ * Only cached pages carry write protection: a hole's first access is a
+ * missing-page event, and the fill protects it in every tracked mapping
+ * before its copy (__uf_object_protect_holes); a new mapping protects
+ * what is cached (uf_vma_protect_cached).  Scans and protects walk cached
+ * runs, so they cost what is cached, not the mappings' length.
+ *
  * Locks (the order is in internal.h): obj->sync_lock, mm->vma_lock shared,
- * obj->invalidate_lock, obj->page_lock.
+ * obj->invalidate_lock, obj->rmap_lock, obj->page_lock.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -34,8 +40,141 @@ int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long l
 }
 
 /*
+ * The next run of cached pages in [*p, end): set *p to its first page and
+ * return its end (*p == end: none).  Cost: what is cached.
+ * Locking: obj->invalidate_lock held.
+ */
+static uint64_t next_cached_run(struct uf_object *obj, uint64_t *p, uint64_t end)
+{
+	uint64_t q = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, *p, end);
+
+	*p = q;
+	while (q < end && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q))
+		q++;
+	return q;
+}
+
+/*
+ * Write-protect what [start, end) of @vma shows of the cache, for a
+ * mapping that begins write-protect tracking there (made, grown, made
+ * writable): the kernel would map a cached page on its first access
+ * without the protection, and let a write through untracked (synchronous
+ * mode) or report a read as a write (asynchronous).  Holes need nothing:
+ * their first access is a missing-page event, and a fill protects them in
+ * every tracked mapping before it copies (__uf_object_protect_holes).  So
+ * the cost, page tables included, is what is cached, not the length.  A
+ * nonlinear VMA, whose windows show any page, is protected whole.
+ * Locking: mm->vma_lock held exclusive; takes obj->invalidate_lock shared.
+ */
+int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end)
+{
+	struct uf_object *obj = vma->obj;
+	uint64_t pg0, p, e, q;
+	int ret = 0;
+
+	if (!obj || start >= end)
+		return 0;
+	if (vma->nl_pgoff)
+		return uf_vma_writeprotect(vma, start, end - start);
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	pg0 = p = __uf_vma_pgoff(vma, start);
+	e = pg0 + ((end - start) >> PAGE_SHIFT);
+	while (!ret && p < e) {
+		q = next_cached_run(obj, &p, e);
+		if (p < q)
+			ret = uf_vma_writeprotect(vma, start + ((p - pg0) << PAGE_SHIFT),
+						  (q - p) << PAGE_SHIFT);
+		p = q;
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret;
+}
+
+/* Does a mapping of @obj track writes by write-protect?
+ * Locking: obj->rmap_lock or mm->vma_lock held (any mode). */
+bool __uf_object_tracked(struct uf_object *obj)
+{
+	struct uf_vma *vma;
+
+	for (vma = obj->vmas; vma; vma = vma->obj_next)
+		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP)
+			return true;
+	return false;
+}
+
+/* The addresses of @vma (nonlinear) that show pages [first, first + n),
+ * protected run by run.  Cost: the VMA's length (windows are small). */
+static int protect_holes_nonlinear(struct uf_vma *vma, uint64_t first, uint64_t n)
+{
+	size_t npages = (vma->end - vma->start) >> PAGE_SHIFT, i, j;
+	int ret;
+
+	for (i = 0; i < npages; i = j) {
+		uint64_t pg = vma->nl_pgoff[i] & ~NL_WINDOW;
+
+		if (pg < first || pg >= first + n) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < npages && (vma->nl_pgoff[j] & ~NL_WINDOW) >= first &&
+		     (vma->nl_pgoff[j] & ~NL_WINDOW) < first + n; j++)
+			;
+		ret = uf_uffd_writeprotect_mapped(&vma->mm->uffd, vma->start + (i << PAGE_SHIFT),
+						  (j - i) << PAGE_SHIFT, true, false);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Object pages [first, first + n), holes, are about to enter the cache:
+ * write-protect them first in every write-protect tracked mapping of @obj
+ * but @skip (a copy straight into @skip maps them protected itself), so
+ * that no mapping ever shows them unprotected (see uf_vma_protect_cached).
+ * On a none PTE the protection is a marker, which the kernel keeps when it
+ * later maps the page.  Return 0, or -EAGAIN (or another error) when a
+ * mapping cannot be protected now: the program changed its mappings and
+ * the table does not show it yet (an address may be another mapping's by
+ * now); the caller must not then insert the pages as clean.
+ * Locking: obj->rmap_lock held shared (the mappings stay where they are),
+ * obj->page_lock held (no other protect or fill of these pages between the
+ * check that they are holes and the copy).
+ */
+int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
+			      const struct uf_vma *skip)
+{
+	struct uf_vma *vma;
+	int ret;
+
+	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT), a, b;
+
+		if (!(__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP) || vma == skip)
+			continue;
+		if (vma->nl_pgoff) {
+			ret = protect_holes_nonlinear(vma, first, n);
+			if (ret)
+				return ret;
+			continue;
+		}
+		a = first > vma->pgoff ? first : vma->pgoff;
+		b = first + n < vend ? first + n : vend;
+		if (a >= b)
+			continue;
+		ret = uf_uffd_writeprotect_mapped(&obj->mm->uffd,
+						  vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
+						  (b - a) << PAGE_SHIFT, true, false);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
  * Mark dirty the cached object pages that [start, end) of @vma shows (a
- * page not in the cache has nothing to write).
+ * page not in the cache has nothing to write).  Cost: what is cached
+ * (page by page in a nonlinear VMA).
  * Locking: mm->vma_lock held (any mode), obj->invalidate_lock shared.
  */
 void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
@@ -43,6 +182,14 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 	struct uf_object *obj = vma->obj;
 	unsigned long a;
 
+	if (!vma->nl_pgoff) {
+		uint64_t p = __uf_vma_pgoff(vma, start), e = p + ((end - start) >> PAGE_SHIFT);
+
+		for (p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, p, e); p < e;
+		     p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, p + 1, e))
+			uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
+		return;
+	}
 	for (a = start; a < end; a += PAGE_SIZE) {
 		uint64_t pgoff = __uf_vma_pgoff(vma, a);
 
@@ -83,22 +230,14 @@ static void mark_written(struct uf_vma *vma, unsigned long start, unsigned long 
 }
 
 /*
- * Move the "written" state of [start, end) of a shared writable object
- * mapping into the dirty bits (obj->pages), write-protecting the pages
- * again.
- * Locking: mm->vma_lock held (any mode), or the VMA is already unlinked.
- * Takes obj->invalidate_lock shared: the page state (pagemap.c) is not
- * freed under it.
+ * Move the "written" state of [start, end) of @vma into the dirty bits.
+ * Locking: obj->invalidate_lock held shared.
  */
-int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
+static int collect_range(struct uf_vma *vma, unsigned long start, unsigned long end)
 {
 	struct uf_mm *mm = vma->mm;
-	struct uf_object *obj = vma->obj;
 	int ret = 0;
 
-	if (mm->wp_sync)
-		return 0;	/* the dirty bits are kept exact by write faults */
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	if (vma->flags & VMA_WP) {
 		struct page_region vec[64];
 		struct pm_scan_arg arg = {
@@ -147,6 +286,46 @@ int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 						     start + ((i + 1) << PAGE_SHIFT));
 		}
 		free(vec);
+	}
+	return ret;
+}
+
+/*
+ * Move the "written" state of [start, end) of a shared writable object
+ * mapping into the dirty bits (obj->pages), write-protecting the pages
+ * again.  Only the cached runs are scanned: a scan that matches
+ * write-protect over a hole reports it written and puts a marker on every
+ * PTE of it, page tables the length of the mapping.  A page being copied
+ * in is in no run yet: obj->rmap_lock, held shared by a fill from its copy
+ * to its present bit, is taken once here so that every copy made before
+ * the call counts (a write it had then would be lost to an unmap).
+ * Locking: mm->vma_lock held (any mode), or the VMA is already unlinked.
+ * Takes obj->invalidate_lock shared: the page state (pagemap.c) is not
+ * freed under it.
+ */
+int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
+{
+	struct uf_object *obj = vma->obj;
+	uint64_t pg0, p, e, q;
+	int ret = 0;
+
+	if (vma->mm->wp_sync)
+		return 0;	/* the dirty bits are kept exact by write faults */
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	pthread_rwlock_wrlock(&obj->rmap_lock);
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	if (vma->nl_pgoff) {
+		ret = collect_range(vma, start, end);	/* windows show any page */
+	} else {
+		pg0 = p = __uf_vma_pgoff(vma, start);
+		e = pg0 + ((end - start) >> PAGE_SHIFT);
+		while (!ret && p < e) {
+			q = next_cached_run(obj, &p, e);
+			if (p < q)
+				ret = collect_range(vma, start + ((p - pg0) << PAGE_SHIFT),
+						    start + ((q - pg0) << PAGE_SHIFT));
+			p = q;
+		}
 	}
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	return ret;
