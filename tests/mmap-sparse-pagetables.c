@@ -102,7 +102,7 @@ static void check_growth(struct ctx *c, const char *step, double t)
 {
 	long kb = vm_pte_kb();
 
-	printf("%s: %-22s VmPTE +%ld kB  %.3f s\n", c->mode, step, kb - c->base_kb, t);
+	printf("%s: %-22s VmPTE +%ld kB  %.3f ms\n", c->mode, step, kb - c->base_kb, t * 1e3);
 	CHECK(kb - c->base_kb <= MAX_GROWTH_KB, "%s: %s added %ld kB of page tables", c->mode,
 	      step, kb - c->base_kb);
 }
