@@ -56,6 +56,9 @@ struct uf_page;
 					   for dirty tracking (testing) */
 #define UF_MM_NO_HUGE		0x04	/* do not collapse fully cached 2 MiB
 					   extents into huge pages */
+#define UF_MM_NO_FORK		0x08	/* fork children do not inherit ufault
+					   memory (MADV_DONTFORK), even where
+					   the kernel allows the fork event */
 
 /* uf_mm_config.reclaim_policy */
 #define UF_RECLAIM_CLOCK	0	/* second chance (default) */

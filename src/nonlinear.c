@@ -105,6 +105,7 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 	}
 	for (i = 0; i < size >> PAGE_SHIFT; i++)
 		vma->nl_pgoff[((s - vma->start) >> PAGE_SHIFT) + i] = (pgoff + i) | NL_WINDOW;
+	uf_vma_inherit(vma, s, size);
 out:
 	if (ret && fresh) {
 		free(vma->nl_pgoff);
