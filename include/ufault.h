@@ -56,6 +56,9 @@ struct uf_page;
 					   for dirty tracking (testing) */
 #define UF_MM_NO_HUGE		0x04	/* do not collapse fully cached 2 MiB
 					   extents into huge pages */
+#define UF_MM_NO_FORK		0x08	/* fork children do not inherit ufault
+					   memory (MADV_DONTFORK), even where
+					   the kernel allows the fork event */
 
 /* uf_mm_config.reclaim_policy */
 #define UF_RECLAIM_CLOCK	0	/* second chance (default) */
@@ -105,6 +108,21 @@ struct uf_mm_config {
  * taken inside system calls are served too; otherwise the userfaultfd(2)
  * system call, falling back to UFFD_USER_MODE_ONLY) and starts the handler
  * threads.  Several mms may exist in one process.
+ *
+ * fork(): where the kernel grants UFFD_FEATURE_EVENT_FORK (it needs
+ * CAP_SYS_PTRACE; ufault-info says), a child keeps its ufault mappings,
+ * served by this mm's handler threads into the same cache, as after the
+ * kernel's own fork: shared object mappings are one cache with the
+ * parent's (the child's writes reach the store at the parent's next
+ * uf_msync()/uf_object_sync(); every cached page a child's shared
+ * mapping shows is then written back, as the child's writes cannot be
+ * told apart), private ones are copy-on-write, operation mappings call
+ * fault() with a VMA of the child's.  The child's uf_* calls fail with
+ * -ECHILD.  fork() waits until a thread of ufault has read the kernel's
+ * fork message.  uf_mm_destroy() while a child lives gives the child
+ * SIGBUS on every page it has not received yet.  Without the fork event,
+ * or with UF_MM_NO_FORK, ufault memory is MADV_DONTFORK: a child's touch
+ * there is SIGSEGV.
  *
  * Return: 0, or -EINVAL (bad @cfg, NULL @mmp), -EPERM (userfaultfd not
  * allowed to this process), -ENOSYS (kernel without userfaultfd), -ENOMEM,

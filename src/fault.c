@@ -274,26 +274,27 @@ static int poll_timeout_ms(struct uf_mm *mm)
  */
 static int poison_page(struct uf_vma *vma, unsigned long page_addr)
 {
-	struct uf_mm *mm = vma->mm;
+	pthread_rwlock_t *lock = uf_vma_table_lock(vma);
+	struct uf_uffd *u = uf_vma_uffd(vma);
 	int ret;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&mm->vma_lock);
+		pthread_rwlock_rdlock(lock);
 		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || page_addr < vma->start ||
 		    page_addr >= vma->end) {
-			pthread_rwlock_unlock(&mm->vma_lock);
+			pthread_rwlock_unlock(lock);
 			return -ESTALE;
 		}
-		ret = uf_uffd_poison_mapped(&mm->uffd, page_addr, PAGE_SIZE);
+		ret = uf_uffd_poison_mapped(u, page_addr, PAGE_SIZE);
 		if (ret == -EEXIST && (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)) {
-			ret = uf_uffd_writeprotect_mapped(&mm->uffd, page_addr, PAGE_SIZE, false, true);
+			ret = uf_uffd_writeprotect_mapped(u, page_addr, PAGE_SIZE, false, true);
 			if (!ret)
-				ret = uf_uffd_poison_mapped(&mm->uffd, page_addr, PAGE_SIZE);
+				ret = uf_uffd_poison_mapped(u, page_addr, PAGE_SIZE);
 		}
-		pthread_rwlock_unlock(&mm->vma_lock);
+		pthread_rwlock_unlock(lock);
 		if (ret != -EAGAIN)
 			return ret;
-		uf_uffd_settle(&mm->uffd);	/* the table catches up first */
+		uf_uffd_settle(u);	/* the table catches up first */
 	}
 }
 
@@ -313,20 +314,24 @@ static int poison_page(struct uf_vma *vma, unsigned long page_addr)
  *    thread (si_code SI_QUEUE, si_addr exact), which interrupts its wait;
  *    a system call then spins and a thread that blocks or ignores SIGBUS
  *    waits: ufault(7) says so.
+ *  - In another address space (a fork child, as.c) an object page keeps its
+ *    marker, as an operation mapping's does: its page tables cannot be
+ *    zapped from here.
  */
 static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bool eof)
 {
 	unsigned long page_addr = addr & PAGE_MASK;
 	struct uf_mm *mm = vma->mm;
+	struct uf_uffd *u = uf_vma_uffd(vma);
 	siginfo_t si;
 	uint64_t runs;
 	int ret;
 
 	if (eof) {
-		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+		uf_uffd_wake(u, page_addr, PAGE_SIZE);
 		return;
 	}
-	if (!vma->obj) {
+	if (!vma->obj || vma->as) {
 		ret = poison_page(vma, page_addr);
 	} else {
 		runs = thread_runs(tid);	/* before the wake */
@@ -341,7 +346,12 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 	if (ret != -ENOSYS) {
 		/* EEXIST: present, or poisoned already; else the mapping is
 		 * changing: either way the retry sees what is there now */
-		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+		uf_uffd_wake(u, page_addr, PAGE_SIZE);
+		return;
+	}
+	if (vma->as) {
+		/* (the child's pid is not known: its retry faults again) */
+		uf_uffd_wake(u, page_addr, PAGE_SIZE);
 		return;
 	}
 	memset(&si, 0, sizeof(si));
@@ -446,7 +456,20 @@ static void inflight_end(struct uf_mm *mm, unsigned int slot)
 	pthread_mutex_unlock(&mm->inflight_lock);
 }
 
-static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uffd_msg *msg)
+/*
+ * A child's fault at @page_addr that its table does not cover, once its
+ * events are applied: not a mapping ufault knows of in that process (one
+ * uf_munmap() took away as it forked).  SIGBUS, never a fault served for
+ * ever.
+ */
+static void as_no_vma(struct uf_as *as, unsigned long page_addr)
+{
+	if (uf_uffd_poison_holes(&as->uffd, page_addr, PAGE_SIZE))
+		uf_uffd_wake(&as->uffd, page_addr, PAGE_SIZE);
+}
+
+static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
+			   const struct uffd_msg *msg)
 {
 	unsigned long addr = msg->arg.pagefault.address;
 	unsigned long page_addr = addr & PAGE_MASK;
@@ -462,9 +485,22 @@ static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uff
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	/* this thread is past any access it was poisoned for elsewhere */
-	if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
+	if (!as && __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
 		poison_expire(mm, false, tid, page_addr);
-	vma = uf_vma_lookup_get(mm, addr, &pgoff, &nonlinear);
+	if (as) {
+		vma = uf_as_lookup_get(as, addr, &pgoff, &nonlinear);
+		if (!vma) {
+			/* an event not yet applied (a move)? */
+			uf_uffd_quiesce(&as->uffd);
+			vma = uf_as_lookup_get(as, addr, &pgoff, &nonlinear);
+		}
+		if (!vma) {
+			as_no_vma(as, page_addr);
+			return;
+		}
+	} else {
+		vma = uf_vma_lookup_get(mm, addr, &pgoff, &nonlinear);
+	}
 	if (!vma) {
 		/* unmapped meanwhile: the retry meets the placeholder */
 		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
@@ -472,8 +508,12 @@ static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uff
 	}
 
 	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
-		/* a write to a clean page (synchronous dirty tracking) */
-		uf_handle_wp_fault(vma, addr, pgoff);
+		/* a write to a clean page (synchronous dirty tracking); a
+		 * child's writes are all taken as dirty (as.c): let it write */
+		if (vma->as && uf_uffd_writeprotect(&as->uffd, page_addr, PAGE_SIZE, false, false))
+			uf_uffd_wake(&as->uffd, page_addr, PAGE_SIZE);
+		else if (!vma->as)
+			uf_handle_wp_fault(vma, addr, pgoff);
 		uf_vma_put(vma);
 		return;
 	}
@@ -523,7 +563,7 @@ static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uff
 		/* unmapped while fault() ran: the retry meets the placeholder
 		 * and takes SIGSEGV, as for any unmapped address */
 		count_fault(vma, typed);
-		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+		uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
 		uf_vma_put(vma);
 		return;
 	}
@@ -539,7 +579,7 @@ static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uff
 		if (__atomic_load_n(&mm->inflight_deferred, __ATOMIC_RELAXED) == page_addr)
 			__atomic_store_n(&mm->inflight_deferred, 0, __ATOMIC_RELAXED);
 		if (!(fdata.flags & UF_FAULT_FLAG_WOKEN))
-			uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+			uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
 	} else if (vma->obj && !(fdata.flags & UF_FAULT_FLAG_EOF) &&
 		 inflight_pass_error(mm, slot, page_addr, tid))
 		;	/* the next handler answers this thread too */
@@ -551,17 +591,41 @@ static void __handle_fault(struct uf_mm *mm, unsigned int slot, const struct uff
 		uf_reclaim(mm, 0);
 }
 
-static void handle_fault(void *owner, unsigned int slot, const struct uffd_msg *msg)
+static void serve(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
+		  const struct uffd_msg *msg)
 {
-	struct uf_mm *mm = owner;
 	unsigned long page_addr = msg->arg.pagefault.address & PAGE_MASK;
 	pid_t tid = (pid_t)msg->arg.pagefault.feat.ptid;
 
+	/* (a child's page and the parent's at one address are served in
+	 * turn too: it costs a wait, never a wrong answer) */
 	inflight_begin(mm, slot, page_addr, tid);
 	__atomic_store_n(&mm->serving_tid[slot], tid, __ATOMIC_RELEASE);
-	__handle_fault(mm, slot, msg);
+	__handle_fault(mm, as, slot, msg);
 	__atomic_store_n(&mm->serving_tid[slot], 0, __ATOMIC_RELEASE);
 	inflight_end(mm, slot);
+}
+
+static void handle_fault(void *owner, unsigned int slot, const struct uffd_msg *msg)
+{
+	serve(owner, NULL, slot, msg);
+}
+
+/* ->fault of a child's userfaultfd (as.c): served with the child's VMA. */
+void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg)
+{
+	struct uf_as *as = owner;
+
+	serve(as->mm, as, slot, msg);
+}
+
+/* ->event: a fork makes an address space (as.c); the rest is vma.c's. */
+static void handle_event(void *owner, const struct uffd_msg *msg)
+{
+	if (msg->event == UFFD_EVENT_FORK)
+		uf_as_fork(owner, NULL, msg);
+	else
+		uf_vma_event(owner, msg);
 }
 
 /*
@@ -583,7 +647,13 @@ void uf_fault_settle(struct uf_mm *mm)
 
 static int fault_idle_ms(void *owner)
 {
-	return poll_timeout_ms(owner);
+	struct uf_mm *mm = owner;
+	int ms = poll_timeout_ms(mm);
+
+	/* fork children: look now and then whether they are gone (as.c) */
+	if (ms < 0 && __atomic_load_n(&mm->nchildren, __ATOMIC_RELAXED))
+		ms = 100;
+	return ms;
 }
 
 static void fault_idle(void *owner)
@@ -592,12 +662,13 @@ static void fault_idle(void *owner)
 
 	if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
 		poison_expire(mm, false, 0, 0);
+	uf_as_reap(mm, false);
 }
 
 /* What the engine's handler threads call (uffd.c). */
 const struct uf_uffd_ops uf_fault_uffd_ops = {
 	.fault		= handle_fault,
-	.event		= uf_vma_event,		/* unmap, remap, remove: vma.c */
+	.event		= handle_event,		/* unmap, remap, remove: vma.c */
 	.idle_ms	= fault_idle_ms,
 	.idle		= fault_idle,
 };
@@ -668,35 +739,36 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 	 * while the table is known to be the kernel's (uf_uffd_copy_mapped),
 	 * else the events are applied and the address looked at again.
 	 */
+	/* (a fork child's VMA: its table, through its userfaultfd) */
 	for (;;) {
-		pthread_rwlock_rdlock(&vma->mm->vma_lock);
+		pthread_rwlock_rdlock(uf_vma_table_lock(vma));
 		/* (an object's cache takes the page whatever the mapping) */
 		inside = address >= vma->start && address < vma->end &&
 			 (vma->obj || !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE));
 		if (inside && vma->obj)
 			pgoff = __uf_vma_pgoff(vma, page_addr);
 		if (!inside || vma->obj) {
-			pthread_rwlock_unlock(&vma->mm->vma_lock);
+			pthread_rwlock_unlock(uf_vma_table_lock(vma));
 			break;
 		}
-		ret = uf_uffd_copy_mapped(&vma->mm->uffd, page_addr, kaddr, PAGE_SIZE,
+		ret = uf_uffd_copy_mapped(uf_vma_uffd(vma), page_addr, kaddr, PAGE_SIZE,
 					  cur.vma == vma && cur.page == page_addr ?
 					  UF_UFFD_DONTWAKE : 0, NULL);
-		pthread_rwlock_unlock(&vma->mm->vma_lock);
+		pthread_rwlock_unlock(uf_vma_table_lock(vma));
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(&vma->mm->uffd);
+		uf_uffd_settle(uf_vma_uffd(vma));
 	}
 	if (!inside)
 		return -EINVAL;
 	if (vma->obj) {
 		ret = uf_object_insert(vma->obj, pgoff, kaddr);
 		if ((ret == 0 || ret == -EEXIST) && !(cur.vma == vma && cur.page == page_addr))
-			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
+			uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
 	} else if (ret == -EEXIST && !(cur.vma == vma && cur.page == page_addr)) {
 		/* (copied above) the page being faulted on is woken by
 		 * handle_fault(), after the fault is counted; any other now */
-		uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);
+		uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
 	}
 	if ((ret == 0 || ret == -EEXIST) && cur.vma == vma && cur.page == page_addr)
 		cur.installed = true;

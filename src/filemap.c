@@ -288,7 +288,8 @@ static __thread bool fill_insert_dirty;
 static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf, size_t npages,
 			 struct uf_vma *vma)
 {
-	bool direct = vma != NULL;
+	/* (a fork child's mapping is another process's: through cache_map) */
+	bool direct = vma != NULL && !vma->as;
 	size_t i = 0;
 	long added = 0;
 
@@ -377,7 +378,7 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 			direct = false;
 			continue;
 		}
-		direct = vma != NULL;
+		direct = vma != NULL && !vma->as;
 		if (ret == -EEXIST) {
 			i++;
 		} else if (ret) {

@@ -60,6 +60,18 @@
  * Taken with no other ufault lock held, nothing taken under them:
  *   mm->inflight_lock (fault.c), ra->lock (readahead.c), worker->lock
  *   (worker.c), u->lock (uffd.c: starting handler threads).
+ *
+ * Other address spaces (fork children, as.c):
+ *
+ *   obj->sync_lock
+ *     mm->vma_lock
+ *       mm->as_lock              (mutex: the list of children)
+ *         as->vma_lock           (rwlock: a child's VMA table, as
+ *                                 mm->vma_lock is the mm's own)
+ *           obj->invalidate_lock
+ *
+ * Reclaim, which holds an invalidate lock exclusive, only tries as_lock
+ * and as->vma_lock.  The engine's u->guest_lock (uffd.c) is a leaf.
  */
 #ifndef UF_INTERNAL_H
 #define UF_INTERNAL_H
@@ -136,6 +148,7 @@ struct uf_uffd {
 		struct uf_uffd *uffd;
 		unsigned int slot;
 		uint64_t busy_since;	/* ns, 0 while idle (atomic) */
+		int ep;			/* its epoll set (guest_lock), or -1 */
 	} handlers[UF_MAX_HANDLERS];
 	int timerfd;			/* the monitor's alarm */
 	bool timer_armed;		/* atomic */
@@ -167,12 +180,28 @@ struct uf_uffd {
 	 * applied, the owner's table is the kernel's for its length.
 	 */
 	pthread_rwlock_t copy_lock;
+
+	/*
+	 * Guests: the userfaultfds of other address spaces (fork children),
+	 * read by this engine's handler threads, each with its own queues
+	 * and copy_lock as above, and no threads of its own (@host set).
+	 * The host's list and each guest's @users (handlers using it) are
+	 * under the host's guest_lock, a leaf; a guest leaves the list only
+	 * while no handler uses it.
+	 */
+	pthread_mutex_t guest_lock;
+	struct uf_uffd *guests;
+	unsigned int nguests;		/* atomic */
+	struct uf_uffd *host, *guest_next;
+	int users;
+	struct uf_uffd *engine_next;	/* engines with threads (uffd.c) */
 };
 
 #define UF_UFFD_DONTWAKE	0x01	/* uf_uffd_copy: leave waiters asleep */
 #define UF_UFFD_WP		0x02	/* uf_uffd_copy: map write-protected */
 
 int uf_uffd_probe(bool user_mode_only, uint64_t *avail);
+bool uf_uffd_probe_feature(bool user_mode_only, uint64_t feature);
 int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want);
 int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
 		  void *owner);
@@ -199,10 +228,27 @@ struct uf_range {
 	unsigned long start, end;
 };
 int uf_uffd_zap(struct uf_uffd *u, const struct uf_range *r, size_t n);
+void uf_uffd_guest_init(struct uf_uffd *g, int fd, struct uf_uffd *host,
+			const struct uf_uffd_ops *ops, void *owner);
+void uf_uffd_attach(struct uf_uffd *g);
+int uf_uffd_detach(struct uf_uffd *g, bool wait);
+bool uf_uffd_alive(struct uf_uffd *g);
+int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len);
+
+struct uf_as;
 
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
 	pid_t pid;			/* the process that created it */
+	/*
+	 * UFFD_FEATURE_EVENT_FORK granted: regions are inherited, and each
+	 * fork child is an address space of its own (as.c), under as_lock.
+	 */
+	bool fork_events;
+	pthread_mutex_t as_lock;
+	struct uf_as *children;
+	unsigned int nchildren;		/* atomic */
+	uint64_t reap_ns;		/* last look for children gone (atomic) */
 	bool wp_async;			/* dirty tracking by PAGEMAP_SCAN */
 	bool wp_sync;			/* dirty tracking by write-protect faults */
 	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
@@ -289,7 +335,9 @@ struct uf_mm {
 					   there can reach the cache */
 
 struct uf_vma {
-	struct uf_mm *mm;
+	struct uf_mm *mm;		/* whose cache and threads serve it */
+	struct uf_as *as;		/* a child's address space, or NULL:
+					   the mm's own (mm->vmas) */
 	unsigned long start, end;
 	uint64_t pgoff;
 	int prot;
@@ -322,6 +370,43 @@ struct uf_vma {
 	struct uf_counters stats;
 };
 #define NL_WINDOW	(1ULL << 63)
+
+/*
+ * Another process's address space served by an mm (as.c): a fork child's.
+ * Its VMAs (vma->as set, vma->mm the serving mm) are its own copies: in
+ * its table only, never on obj->vmas, so the parent's walks never see
+ * them.  Its userfaultfd is a guest of the mm's engine.
+ */
+struct uf_as {
+	struct uf_mm *mm;
+	struct uf_uffd uffd;
+	pthread_rwlock_t vma_lock;
+	struct uf_vma **vmas;		/* sorted by start, under vma_lock */
+	size_t nvmas, vmas_cap;
+	struct uf_as *next;		/* mm->children, under mm->as_lock */
+};
+
+/* The engine and table lock of the address space @vma belongs to. */
+static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
+{
+	return vma->as ? &vma->as->uffd : &vma->mm->uffd;
+}
+
+static inline pthread_rwlock_t *uf_vma_table_lock(const struct uf_vma *vma)
+{
+	return vma->as ? &vma->as->vma_lock : &vma->mm->vma_lock;
+}
+
+/* as.c */
+extern const struct uf_uffd_ops uf_as_uffd_ops;
+void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *msg);
+void uf_as_event(void *owner, const struct uffd_msg *msg);
+struct uf_vma *uf_as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				bool *nonlinear);
+void uf_as_reap(struct uf_mm *mm, bool force);
+void uf_as_destroy_all(struct uf_mm *mm);
+void uf_as_collect_writes(struct uf_object *obj);
+bool __uf_as_collect_writes_try(struct uf_object *obj);
 
 /* A sparse map of per-page bits (pagemap.c): the root node, with the
  * tree's height in its low bits. */
@@ -401,6 +486,7 @@ uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
 void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
+void uf_vma_inherit(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_unmap_all(struct uf_mm *mm);
 void uf_vma_event(void *owner, const struct uffd_msg *msg);
 int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end);
@@ -412,6 +498,7 @@ int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
 
 /* fault.c */
 extern const struct uf_uffd_ops uf_fault_uffd_ops;
+void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg);
 struct uf_vma *uf_fault_vma(void);
 /* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
  * kernel raises SIGBUS itself on the retry) */

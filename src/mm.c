@@ -79,15 +79,20 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 	want |= avail & (UFFD_FEATURE_EXACT_ADDRESS | UFFD_FEATURE_POISON);
 	/*
 	 * The program's own munmap(), mremap() and madvise(MADV_DONTNEED) on
-	 * ufault memory: the VMA table follows them (vma.c).  Not
-	 * UFFD_FEATURE_EVENT_FORK: regions are MADV_DONTFORK, so a child has
-	 * no registered range to report, and the event would make every
-	 * fork() wait for a handler (a fork from inside ->fault would wait
-	 * for itself) and hand ufault a userfaultfd of the child's it has no
-	 * use for.
+	 * ufault memory: the VMA table follows them (vma.c).
 	 */
 	want |= avail & (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMAP |
 			 UFFD_FEATURE_EVENT_REMOVE);
+	/*
+	 * fork(): a child keeps its ufault memory, served as an address space
+	 * of its own (as.c), where the kernel grants the fork event (it needs
+	 * CAP_SYS_PTRACE; UFFDIO_API refuses it otherwise).  Else regions
+	 * are MADV_DONTFORK, as a child's copy would lose its registration
+	 * and fill the shared cache with zero pages.
+	 */
+	if ((avail & UFFD_FEATURE_EVENT_FORK) && !(flags & UF_MM_NO_FORK) &&
+	    uf_uffd_probe_feature(umo, UFFD_FEATURE_EVENT_FORK))
+		want |= UFFD_FEATURE_EVENT_FORK;
 	if (!(flags & UF_MM_NO_WP_ASYNC) && !budget &&
 	    (avail & UFFD_FEATURE_WP_ASYNC) && (avail & UFFD_FEATURE_WP_UNPOPULATED) &&
 	    (avail & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
@@ -99,6 +104,7 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 	ret = uf_uffd_open(&mm->uffd, umo, want);
 	if (ret)
 		return ret;
+	mm->fork_events = want & UFFD_FEATURE_EVENT_FORK;
 	mm->wp_async = want & UFFD_FEATURE_WP_ASYNC;
 	mm->wp_sync = !mm->wp_async && (want & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
 	/* PAGEMAP_SCAN: written pages (async mode), mapped pages (reclaim) */
@@ -119,7 +125,8 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	if (!cfg)
 		cfg = &def;
 	if (cfg->handler_threads > UF_MAX_HANDLERS ||
-	    (cfg->flags & ~(UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC | UF_MM_NO_HUGE)) ||
+	    (cfg->flags & ~(UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC | UF_MM_NO_HUGE |
+			    UF_MM_NO_FORK)) ||
 	    cfg->reclaim_policy > UF_RECLAIM_FIFO ||
 	    (cfg->readahead_max && cfg->readahead_max < PAGE_SIZE))
 		return -EINVAL;
@@ -146,6 +153,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	pthread_mutex_init(&mm->charge_lock, NULL);
 	pthread_mutex_init(&mm->poison_lock, NULL);
 	pthread_mutex_init(&mm->zap_lock, NULL);
+	pthread_mutex_init(&mm->as_lock, NULL);
 	pthread_mutex_init(&mm->inflight_lock, NULL);
 	pthread_cond_init(&mm->inflight_cond, NULL);
 
@@ -189,6 +197,7 @@ void uf_mm_put(struct uf_mm *mm)
 	pthread_mutex_destroy(&mm->poison_lock);
 	pthread_mutex_destroy(&mm->zap_lock);
 	free(mm->zaps);
+	pthread_mutex_destroy(&mm->as_lock);
 	pthread_mutex_destroy(&mm->inflight_lock);
 	pthread_cond_destroy(&mm->inflight_cond);
 	free(mm);
@@ -238,6 +247,8 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	}
 	/* object calls starting from now fail; those under way complete */
 	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
+	/* fork children still alive: SIGBUS for what they have not got */
+	uf_as_destroy_all(mm);
 	uf_unmap_all(mm);
 	uf_worker_stop(mm);	/* after the mappings: its items hold them */
 	uf_huge_stop(mm);
@@ -334,6 +345,7 @@ UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
 	if (uf_forked(mm))
 		return -ECHILD;
 	uf_fault_settle(mm);
+	uf_as_reap(mm, true);	/* (children gone no longer count) */
 	stats_copy(st, &mm->stats);
 	pthread_mutex_lock(&mm->obj_lock);
 	for (obj = mm->objects; obj; obj = obj->mm_next) {

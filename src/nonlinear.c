@@ -111,6 +111,7 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 	for (i = 0; i < size >> PAGE_SHIFT; i++)
 		vma->nl_pgoff[((s - vma->start) >> PAGE_SHIFT) + i] = (pgoff + i) | NL_WINDOW;
 	pthread_rwlock_unlock(&vma->obj->rmap_lock);
+	uf_vma_inherit(vma, s, size);
 out:
 	if (ret && fresh) {
 		pthread_rwlock_wrlock(&vma->obj->rmap_lock);

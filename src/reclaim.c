@@ -303,7 +303,8 @@ static uint64_t evict_object(struct uf_object *obj, size_t want, bool *wb_failed
 		free(vict);
 		return 0;
 	}
-	if (!__evictable(obj))
+	/* what fork children may have written is dirty first (as.c) */
+	if (!__evictable(obj) || !__uf_as_collect_writes_try(obj))
 		goto out;
 	n = __pick_victims(obj, vict, want);
 	qsort(vict, n, sizeof(*vict), cmp_u64);

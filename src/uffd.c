@@ -21,9 +21,16 @@
  *  - ufault's own system calls that raise an event on this fd are made by
  *    uf_uffd_run(): from a helper thread while the caller reads.
  *
+ * Guests.  The handler threads also read the userfaultfds of other
+ * address spaces (fork children: as.c), each a struct uf_uffd of its own
+ * with no threads (uf_uffd_guest_init, uf_uffd_attach): every handler's
+ * epoll set holds every guest's fd, and a guest's messages go to its own
+ * ops and owner.  Each rule above holds per fd.
+ *
  * Locking: u->lock (a mutex) only guards starting handler threads; ev_lock
- * is a leaf (held around read() and the queue only).  The handler threads
- * call the ops with no lock held.
+ * is a leaf (held around read() and the queue only); guest_lock is a leaf
+ * (the list of guests, their users, the handlers' epoll sets).  The
+ * handler threads call the ops with no lock held.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -113,6 +120,39 @@ int uf_uffd_probe(bool user_mode_only, uint64_t *avail)
 	return ret;
 }
 
+static void reserve_room(struct uf_uffd *u);
+
+static void uffd_init_queues(struct uf_uffd *u)
+{
+	pthread_rwlockattr_t a;
+
+	pthread_mutex_init(&u->ev_lock, NULL);
+	pthread_cond_init(&u->ev_cond, NULL);
+	/* a reader of the fd is not kept out by a stream of copies */
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&u->copy_lock, &a);
+	pthread_rwlockattr_destroy(&a);
+}
+
+/*
+ * uf_uffd_probe_feature - does this process get @feature when it asks?
+ * Some are offered but refused (UFFD_FEATURE_EVENT_FORK without
+ * CAP_SYS_PTRACE).
+ */
+bool uf_uffd_probe_feature(bool user_mode_only, uint64_t feature)
+{
+	int fd = uffd_open(user_mode_only);
+	uint64_t got;
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = uffd_api(fd, feature, &got) == 0;
+	close(fd);
+	return ok;
+}
+
 /* uf_uffd_open - open the engine's fd with exactly the features @want. */
 int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 {
@@ -121,6 +161,7 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 
 	u->fd = u->stopfd = u->kickfd = -1;
 	pthread_mutex_init(&u->lock, NULL);
+	pthread_mutex_init(&u->guest_lock, NULL);
 	fd = uffd_open(user_mode_only);
 	if (fd < 0)
 		return fd;
@@ -131,17 +172,8 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 	}
 	u->fd = fd;
 	u->features = want;
-	pthread_mutex_init(&u->ev_lock, NULL);
-	pthread_cond_init(&u->ev_cond, NULL);
-	{
-		pthread_rwlockattr_t a;
-
-		/* a reader of the fd is not kept out by a stream of copies */
-		pthread_rwlockattr_init(&a);
-		pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-		pthread_rwlock_init(&u->copy_lock, &a);
-		pthread_rwlockattr_destroy(&a);
-	}
+	uffd_init_queues(u);
+	reserve_room(u);
 	u->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (u->stopfd < 0)
 		return -errno;
@@ -204,6 +236,9 @@ static void busy_end(struct uf_uffd_handler *h)
 
 /* The engine whose handler this thread is (NULL: an application thread). */
 static __thread struct uf_uffd *cur_uffd;
+/* This thread reads for a fork() that may hold malloc's locks (the
+ * monitor): it reads into the room kept, never makes more. */
+static __thread bool nofork_malloc;
 
 bool uf_uffd_in_handler(const struct uf_uffd *u)
 {
@@ -215,19 +250,52 @@ static bool is_event(const struct uffd_msg *m)
 	return m->event != UFFD_EVENT_PAGEFAULT;
 }
 
-/* Room for @n more messages in @q (*cap entries).  Locking: ev_lock. */
-static bool __room(struct uffd_msg **q, size_t used, size_t *cap, size_t n)
-{
-	struct uffd_msg *p;
+/*
+ * Room for messages is made before a read, outside every lock: a fork()
+ * holds the C library's malloc locks until its fork event has been read,
+ * so a reader must never wait for malloc (nor for a lock held by a thread
+ * that does).  The queues keep ROOM_SLACK free entries; a read takes at
+ * most 16.
+ */
+#define ROOM_SLACK	32
 
-	if (used + n <= *cap)
-		return true;
-	p = realloc(*q, (used + n + 16) * sizeof(*p));
-	if (!p)
-		return false;
-	*q = p;
-	*cap = used + n + 16;
-	return true;
+/* Grow *q (under ev_lock, at *cap entries, @used in use) to hold @slack
+ * more.  Locking: takes ev_lock; allocates without it. */
+static void grow_queue(struct uf_uffd *u, struct uffd_msg **q, size_t *used, size_t *cap)
+{
+	for (;;) {
+		size_t c, want;
+		struct uffd_msg *p;
+
+		pthread_mutex_lock(&u->ev_lock);
+		c = *cap;
+		want = *used + ROOM_SLACK;
+		pthread_mutex_unlock(&u->ev_lock);
+		if (c >= want)
+			return;
+		want = want * 2;
+		p = malloc(want * sizeof(*p));
+		if (!p)
+			return;
+		pthread_mutex_lock(&u->ev_lock);
+		if (*cap == c) {
+			struct uffd_msg *old = *q;
+
+			if (*used)
+				memcpy(p, old, *used * sizeof(*p));
+			*q = p;
+			*cap = want;
+			p = old;
+		}
+		pthread_mutex_unlock(&u->ev_lock);
+		free(p);
+	}
+}
+
+static void reserve_room(struct uf_uffd *u)
+{
+	grow_queue(u, &u->evq, &u->nevq, &u->evq_cap);
+	grow_queue(u, &u->pending, &u->npending, &u->pending_cap);
 }
 
 /*
@@ -249,10 +317,15 @@ static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, 
 
 	if (max > 16)
 		max = 16;
+	if (!nofork_malloc)
+		reserve_room(u);
 	pthread_rwlock_wrlock(&u->copy_lock);
 	pthread_mutex_lock(&u->ev_lock);
-	if (!__room(&u->evq, u->nevq, &u->evq_cap, max) ||
-	    (!faults && !__room(&u->pending, u->npending, &u->pending_cap, max))) {
+	if (u->nevq + max > u->evq_cap)
+		max = u->evq_cap - u->nevq;
+	if (!faults && u->npending + max > u->pending_cap)
+		max = u->pending_cap - u->npending;
+	if (!max) {
 		pthread_mutex_unlock(&u->ev_lock);
 		pthread_rwlock_unlock(&u->copy_lock);
 		*nread = 0;
@@ -337,7 +410,7 @@ static void uffd_drain(struct uf_uffd *u)
 		uint64_t one = 1;
 
 		/* the handlers sleep on an empty fd: tell them */
-		if (write(u->kickfd, &one, sizeof(one)) < 0) {
+		if (write(u->host ? u->host->kickfd : u->kickfd, &one, sizeof(one)) < 0) {
 			/* an eventfd write fails only on overflow */
 		}
 	}
@@ -345,14 +418,90 @@ static void uffd_drain(struct uf_uffd *u)
 		sched_yield();
 }
 
-/* Serve a fault.  No lock held. */
-static void serve_fault(struct uf_uffd_handler *h, const struct uffd_msg *msg)
+/* Serve a fault read from @u (the handler's engine or a guest of it).
+ * No lock held. */
+static void serve_fault(struct uf_uffd_handler *h, struct uf_uffd *u, const struct uffd_msg *msg)
 {
-	struct uf_uffd *u = h->uffd;
-
-	busy_begin(h);
 	u->ops->fault(u->owner, h->slot, msg);
-	busy_end(h);
+}
+
+/* Take guest @g of @u for a while (NULL if it left meanwhile: epoll may
+ * report an fd just removed).  Locking: takes u->guest_lock. */
+static struct uf_uffd *guest_get(struct uf_uffd *u, const struct uf_uffd *g)
+{
+	struct uf_uffd *p;
+
+	pthread_mutex_lock(&u->guest_lock);
+	for (p = u->guests; p && p != g; p = p->guest_next)
+		;
+	if (p)
+		p->users++;
+	pthread_mutex_unlock(&u->guest_lock);
+	return p;
+}
+
+static void guest_put(struct uf_uffd *u, struct uf_uffd *g)
+{
+	pthread_mutex_lock(&u->guest_lock);
+	g->users--;
+	pthread_mutex_unlock(&u->guest_lock);
+}
+
+/* Apply a guest's events and serve a fault it holds (read by a thread that
+ * met EAGAIN), one guest after the other.  Return whether it did work. */
+static bool guests_pending(struct uf_uffd_handler *h)
+{
+	struct uf_uffd *u = h->uffd, *g;
+	bool did = false;
+	unsigned int i;
+
+	if (!__atomic_load_n(&u->nguests, __ATOMIC_RELAXED))
+		return false;
+	for (i = 0;; i++) {
+		struct uffd_msg msg;
+		unsigned int k = 0;
+
+		pthread_mutex_lock(&u->guest_lock);
+		for (g = u->guests; g && k < i; g = g->guest_next)
+			k++;
+		if (g)
+			g->users++;
+		pthread_mutex_unlock(&u->guest_lock);
+		if (!g)
+			return did;
+		if (__atomic_load_n(&g->nevq, __ATOMIC_RELAXED)) {
+			apply_events(g);
+			did = true;
+		}
+		if (pending_pop(g, &msg)) {
+			serve_fault(h, g, &msg);
+			did = true;
+		}
+		guest_put(u, g);
+	}
+}
+
+/* A guest's fd is readable: read one message, apply or serve it. */
+static void guest_ready(struct uf_uffd_handler *h, const struct uf_uffd *which)
+{
+	struct uf_uffd *u = h->uffd, *g = guest_get(u, which);
+	struct uffd_msg msg;
+	size_t n;
+
+	if (!g)
+		return;
+	if (uffd_read(g, &msg, 1, &n) == 1)
+		serve_fault(h, g, &msg);
+	if (__atomic_load_n(&g->nevq, __ATOMIC_RELAXED))
+		apply_events(g);
+	guest_put(u, g);
+}
+
+static void guest_epoll_add(int ep, struct uf_uffd *g)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = g };
+
+	epoll_ctl(ep, EPOLL_CTL_ADD, g->fd, &ev);
 }
 
 /*
@@ -370,6 +519,7 @@ static void *handler_thread(void *arg)
 		{ .fd = u->stopfd, .events = POLLIN },
 		{ .fd = u->kickfd, .events = POLLIN },
 	};
+	struct uf_uffd *guest_seen = NULL;
 	int ep, i;
 	sigset_t all;
 
@@ -392,7 +542,7 @@ static void *handler_thread(void *arg)
 	for (i = 0; ep >= 0 && i < 3; i++) {
 		struct epoll_event ev = {
 			.events = EPOLLIN | (i == 0 ? EPOLLEXCLUSIVE : 0),
-			.data.u32 = (uint32_t)i,
+			.data.u64 = (uint64_t)i,
 		};
 
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, pfd[i].fd, &ev) < 0) {
@@ -400,40 +550,65 @@ static void *handler_thread(void *arg)
 			ep = -1;
 		}
 	}
+	/* the guests attached so far; uf_uffd_attach() adds later ones */
+	if (ep >= 0) {
+		struct uf_uffd *g;
 
+		pthread_mutex_lock(&u->guest_lock);
+		h->ep = ep;
+		for (g = u->guests; g; g = g->guest_next)
+			guest_epoll_add(ep, g);
+		pthread_mutex_unlock(&u->guest_lock);
+	}
+
+	/*
+	 * A handler counts as idle only while it waits for the fds: whatever
+	 * else it does (serving, applying events, ->idle) may wait -- for
+	 * malloc, which a fork() holds until its event is read -- and the
+	 * monitor must then read for it (drain_all).
+	 */
+	busy_begin(h);
 	for (;;) {
 		struct uffd_msg msg;
 		size_t n;
 		int ready, timeout;
 
-		if (__atomic_load_n(&u->nevq, __ATOMIC_RELAXED)) {
-			busy_begin(h);
+		if (__atomic_load_n(&u->nevq, __ATOMIC_RELAXED))
 			apply_events(u);
-			busy_end(h);
-		}
 		if (pending_pop(u, &msg)) {
-			serve_fault(h, &msg);
+			serve_fault(h, u, &msg);
 			continue;
 		}
+		if (guests_pending(h))
+			continue;
 		timeout = u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1;
+		busy_end(h);
 		if (ep >= 0) {
-			struct epoll_event evs[3];
+			struct epoll_event evs[4];
 			int k;
 
-			ready = epoll_wait(ep, evs, 3, timeout);
+			ready = epoll_wait(ep, evs, 4, timeout);
 			for (i = 0; i < 3; i++)
 				pfd[i].revents = 0;
-			for (k = 0; k < ready; k++)
-				pfd[evs[k].data.u32].revents = (short)evs[k].events;
+			guest_seen = NULL;
+			for (k = 0; k < ready; k++) {
+				if (evs[k].data.u64 < 3)
+					pfd[evs[k].data.u64].revents = (short)evs[k].events;
+				else
+					guest_seen = evs[k].data.ptr;	/* one per round */
+			}
 		} else {
 			ready = poll(pfd, 3, timeout);
 		}
+		busy_begin(h);
 		if (u->ops->idle)
 			u->ops->idle(u->owner);
 		if (ready <= 0)
 			continue;	/* EINTR, or the owner's timer */
 		if (pfd[1].revents)
 			break;
+		if (guest_seen)
+			guest_ready(h, guest_seen);
 		if (pfd[2].revents) {
 			uint64_t v;
 
@@ -445,11 +620,15 @@ static void *handler_thread(void *arg)
 		}
 		/* an event is queued (applied at the top of the loop); a
 		 * fault is served now; nothing: another handler took it */
-		if (uffd_read(u, &msg, 1, &n) == 1)
-			serve_fault(h, &msg);
+		if (pfd[0].revents && uffd_read(u, &msg, 1, &n) == 1)
+			serve_fault(h, u, &msg);
 	}
-	if (ep >= 0)
+	if (ep >= 0) {
+		pthread_mutex_lock(&u->guest_lock);
+		h->ep = -1;
+		pthread_mutex_unlock(&u->guest_lock);
 		close(ep);
+	}
 	return NULL;
 }
 
@@ -559,7 +738,7 @@ static int __start_handler(struct uf_uffd *u)
 
 	if (i == UF_MAX_HANDLERS || u->stopping)
 		return -EAGAIN;
-	u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i };
+	u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i, .ep = -1 };
 	__atomic_add_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
 	ret = -pthread_create(&u->threads[i], NULL, handler_thread, &u->handlers[i]);
 	if (ret) {
@@ -568,6 +747,98 @@ static int __start_handler(struct uf_uffd *u)
 	}
 	__atomic_store_n(&u->nthreads, i + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/*
+ * Spares are not started while a fork() is under way: the C library holds
+ * its malloc locks across the fork system call, which with the fork event
+ * returns only once a thread has read the event; a pthread_create() then
+ * would wait for the fork, and the fork for the monitor.  Forks take
+ * spawn_lock shared (pthread_atfork), the monitor tries it exclusive.
+ */
+static pthread_rwlock_t spawn_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_once_t spawn_once = PTHREAD_ONCE_INIT;
+
+/*
+ * The engines with fork events, so that a fork() can wake their monitors:
+ * should every handler wait (for malloc, which the fork holds, or for
+ * anything else), the monitor reads the fork event within a millisecond
+ * or two (monitor_thread).  A leaf lock.
+ */
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uf_uffd *engines;
+
+static void spawn_fork_prepare(void)
+{
+	struct uf_uffd *u;
+
+	pthread_mutex_lock(&engines_lock);
+	for (u = engines; u; u = u->engine_next) {
+		__atomic_store_n(&u->timer_armed, true, __ATOMIC_SEQ_CST);
+		arm_timer(u, 2 * 1000 * 1000);
+	}
+	pthread_mutex_unlock(&engines_lock);
+	pthread_rwlock_rdlock(&spawn_lock);
+}
+
+static void engines_add(struct uf_uffd *u)
+{
+	pthread_mutex_lock(&engines_lock);
+	u->engine_next = engines;
+	engines = u;
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static void engines_del(struct uf_uffd *u)
+{
+	struct uf_uffd **pp;
+
+	pthread_mutex_lock(&engines_lock);
+	for (pp = &engines; *pp; pp = &(*pp)->engine_next) {
+		if (*pp == u) {
+			*pp = u->engine_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static void spawn_fork_done(void)
+{
+	pthread_rwlock_unlock(&spawn_lock);
+}
+
+static void spawn_init(void)
+{
+	pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_done);
+}
+
+/*
+ * Read what the fds of @u and its guests hold into their queues, for the
+ * handlers: they may all be busy, and a fork() waits for its event to be
+ * read (maybe while the handlers wait for malloc, which the fork holds).
+ * Locking: takes guest_lock, and what uffd_read() takes; no malloc.
+ */
+static void drain_all(struct uf_uffd *u)
+{
+	unsigned int i;
+
+	uffd_drain(u);
+	for (i = 0;; i++) {
+		struct uf_uffd *g;
+		unsigned int k = 0;
+
+		pthread_mutex_lock(&u->guest_lock);
+		for (g = u->guests; g && k < i; g = g->guest_next)
+			k++;
+		if (g)
+			g->users++;
+		pthread_mutex_unlock(&u->guest_lock);
+		if (!g)
+			return;
+		uffd_drain(g);
+		guest_put(u, g);
+	}
 }
 
 /*
@@ -588,6 +859,7 @@ static void *monitor_thread(void *arg)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	nofork_malloc = true;
 	for (;;) {
 		uint64_t ticks, now, oldest = UINT64_MAX;
 		unsigned int i, n;
@@ -601,8 +873,21 @@ static void *monitor_thread(void *arg)
 		/* cleared before nidle is read: a handler that goes busy
 		 * after this arms the timer again */
 		__atomic_store_n(&u->timer_armed, false, __ATOMIC_SEQ_CST);
+		if ((u->features & UFFD_FEATURE_EVENT_FORK) &&
+		    pthread_rwlock_trywrlock(&spawn_lock) != 0) {
+			/* a fork is under way (or a spare being started): read
+			 * its event, whatever the handlers do, until it is done */
+			drain_all(u);
+			if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+				arm_timer(u, 1000 * 1000);
+			continue;
+		} else if (u->features & UFFD_FEATURE_EVENT_FORK) {
+			pthread_rwlock_unlock(&spawn_lock);
+		}
 		if (__atomic_load_n(&u->nidle, __ATOMIC_SEQ_CST) != 0)
 			continue;
+		if (u->features & UFFD_FEATURE_EVENT_FORK)
+			drain_all(u);
 		n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
 		for (i = 0; i < n; i++) {
 			uint64_t t = __atomic_load_n(&u->handlers[i].busy_since, __ATOMIC_RELAXED);
@@ -611,10 +896,16 @@ static void *monitor_thread(void *arg)
 				oldest = t;
 		}
 		now = now_ns();
-		if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS) {
+		if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS &&
+		    pthread_rwlock_trywrlock(&spawn_lock) == 0) {
 			pthread_mutex_lock(&u->lock);
 			__start_handler(u);	/* at UF_MAX_HANDLERS: none */
 			pthread_mutex_unlock(&u->lock);
+			pthread_rwlock_unlock(&spawn_lock);
+		} else if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS) {
+			/* a fork is under way: read for it, look again soon */
+			if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+				arm_timer(u, 1000 * 1000);
 		} else if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST)) {
 			arm_timer(u, oldest == UINT64_MAX ? SPARE_AFTER_NS
 							  : SPARE_AFTER_NS - (now - oldest));
@@ -634,6 +925,7 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 	unsigned int i;
 	int ret;
 
+	pthread_once(&spawn_once, spawn_init);
 	u->ops = ops;
 	u->owner = owner;
 	u->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -645,6 +937,8 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 		return ret;
 	}
 	u->monitor_started = true;
+	if (u->features & UFFD_FEATURE_EVENT_FORK)
+		engines_add(u);
 	pthread_mutex_lock(&u->lock);
 	for (i = 0; i < nthreads && !ret; i++)
 		ret = __start_handler(u);
@@ -667,6 +961,8 @@ void uf_uffd_stop(struct uf_uffd *u)
 	u->stopping = true;		/* no spare starts after this */
 	pthread_mutex_unlock(&u->lock);
 	if (u->monitor_started) {
+		if (u->features & UFFD_FEATURE_EVENT_FORK)
+			engines_del(u);
 		pthread_join(u->monitor, NULL);
 		close(u->timerfd);
 		u->monitor_started = false;
@@ -674,6 +970,100 @@ void uf_uffd_stop(struct uf_uffd *u)
 	for (i = 0; i < u->nthreads; i++)
 		pthread_join(u->threads[i], NULL);
 	u->nthreads = 0;
+}
+
+/*
+ * uf_uffd_guest_init - make @g the engine of another address space whose
+ * userfaultfd is @fd (a fork child's, from UFFD_EVENT_FORK): it has the
+ * host's features, and its messages go to @ops with @owner, read by the
+ * handler threads of @host once attached.
+ */
+void uf_uffd_guest_init(struct uf_uffd *g, int fd, struct uf_uffd *host,
+			const struct uf_uffd_ops *ops, void *owner)
+{
+	memset(g, 0, sizeof(*g));
+	g->fd = fd;
+	g->stopfd = g->kickfd = g->timerfd = -1;
+	g->features = host->features;
+	g->ops = ops;
+	g->owner = owner;
+	g->host = host;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->guest_lock, NULL);
+	uffd_init_queues(g);
+	reserve_room(g);
+}
+
+/*
+ * uf_uffd_attach - the host's handlers read @g from now on.
+ * Locking: takes the host's guest_lock.
+ */
+void uf_uffd_attach(struct uf_uffd *g)
+{
+	struct uf_uffd *u = g->host;
+	unsigned int i, n;
+
+	pthread_mutex_lock(&u->guest_lock);
+	g->guest_next = u->guests;
+	u->guests = g;
+	__atomic_add_fetch(&u->nguests, 1, __ATOMIC_RELAXED);
+	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++)
+		if (u->handlers[i].ep >= 0)
+			guest_epoll_add(u->handlers[i].ep, g);
+	pthread_mutex_unlock(&u->guest_lock);
+}
+
+/*
+ * uf_uffd_detach - the host's handlers stop reading @g; then it may be
+ * closed (uf_uffd_close).  While a handler uses it: -EBUSY, or with @wait
+ * wait for it (the caller must not be that handler).
+ * Locking: takes the host's guest_lock.
+ */
+int uf_uffd_detach(struct uf_uffd *g, bool wait)
+{
+	struct uf_uffd *u = g->host, **pp;
+	unsigned int i, n;
+
+	for (;;) {
+		pthread_mutex_lock(&u->guest_lock);
+		if (!g->users)
+			break;
+		pthread_mutex_unlock(&u->guest_lock);
+		if (!wait)
+			return -EBUSY;
+		sched_yield();
+	}
+	for (pp = &u->guests; *pp; pp = &(*pp)->guest_next) {
+		if (*pp == g) {
+			*pp = g->guest_next;
+			__atomic_sub_fetch(&u->nguests, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
+	for (i = 0; i < n; i++)
+		if (u->handlers[i].ep >= 0)
+			epoll_ctl(u->handlers[i].ep, EPOLL_CTL_DEL, g->fd, NULL);
+	pthread_mutex_unlock(&u->guest_lock);
+	return 0;
+}
+
+/*
+ * uf_uffd_alive - does the address space of @g still exist?  Its process
+ * may have exited or exec'ed: the fd raises no event for that, but every
+ * call on its memory fails with ESRCH once the memory is gone.  The
+ * question is a write-protect lift of one page at the lowest address a
+ * mapping may have (it changes nothing outside a ufault mapping there).
+ */
+bool uf_uffd_alive(struct uf_uffd *g)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { .start = 1UL << 16, .len = PAGE_SIZE },
+		.mode = UFFDIO_WRITEPROTECT_MODE_DONTWAKE,
+	};
+
+	return ioctl(g->fd, UFFDIO_WRITEPROTECT, &wp) == 0 || errno != ESRCH;
 }
 
 struct zap_arg {
@@ -710,7 +1100,8 @@ int uf_uffd_zap(struct uf_uffd *u, const struct uf_range *r, size_t n)
 	return uf_uffd_run(u, zap_fn, &z);
 }
 
-/* uf_uffd_close - close the fds (the threads are stopped). */
+/* uf_uffd_close - close the fds (the threads are stopped, or a guest is
+ * detached). */
 void uf_uffd_close(struct uf_uffd *u)
 {
 	if (u->stopfd >= 0)
@@ -723,6 +1114,8 @@ void uf_uffd_close(struct uf_uffd *u)
 		pthread_cond_destroy(&u->ev_cond);
 		pthread_rwlock_destroy(&u->copy_lock);
 	}
+	pthread_mutex_destroy(&u->guest_lock);
+	pthread_mutex_destroy(&u->lock);
 	u->fd = u->stopfd = u->kickfd = -1;
 	free(u->pending);
 	u->pending = NULL;
@@ -964,4 +1357,41 @@ int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len)
 	if (!(u->features & UFFD_FEATURE_POISON))
 		return -ENOSYS;
 	return poison(u, addr, len, true);
+}
+
+/*
+ * uf_uffd_poison_holes - poison every missing page of [addr, addr + len)
+ * and leave the pages present alone (the ioctl stops at each: skip it),
+ * then wake the whole range: every access to a page that was not there
+ * takes SIGBUS.  For an address space nobody will serve any more.
+ * Return 0, or -errno when the range cannot be poisoned at all.
+ */
+int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len)
+{
+	unsigned long a = addr, end = addr + len;
+	int ret = 0;
+
+	if (!(u->features & UFFD_FEATURE_POISON))
+		return -ENOSYS;
+	while (a < end) {
+		struct uf_uffdio_poison p = { .range = { a, end - a } };
+
+		if (ioctl(u->fd, UF_UFFDIO_POISON, &p) == 0)
+			break;
+		if (p.updated > 0)
+			a += (unsigned long)p.updated;
+		if (errno == EAGAIN) {
+			if (p.updated <= 0)
+				uffd_drain(u);
+			continue;
+		}
+		if (errno == EEXIST) {
+			a += PAGE_SIZE;		/* a page is there */
+			continue;
+		}
+		ret = -errno;
+		break;
+	}
+	uf_uffd_wake(u, addr, len);
+	return ret;
 }

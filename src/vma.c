@@ -208,7 +208,8 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	if (wp && !(vma->flags & VMA_REG_WP))
 		vma->flags |= VMA_REG_WP;
 	/* A child must never touch an unregistered copy: it would fill the
-	 * shared cache with zero pages. */
+	 * shared cache with zero pages.  With fork events the range is
+	 * inherited once the table shows it (uf_vma_inherit). */
 	if (madvise((void *)start, len, MADV_DONTFORK) < 0)
 		return -errno;
 	/* a window is protected whole; a new linear mapping only where the
@@ -216,6 +217,17 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	if ((vma->flags & VMA_WP) && vma->nl_pgoff)
 		return uf_vma_writeprotect(vma, start, len);
 	return 0;
+}
+
+/*
+ * With fork events a child inherits [start, start + len) of @vma, served
+ * as its own (as.c).  Called once the table shows the range: a child
+ * forked before has neither, one forked after has both.
+ */
+void uf_vma_inherit(struct uf_vma *vma, unsigned long start, unsigned long len)
+{
+	if (vma->mm->fork_events)
+		madvise((void *)start, len, MADV_DOFORK);
 }
 
 static struct uf_vma *vma_alloc(struct uf_mm *mm, size_t len, int prot)
@@ -1155,6 +1167,8 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	if (!ret)
 		__vma_busy(mm, vma, false);
 	ops = vma->vm_ops;	/* read before the program can unmap it */
+	if (!ret)
+		uf_vma_inherit(vma, vma->start, len);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	vma_lists_finish(&l);
 	if (ret)

@@ -467,6 +467,9 @@ static int object_sync_range(struct uf_object *obj, uint64_t first, uint64_t las
 		uf_vma_refresh_object(obj);
 	}
 	pthread_mutex_lock(&obj->sync_lock);
+	/* what fork children may have written (as.c) */
+	if (mm && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
+		uf_as_collect_writes(obj);
 	if (mm)
 		pthread_rwlock_rdlock(&mm->vma_lock);
 	if (collect && mm)

@@ -1,9 +1,10 @@
-/* Description: a forked child that cleans up (uf_mm_destroy(),
- * uf_object_put(), as an atexit handler would) and exits leaves the
- * parent working: the parent's later faults are served with the file's
- * bytes and its writes reach the file; in the child every other uf_* call
- * fails with -ECHILD and a touch of ufault memory gets SIGSEGV (regions
- * are MADV_DONTFORK).  Three rounds, one child each.
+/* Description: without fork events (UF_MM_NO_FORK, as on a kernel or in
+ * a process without CAP_SYS_PTRACE), a forked child that cleans up
+ * (uf_mm_destroy(), uf_object_put(), as an atexit handler would) and exits
+ * leaves the parent working: the parent's later faults are served with
+ * the file's bytes and its writes reach the file; in the child every
+ * other uf_* call fails with -ECHILD and a touch of ufault memory gets
+ * SIGSEGV (regions are MADV_DONTFORK).  Three rounds, one child each.
  */
 #define _GNU_SOURCE
 #include "object-store.h"
@@ -58,12 +59,13 @@ static void child(struct ctx *c, int round)
 
 int main(void)
 {
+	struct uf_mm_config cfg = { .flags = UF_MM_NO_FORK };
 	struct ctx c;
 	unsigned char buf[16];
 	int round, fd;
 
 	os_watchdog(60);
-	c.mm = ut_mm_create(NULL);
+	c.mm = ut_mm_create(&cfg);
 	c.obj = ut_object(c.mm, UT_STORE_TMPFS, SIZE, c.path, sizeof(c.path));
 	CHECK_RET(uf_mmap(c.mm, SIZE, PROT_READ | PROT_WRITE, UF_MAP_SHARED, c.obj, 0,
 			  (void **)&c.map), 0);

@@ -32,7 +32,7 @@ int main(void)
 		{ "handler_threads 1000", { .handler_threads = 1000 } },
 		{ "handler_threads 65", { .handler_threads = 65 } },
 		{ "handler_threads UINT_MAX", { .handler_threads = ~0u } },
-		{ "flags 0x08", { .flags = 0x08 } },
+		{ "flags 0x10", { .flags = 0x10 } },
 		{ "flags 0x80000000", { .flags = 0x80000000u } },
 		{ "known and unknown flags", { .flags = UF_MM_USER_MODE_ONLY | 0x100 } },
 		{ "reclaim_policy 2", { .reclaim_policy = 2 } },
@@ -40,7 +40,7 @@ int main(void)
 	};
 	struct uf_mm_config good[] = {
 		{ .handler_threads = 64 },
-		{ .flags = UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC | UF_MM_NO_HUGE },
+		{ .flags = UF_MM_USER_MODE_ONLY | UF_MM_NO_WP_ASYNC | UF_MM_NO_HUGE | UF_MM_NO_FORK },
 		{ .reclaim_policy = UF_RECLAIM_FIFO, .readahead_max = UF_PAGE_SIZE },
 	};
 	struct uf_mm *mm, *sentinel = (struct uf_mm *)0x1234;

@@ -76,6 +76,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1671,7 +1672,9 @@ static void usage(FILE *out)
 		"  --machine        BENCH key=value lines, one per case, at the end, instead\n"
 		"                   of the tables\n"
 		"  --check          exit 1 when a goal is missed\n"
-		"  --only NAME      run only the cases NAME, or NAME-* (warm, cold, zipf, ...)\n"
+		"  --only NAME      run only the cases NAME, or NAME-* (warm, cold, zipf, ...);\n"
+		"                   --only fork: a fork child's cold fault against the parent's,\n"
+		"                   fork() with a --size (default 1 GiB) mapping half cached\n"
 		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
 		"  --tmpfs-dir DIR  where the tmpfs file lives (default /dev/shm)\n"
 		"  --store URL      objects in a Redis Cluster (redis://[[user]:password@]host:port\n"
@@ -1688,6 +1691,128 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *v)
 	errno = 0;
 	*v = strtoul(s, &end, 10);
 	return errno || end == s || *end || *v == 0 || *v > max ? -EINVAL : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* --only fork: a fork child's faults and the cost of fork()           */
+/* ------------------------------------------------------------------ */
+
+#define FORK_COLD_PAGES	4096	/* cold faults timed in each process */
+#define FORK_ROUNDS	5
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ns per page to touch @n pages from @p, one page a fault (each cold). */
+static uint64_t touch_ns(const volatile unsigned char *p, size_t n)
+{
+	uint64_t t0 = now_ns();
+	size_t i;
+	unsigned int sum = 0;
+
+	for (i = 0; i < n; i++)
+		sum += p[i * PG];
+	(void)sum;
+	return (now_ns() - t0) / n;
+}
+
+/* Median ns of fork() + the child's _exit() + waitpid(). */
+static uint64_t fork_ns(void)
+{
+	uint64_t t[FORK_ROUNDS];
+	int i, st;
+
+	for (i = 0; i < FORK_ROUNDS; i++) {
+		uint64_t t0 = now_ns();
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		if (pid < 0 || waitpid(pid, &st, 0) != pid)
+			return 0;
+		t[i] = now_ns() - t0;
+	}
+	qsort(t, FORK_ROUNDS, sizeof(t[0]), cmp_u64);
+	return t[FORK_ROUNDS / 2];
+}
+
+/*
+ * A child's cold fault against the parent's (one-page readahead, so each
+ * touch is a fault served from the tmpfs file store: the parent reads the
+ * first half, the child the second), then fork() of a process with a
+ * --size (default 1 GiB) ufault mapping half cached against fork() with a
+ * tmpfs mapping of the same size half touched.
+ */
+static int bench_fork(struct bench *b, size_t size)
+{
+	struct uf_mm_config cfg = { .readahead_max = PG, .flags = UF_MM_NO_HUGE };
+	char path[] = "/dev/shm/ufault-bench-fork-XXXXXX";
+	uint64_t *res, parent_ns, child_ns, uf_fork, k_fork;
+	struct uf_object *obj = NULL;
+	struct uf_mm *mm = NULL;
+	unsigned char *m, *k;
+	int fd, st, ret;
+	size_t i;
+	pid_t pid;
+
+	(void)b;
+	res = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	fd = mkstemp(path);
+	if (res == MAP_FAILED || fd < 0 || ftruncate(fd, (off_t)size) < 0)
+		return 1;
+	unlink(path);
+	ret = uf_mm_create(&cfg, &mm);
+	if (!ret) {
+		char fdpath[64];
+
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+		ret = uf_object_open(mm, fdpath, O_RDONLY, &obj);
+	}
+	if (!ret)
+		ret = uf_mmap(mm, size, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m);
+	if (ret) {
+		fprintf(stderr, "ufault-bench: fork: %s\n", strerror(-ret));
+		return 1;
+	}
+	/* one fault per page: the first half in the parent, the next in the child */
+	parent_ns = touch_ns(m, FORK_COLD_PAGES);
+	pid = fork();
+	if (pid == 0) {
+		res[0] = touch_ns(m + (size_t)FORK_COLD_PAGES * PG, FORK_COLD_PAGES);
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 1;
+	child_ns = res[0];
+	printf("%-34s %9.2f us/page  parent %9.2f us/page  %6.2fx (goal <= 1.10x)\n",
+	       "fork-cold-fault (child)", (double)child_ns / 1000, (double)parent_ns / 1000,
+	       (double)child_ns / (double)parent_ns);
+
+	/* half of the mapping cached, then fork() */
+	for (i = 0; i < size / PG / 2; i++)
+		(void)*(volatile unsigned char *)(m + i * PG);
+	uf_fork = fork_ns();
+	uf_munmap(mm, m, size);
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+
+	k = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	if (k == MAP_FAILED)
+		return 1;
+	for (i = 0; i < size / PG / 2; i++)
+		(void)*(volatile unsigned char *)(k + i * PG);
+	k_fork = fork_ns();
+	munmap(k, size);
+	close(fd);
+	printf("%-34s %9.2f ms        tmpfs  %9.2f ms        %6.2fx (goal <= 1.50x)\n",
+	       "fork (mapping half cached)", (double)uf_fork / 1e6, (double)k_fork / 1e6,
+	       (double)uf_fork / (double)k_fork);
+	munmap(res, PG);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -1772,6 +1897,8 @@ int main(int argc, char **argv)
 
 		return bench_redis_main(&ro);
 	}
+	if (b.only && !strcmp(b.only, "fork"))
+		return bench_fork(&b, (size_t)(size_mib ? size_mib : 1024) << 20);
 	o.quick = quick;
 	b.size = (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20;
 	b.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 3);
