@@ -57,7 +57,7 @@ $(B)/%: tools/%.c $(B)/libufault.a include/ufault.h
 
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
 # with --store URL) link the Redis store and hiredis.
-REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench
+REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h \
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
 	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
