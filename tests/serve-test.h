@@ -36,24 +36,29 @@ struct ut_server {
 	char log[128];
 };
 
-/* The server to stop at exit (atexit takes no argument). */
-static struct ut_server *ut_server_atexit;
+/* The server to stop at exit (atexit takes no argument, and main's
+ * frame is gone by then: a copy), and the process that started it (a
+ * forked client's exit must not stop it). */
+static struct ut_server ut_server_atexit;
+static pid_t ut_server_owner;
 
 static __attribute__((unused)) void ut_server_stop(struct ut_server *s)
 {
 	if (s->pid > 0) {
 		kill(s->pid, SIGKILL);
 		waitpid(s->pid, NULL, 0);
+		if (ut_server_atexit.pid == s->pid)
+			ut_server_atexit.pid = 0;
 		s->pid = 0;
 	}
 }
 
 static void ut_server_cleanup(void)
 {
-	struct ut_server *s = ut_server_atexit;
+	struct ut_server *s = &ut_server_atexit;
 	char cmd[256];
 
-	if (!s)
+	if (getpid() != ut_server_owner)
 		return;
 	ut_server_stop(s);
 	if (getenv("UT_KEEP_LOG")) {
@@ -97,8 +102,6 @@ static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_
 	snprintf(s->log, sizeof(s->log), "%s/log", s->dir);
 	fd = ut_make_file("/dev/shm", size, s->src, sizeof(s->src));
 	close(fd);
-	ut_server_atexit = s;
-	atexit(ut_server_cleanup);
 
 	snprintf(bin, sizeof(bin), "%s/ufault-serve", b);
 	argv[n++] = bin;
@@ -121,6 +124,12 @@ static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
+	if (!ut_server_owner)
+		atexit(ut_server_cleanup);
+	else
+		ut_server_cleanup();	/* the last one's */
+	ut_server_atexit = *s;
+	ut_server_owner = getpid();
 	for (;;) {
 		int c = ut_connect(s->sock);
 		int st;
