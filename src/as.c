@@ -31,8 +31,8 @@
  * unmaps it, and when the child is gone: more writeback, no lost write.
  *
  * Lifetimes.  A child that exits or execs raises nothing on its
- * userfaultfd; uf_uffd_alive() asks.  It is asked for every child at each
- * fork event and from the handlers' idle tick (uf_as_reap).  A child
+ * userfaultfd; uf_uffd_alive() asks.  It is asked for every child from
+ * the handlers' idle tick and by uf_mm_stats() (uf_as_reap).  A child
  * whose mm is destroyed while it lives gets the kernel's poison marker on
  * every page it does not have yet (SIGBUS, never zeros: closing its
  * userfaultfd unpoisoned would let the kernel put zero pages into the
@@ -517,7 +517,9 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	size_t n, i;
 	bool ok = true;
 
-	uf_as_reap(mm, true);	/* a fork storm keeps only live children */
+	/* (children gone are not reaped here: the last put of an object
+	 * they held syncs it, and a sync waits for the events being applied,
+	 * this one among them) */
 	as = calloc(1, sizeof(*as));
 	if (!as) {
 		/* nobody can serve it: its faults would wait for ever */

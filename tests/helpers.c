@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static __thread sigjmp_buf *volatile ut_jmp;
@@ -215,4 +218,19 @@ uint64_t ut_wait_huge(struct uf_mm *mm, uint64_t want)
 		usleep(10000);
 	}
 	return st.huge_extents;
+}
+
+/* Does this process get the userfaultfd fork event (CAP_SYS_PTRACE)?
+ * Asked as ufault asks: UFFDIO_API on a fresh userfaultfd. */
+bool ut_fork_events(void)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_FORK };
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = ioctl(fd, UFFDIO_API, &api) == 0;
+	close(fd);
+	return ok;
 }

@@ -80,4 +80,8 @@ bool ut_collapse_works(void);
 uint64_t ut_pmd_mapped_kb(const void *addr);
 uint64_t ut_wait_huge(struct uf_mm *mm, uint64_t want);
 
+/* Does this process get the userfaultfd fork event (fork children keep
+ * their ufault memory)?  It needs CAP_SYS_PTRACE. */
+bool ut_fork_events(void);
+
 #endif
