@@ -203,7 +203,9 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 			uf_uffd_settle(u);	/* an event first */
 			continue;
 		}
-		if (n > 1)
+		/* a stream goes on after its run, however short (a background
+		 * window may still be coming in) */
+		if (max > 1)
 			region_stream_note(r, pg, pg + (copied ? copied >> PAGE_SHIFT : n));
 		break;
 	}
