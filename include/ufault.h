@@ -105,6 +105,21 @@ struct uf_mm_config {
  * system call, falling back to UFFD_USER_MODE_ONLY) and starts the handler
  * threads.  Several mms may exist in one process.
  *
+ * fork(): where the kernel grants UFFD_FEATURE_EVENT_FORK (it needs
+ * CAP_SYS_PTRACE; ufault-info says), a child keeps its ufault mappings,
+ * served by this mm's handler threads into the same cache, as after the
+ * kernel's own fork: shared object mappings are one cache with the
+ * parent's (the child's writes reach the store at the parent's next
+ * uf_msync()/uf_object_sync(); every cached page a child's shared
+ * mapping shows is then written back, as the child's writes cannot be
+ * told apart), private ones are copy-on-write, operation mappings call
+ * fault() with a VMA of the child's.  The child's uf_* calls fail with
+ * -ECHILD.  fork() waits until a thread of ufault has read the kernel's
+ * fork message.  uf_mm_destroy() while a child lives gives the child
+ * SIGBUS on every page it has not received yet.  Without the fork event,
+ * or with UF_MM_NO_FORK, ufault memory is MADV_DONTFORK: a child's touch
+ * there is SIGSEGV.
+ *
  * Return: 0, or -EINVAL (bad @cfg, NULL @mmp), -EPERM (userfaultfd not
  * allowed to this process), -ENOSYS (kernel without userfaultfd), -ENOMEM,
  * -EAGAIN (cannot start a thread), or another error from the kernel.

@@ -151,6 +151,7 @@ struct uf_uffd {
 	unsigned int nguests;		/* atomic */
 	struct uf_uffd *host, *guest_next;
 	int users;
+	struct uf_uffd *engine_next;	/* engines with threads (uffd.c) */
 };
 
 #define UF_UFFD_DONTWAKE	0x01	/* uf_uffd_copy: leave waiters asleep */

@@ -745,9 +745,48 @@ static int __start_handler(struct uf_uffd *u)
 static pthread_rwlock_t spawn_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_once_t spawn_once = PTHREAD_ONCE_INIT;
 
+/*
+ * The engines with fork events, so that a fork() can wake their monitors:
+ * should every handler wait (for malloc, which the fork holds, or for
+ * anything else), the monitor reads the fork event within a millisecond
+ * or two (monitor_thread).  A leaf lock.
+ */
+static pthread_mutex_t engines_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uf_uffd *engines;
+
 static void spawn_fork_prepare(void)
 {
+	struct uf_uffd *u;
+
+	pthread_mutex_lock(&engines_lock);
+	for (u = engines; u; u = u->engine_next) {
+		__atomic_store_n(&u->timer_armed, true, __ATOMIC_SEQ_CST);
+		arm_timer(u, 2 * 1000 * 1000);
+	}
+	pthread_mutex_unlock(&engines_lock);
 	pthread_rwlock_rdlock(&spawn_lock);
+}
+
+static void engines_add(struct uf_uffd *u)
+{
+	pthread_mutex_lock(&engines_lock);
+	u->engine_next = engines;
+	engines = u;
+	pthread_mutex_unlock(&engines_lock);
+}
+
+static void engines_del(struct uf_uffd *u)
+{
+	struct uf_uffd **pp;
+
+	pthread_mutex_lock(&engines_lock);
+	for (pp = &engines; *pp; pp = &(*pp)->engine_next) {
+		if (*pp == u) {
+			*pp = u->engine_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&engines_lock);
 }
 
 static void spawn_fork_done(void)
@@ -820,6 +859,17 @@ static void *monitor_thread(void *arg)
 		/* cleared before nidle is read: a handler that goes busy
 		 * after this arms the timer again */
 		__atomic_store_n(&u->timer_armed, false, __ATOMIC_SEQ_CST);
+		if ((u->features & UFFD_FEATURE_EVENT_FORK) &&
+		    pthread_rwlock_trywrlock(&spawn_lock) != 0) {
+			/* a fork is under way (or a spare being started): read
+			 * its event, whatever the handlers do, until it is done */
+			drain_all(u);
+			if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+				arm_timer(u, 1000 * 1000);
+			continue;
+		} else if (u->features & UFFD_FEATURE_EVENT_FORK) {
+			pthread_rwlock_unlock(&spawn_lock);
+		}
 		if (__atomic_load_n(&u->nidle, __ATOMIC_SEQ_CST) != 0)
 			continue;
 		if (u->features & UFFD_FEATURE_EVENT_FORK)
@@ -873,6 +923,8 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 		return ret;
 	}
 	u->monitor_started = true;
+	if (u->features & UFFD_FEATURE_EVENT_FORK)
+		engines_add(u);
 	pthread_mutex_lock(&u->lock);
 	for (i = 0; i < nthreads && !ret; i++)
 		ret = __start_handler(u);
@@ -895,6 +947,8 @@ void uf_uffd_stop(struct uf_uffd *u)
 	u->stopping = true;		/* no spare starts after this */
 	pthread_mutex_unlock(&u->lock);
 	if (u->monitor_started) {
+		if (u->features & UFFD_FEATURE_EVENT_FORK)
+			engines_del(u);
 		pthread_join(u->monitor, NULL);
 		close(u->timerfd);
 		u->monitor_started = false;

@@ -122,6 +122,7 @@ struct info {
 	uint64_t features;
 	int scan_err;			/* PAGEMAP_SCAN */
 	long scan_regions;
+	int fork_err;			/* UFFD_FEATURE_EVENT_FORK granted? */
 	int collapse_err;		/* MADV_COLLAPSE of a memfd extent */
 	char shmem_enabled[64];		/* the THP setting for shmem, for the record */
 	int mm_err;			/* uf_mm_create() */
@@ -233,6 +234,19 @@ static void probe_uffd(struct info *in)
 	}
 	if (fd >= 0)
 		in->api_err = api_probe(fd, &in->features);
+	/* offered is not granted: the fork event needs CAP_SYS_PTRACE */
+	in->fork_err = ENOSYS;
+	if (!in->api_err && (in->features & UFFD_FEATURE_EVENT_FORK)) {
+		int f = fd_dev >= 0 ? fd_dev : fd_sys >= 0 ? fd_sys : fd_umo;
+		struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_FORK };
+
+		if (f >= 0)
+			in->fork_err = ioctl(f, UFFDIO_API, &api) < 0 ? errno : 0;
+		else if ((f = uffd_syscall(0)) >= 0 || (f = uffd_syscall(UFFD_USER_MODE_ONLY)) >= 0) {
+			in->fork_err = ioctl(f, UFFDIO_API, &api) < 0 ? errno : 0;
+			close(f);
+		}
+	}
 	if (fd_dev >= 0)
 		close(fd_dev);
 	if (fd_sys >= 0)
@@ -495,6 +509,7 @@ static void print_probes(const struct info *in)
 			       in->features & ~(((uint64_t)1 << NFEATURES) - 1));
 	}
 
+	printf("fork event (children keep it): %s\n", in->fork_err ? errstr(in->fork_err) : "yes");
 	printf("PAGEMAP_SCAN:                  ");
 	if (in->scan_err == EPROTO)
 		printf("answers, but wrongly (%ld regions for 2 touched pages)\n",
@@ -653,6 +668,15 @@ static void print_plain_words(const struct info *in)
 		       "    root, or sysctl -w vm.unprivileged_userfaultfd=1, or give this user\n"
 		       "    read-write access to /dev/userfaultfd.\n");
 	}
+
+	if (!in->fork_err)
+		printf("  + fork(): children keep their ufault memory (the fork event is\n"
+		       "    granted), served by the parent's handlers; their uf_* calls fail\n"
+		       "    with ECHILD.\n");
+	else
+		printf("  - fork(): children do not inherit ufault memory (MADV_DONTFORK: a\n"
+		       "    touch there is SIGSEGV): the fork event %s.\n",
+		       in->fork_err == EPERM ? "needs CAP_SYS_PTRACE" : "is not offered here");
 
 	if (wp_async && !in->scan_err)
 		printf("  + dirty tracking of shared writable mappings uses asynchronous\n"
