@@ -72,18 +72,18 @@ $(B)/%: tools/%.c $(B)/libufault.a include/ufault.h
 	$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
-# with --store URL) link the Redis store and hiredis.  Without hiredis,
-# ufault-stress and ufault-bench link tools/redis/no-redis.c instead, whose
-# --store says how to get the Redis store.
+# with --store URL; ufault-serve with a redis:// SOURCE) link the Redis store
+# and hiredis.  Without hiredis, those three link tools/redis/no-redis.c
+# instead, which says how to get the Redis store when one is asked for.
 ifeq ($(HIREDIS),yes)
-REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench
+REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h \
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
 	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c) \
 		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
-NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench
+NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
 $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h \
 		$(B)/libufault.a include/ufault.h include/ufault-redis.h
 	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \

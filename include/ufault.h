@@ -736,6 +736,61 @@ int uf_mm_stats(struct uf_mm *mm, struct uf_stats *st);
 /** uf_vma_stats - counters of one mapping.  Return: 0, or -EINVAL for NULL. */
 int uf_vma_stats(struct uf_vma *vma, struct uf_stats *st);
 
+/* ------------------------------------------------------------------ */
+/* Serving other processes                                             */
+/* ------------------------------------------------------------------ */
+
+/**
+ * struct uf_serve_region - a range of another process's memory whose
+ * pages are an object's bytes.
+ * @start: its address in that process (a multiple of UF_PAGE_SIZE).
+ * @len: its length in bytes (a positive multiple of UF_PAGE_SIZE).
+ * @offset: the object's byte offset its first page shows (a multiple of
+ *	UF_PAGE_SIZE).
+ */
+struct uf_serve_region {
+	uint64_t start, len, offset;
+};
+
+#define UF_SERVE_MAX_REGIONS	64
+
+/**
+ * uf_object_serve_uffd - serve another process's anonymous memory from
+ * @obj's cache, through that process's userfaultfd.
+ * @obj: the object whose bytes the memory starts with.
+ * @uffd: a userfaultfd of the other process (received with SCM_RIGHTS),
+ *	on which it registered the regions' ranges MISSING: Firecracker's
+ *	UFFD memory backend.  It is set O_NONBLOCK.
+ * @regions: @n regions (1 to UF_SERVE_MAX_REGIONS), not overlapping,
+ *	each inside @obj (its size rounded up to a page).
+ * @n: how many.
+ *
+ * A missing page of region i at address A is made present in @obj's
+ * cache (with readahead) and copied into the other process (UFFDIO_COPY):
+ * the bytes of @obj at regions[i].offset + (A - regions[i].start).  Once
+ * there the page is that process's own memory.  After UFFD_EVENT_REMOVE
+ * on a range (madvise(MADV_DONTNEED) there: a balloon) its pages read
+ * zeros when touched, never @obj's bytes again.  A page that cannot be
+ * read from the store, and a fault outside every region, give that
+ * access SIGBUS (the poison marker, Linux 6.6+), never zeros.  Nothing
+ * the other process does makes ufault write anywhere but into its
+ * registered ranges, nor read anything but @obj's pages.
+ *
+ * The memory is served by @obj's mm until the process is gone (within a
+ * tenth of a second of its exit the fd is closed and the memory freed),
+ * or until uf_mm_destroy(), which first gives every page the process has
+ * not received the poison marker.  The object may be put meanwhile: the
+ * regions hold references.
+ *
+ * Return: 0 (@uffd is ufault's now), or with @uffd still the caller's:
+ * -EINVAL (NULL argument, bad @n, a region not page-aligned, empty,
+ * overlapping another, past the object's end, or the mm destroyed),
+ * -EBADF (@uffd is not a userfaultfd), -ECHILD (in a fork child),
+ * -ENOMEM.
+ */
+int uf_object_serve_uffd(struct uf_object *obj, int uffd,
+			 const struct uf_serve_region *regions, unsigned int n);
+
 #ifdef __cplusplus
 }
 #endif

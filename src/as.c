@@ -634,3 +634,61 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
 	pthread_mutex_unlock(&mm->as_lock);
 	return done;
 }
+
+/*
+ * uf_as_adopt - serve the address space of another process that handed
+ * its userfaultfd @fd over (ufault-serve's clients, serve.c): a table of
+ * copies of the @n VMAs @tmpl, which must not overlap, whose faults and
+ * events go to @ops with the new address space as owner.  It lives as a
+ * fork child does: freed once its process is gone (uf_as_reap), its
+ * holes poisoned at uf_mm_destroy().  On success @fd is the address
+ * space's (closed with it); on failure the caller keeps it.
+ * Return: 0, -ENODEV (the mm is being destroyed), -ENOMEM.
+ * Locking: none held.
+ */
+int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
+		const struct uf_uffd_ops *ops)
+{
+	struct uf_vma *opened = NULL;
+	struct uf_as *as;
+	bool ok = true;
+	size_t i;
+
+	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
+		return -ENODEV;
+	as = calloc(1, sizeof(*as));
+	if (!as)
+		return -ENOMEM;
+	as->mm = mm;
+	pthread_rwlock_init(&as->vma_lock, NULL);
+	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, ops, as);
+	for (i = 0; i < n && ok; i++) {
+		struct uf_vma *v = as_vma_copy(as, tmpl[i], tmpl[i]->start, tmpl[i]->end);
+
+		ok = v && __as_link(as, v) == 0;
+		if (v && !ok)
+			as_vma_release(v);
+		if (ok) {
+			v->refs++;
+			v->ev_next = opened;
+			opened = v;
+		}
+	}
+	as_lists_finish(opened, NULL);
+	if (!ok) {
+		as->uffd.fd = -1;	/* the caller's still */
+		as_free(as, false, true);
+		return -ENOMEM;
+	}
+	uf_uffd_attach(&as->uffd);
+	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
+		as_free(as, true, true);
+		return 0;
+	}
+	pthread_mutex_lock(&mm->as_lock);
+	as->next = mm->children;
+	mm->children = as;
+	__atomic_add_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&mm->as_lock);
+	return 0;
+}

@@ -234,6 +234,8 @@ void uf_uffd_attach(struct uf_uffd *g);
 int uf_uffd_detach(struct uf_uffd *g, bool wait);
 bool uf_uffd_alive(struct uf_uffd *g);
 int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len);
+int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
+			    unsigned int flags);
 
 struct uf_as;
 
@@ -407,6 +409,8 @@ void uf_as_reap(struct uf_mm *mm, bool force);
 void uf_as_destroy_all(struct uf_mm *mm);
 void uf_as_collect_writes(struct uf_object *obj);
 bool __uf_as_collect_writes_try(struct uf_object *obj);
+int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
+		const struct uf_uffd_ops *ops);
 
 /* A sparse map of per-page bits (pagemap.c): the root node, with the
  * tree's height in its low bits. */

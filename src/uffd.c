@@ -1395,3 +1395,29 @@ int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len)
 	uf_uffd_wake(u, addr, len);
 	return ret;
 }
+
+/*
+ * uf_uffd_zeropage_mapped - map the zero page at the missing pages of
+ * [addr, addr + len) of the program's mapping as the owner's table shows
+ * it (UF_UFFD_DONTWAKE: do not wake), under the rule of
+ * uf_uffd_copy_mapped(): -EAGAIN at once while the table may be behind
+ * the kernel.  -EEXIST: a page is there already.  For anonymous memory
+ * only (a memfd's would take the zero page into the cache).
+ * Locking: as uf_uffd_copy_mapped().
+ */
+int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
+			    unsigned int flags)
+{
+	struct uffdio_zeropage z = {
+		.range = { .start = addr, .len = len },
+		.mode = (flags & UF_UFFD_DONTWAKE) ? UFFDIO_ZEROPAGE_MODE_DONTWAKE : 0,
+	};
+	int ret = 0;
+
+	if (!uffd_mapped_begin(u))
+		return -EAGAIN;
+	if (ioctl(u->fd, UFFDIO_ZEROPAGE, &z) < 0)
+		ret = -errno;
+	uffd_mapped_end(u);
+	return ret;
+}

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * no-redis.c - linked into ufault-stress and ufault-bench in place of
- * libufault-redis and tools/redis/bench-redis.c when hiredis is not
+ * no-redis.c - linked into ufault-stress, ufault-bench and ufault-serve
+ * in place of libufault-redis and tools/redis/bench-redis.c when hiredis is not
  * installed (see the Makefile), so the core tools build with the C library
  * alone.  Their --store option then stops the tool with a message that
  * says how to get the Redis store (exit 2, as for a bad option).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ int uf_redis_open(struct uf_mm *mm, const char *url, int oflags, struct uf_objec
 	(void)url;
 	(void)oflags;
 	*objp = NULL;
-	say_missing("ufault-stress");
+	say_missing(program_invocation_short_name);
 	exit(2);
 }
 

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ufault-serve tests: start build/ufault-serve ($B, as the runner sets it)
+ * on a socket in a temporary directory, stop it by pid at exit (also when
+ * the test fails: atexit), and be a Firecracker-style client of it:
+ * anonymous MAP_PRIVATE regions, a userfaultfd of its own (O_CLOEXEC |
+ * O_NONBLOCK, UFFD_FEATURE_EVENT_REMOVE) with the regions registered
+ * MISSING, and the JSON handshake in one sendmsg() with the fd as
+ * SCM_RIGHTS.  Not a test program itself.
+ */
+#ifndef UT_SERVE_TEST_H
+#define UT_SERVE_TEST_H
+
+#include "helpers.h"
+#include "watchdog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct ut_server {
+	pid_t pid;
+	char dir[64];
+	char sock[128];
+	char src[128];		/* SOURCE: a file of ut_pattern() bytes */
+	char log[128];
+};
+
+/* The server to stop at exit (atexit takes no argument, and main's
+ * frame is gone by then: a copy), and the process that started it (a
+ * forked client's exit must not stop it). */
+static struct ut_server ut_server_atexit;
+static pid_t ut_server_owner;
+
+static __attribute__((unused)) void ut_server_stop(struct ut_server *s)
+{
+	if (s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+		if (ut_server_atexit.pid == s->pid)
+			ut_server_atexit.pid = 0;
+		s->pid = 0;
+	}
+}
+
+static void ut_server_cleanup(void)
+{
+	struct ut_server *s = &ut_server_atexit;
+	char cmd[256];
+
+	if (getpid() != ut_server_owner)
+		return;
+	ut_server_stop(s);
+	if (getenv("UT_KEEP_LOG")) {
+		snprintf(cmd, sizeof(cmd), "cat %s >&2", s->log);
+		if (system(cmd)) {
+		}
+	}
+	unlink(s->sock);
+	unlink(s->log);
+	unlink(s->src);
+	rmdir(s->dir);
+}
+
+static int ut_connect(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0, "socket: %s", strerror(errno));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Start ufault-serve on a SOURCE of @size pattern bytes, with @extra
+ * options (NULL-terminated, may be NULL), and wait until it listens. */
+static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_t size, const char *const *extra)
+{
+	const char *b = getenv("B") ? getenv("B") : "build";
+	char bin[256];
+	const char *argv[32];
+	int fd, n = 0, i;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "/tmp/ufault-serve-XXXXXX");
+	CHECK(mkdtemp(s->dir), "mkdtemp: %s", strerror(errno));
+	snprintf(s->sock, sizeof(s->sock), "%s/sock", s->dir);
+	snprintf(s->log, sizeof(s->log), "%s/log", s->dir);
+	fd = ut_make_file("/dev/shm", size, s->src, sizeof(s->src));
+	close(fd);
+
+	snprintf(bin, sizeof(bin), "%s/ufault-serve", b);
+	argv[n++] = bin;
+	argv[n++] = "--threads";
+	argv[n++] = "2";
+	for (i = 0; extra && extra[i] && n < 28; i++)
+		argv[n++] = extra[i];
+	argv[n++] = s->sock;
+	argv[n++] = s->src;
+	argv[n] = NULL;
+	s->pid = fork();
+	CHECK(s->pid >= 0, "fork: %s", strerror(errno));
+	if (s->pid == 0) {
+		int lfd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		/* a test killed by a signal takes its server with it */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (lfd >= 0)
+			dup2(lfd, 2);
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	if (!ut_server_owner)
+		atexit(ut_server_cleanup);
+	else
+		ut_server_cleanup();	/* the last one's */
+	ut_server_atexit = *s;
+	ut_server_owner = getpid();
+	for (;;) {
+		int c = ut_connect(s->sock);
+		int st;
+
+		if (c >= 0) {
+			close(c);	/* (a connection closed before the handshake) */
+			return;
+		}
+		CHECK(waitpid(s->pid, &st, WNOHANG) == 0, "ufault-serve exited at start");
+		usleep(2000);
+	}
+}
+
+/* Does the server's log hold @what yet?  (Waits: the watchdog bounds it.) */
+static __attribute__((unused)) void ut_server_log_wait(struct ut_server *s, const char *what)
+{
+	char buf[1 << 16];
+
+	for (;;) {
+		int fd = open(s->log, O_RDONLY);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strstr(buf, what))
+				return;
+		}
+		usleep(2000);
+	}
+}
+
+/* How many fds the server holds now. */
+static __attribute__((unused)) int ut_server_fds(struct ut_server *s)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)s->pid);
+	dir = opendir(path);
+	CHECK(dir, "%s: %s", path, strerror(errno));
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* A Firecracker-style client. */
+struct ut_fc {
+	int uffd, sock;
+	unsigned int n;
+	char *base[8];
+	size_t len[8];
+	uint64_t offset[8];
+};
+
+/* Map @n anonymous regions and register them on a new userfaultfd. */
+static __attribute__((unused)) int ut_fc_map(struct ut_fc *fc, unsigned int n, const size_t *len, const uint64_t *offset)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE };
+	unsigned int i;
+
+	memset(fc, 0, sizeof(*fc));
+	fc->sock = -1;
+	fc->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fc->uffd < 0)
+		return -1;
+	CHECK(ioctl(fc->uffd, UFFDIO_API, &api) == 0, "UFFDIO_API: %s", strerror(errno));
+	fc->n = n;
+	for (i = 0; i < n; i++) {
+		struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+
+		fc->base[i] = mmap(NULL, len[i], PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		CHECK(fc->base[i] != MAP_FAILED, "mmap: %s", strerror(errno));
+		fc->len[i] = len[i];
+		fc->offset[i] = offset[i];
+		reg.range.start = (unsigned long)fc->base[i];
+		reg.range.len = len[i];
+		CHECK(ioctl(fc->uffd, UFFDIO_REGISTER, &reg) == 0, "UFFDIO_REGISTER: %s",
+		      strerror(errno));
+	}
+	return 0;
+}
+
+/* Firecracker's JSON for the regions. */
+static __attribute__((unused)) void ut_fc_json(const struct ut_fc *fc, char *buf, size_t cap)
+{
+	size_t o = 0;
+	unsigned int i;
+
+	o += (size_t)snprintf(buf + o, cap - o, "[");
+	for (i = 0; i < fc->n; i++)
+		o += (size_t)snprintf(buf + o, cap - o,
+				      "%s{\"base_host_virt_addr\":%lu,\"size\":%zu,\"offset\":%lu,"
+				      "\"page_size\":4096}", i ? "," : "",
+				      (unsigned long)fc->base[i], fc->len[i],
+				      (unsigned long)fc->offset[i]);
+	snprintf(buf + o, cap - o, "]");
+}
+
+/* Connect and send @len bytes of @msg with @fd (-1: none) in one sendmsg. */
+static __attribute__((unused)) int ut_send_handshake(const char *sock, const void *msg, size_t len, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int s = ut_connect(sock);
+
+	CHECK(s >= 0, "connect %s: %s", sock, strerror(errno));
+	if (fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	CHECK(sendmsg(s, &mh, MSG_NOSIGNAL) == (ssize_t)len, "sendmsg: %s", strerror(errno));
+	return s;
+}
+
+static __attribute__((unused)) void ut_fc_handshake(struct ut_fc *fc, const char *sock)
+{
+	char json[8192];
+
+	ut_fc_json(fc, json, sizeof(json));
+	fc->sock = ut_send_handshake(sock, json, strlen(json), fc->uffd);
+}
+
+/* Every page of @fc's region @i (step @step pages) against SOURCE. */
+static __attribute__((unused)) void ut_fc_check(const struct ut_fc *fc, unsigned int i, size_t step)
+{
+	size_t off;
+
+	for (off = 0; off < fc->len[i]; off += step * 4096) {
+		uint64_t so = fc->offset[i] + off;
+		unsigned char got = (unsigned char)fc->base[i][off], got2 =
+			(unsigned char)fc->base[i][off + 4095];
+
+		CHECK(got == ut_pattern(so) && got2 == ut_pattern(so + 4095),
+		      "region %u +%zu: %u %u, want %u %u", i, off, got, got2, ut_pattern(so),
+		      ut_pattern(so + 4095));
+	}
+}
+
+/* Is the server's log line for a client that ends up closed there? */
+#define UT_SERVE_SKIP_NO_UFFD(fc)						\
+	do {								\
+		if ((fc)->uffd < 0) {					\
+			fprintf(stderr, "no userfaultfd here\n");	\
+			exit(UT_SKIP);					\
+		}							\
+	} while (0)
+
+#endif

@@ -1,0 +1,730 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ufault-serve - serve one object's pages to other processes over a Unix
+ * socket: Firecracker's UFFD memory backend, from ufault's page cache.
+ *
+ *   ufault-serve [options] SOCKET SOURCE
+ *
+ * A client connects and sends, in one sendmsg(), a JSON array of
+ * {"base_host_virt_addr", "size", "offset", "page_size"} ("page_size_kib"
+ * in older Firecracker releases, holding bytes) with its userfaultfd as
+ * SCM_RIGHTS; the socket then stays open and is never written.  Its
+ * faults are served by the library (uf_object_serve_uffd); this program
+ * accepts, checks and logs.  One thread here, the library's handlers
+ * elsewhere: nothing a client sends or fails to send holds up another.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <ufault.h>
+#include <ufault-redis.h>
+
+#define MAX_CLIENTS	1024
+#define MAX_HANDSHAKE	65536	/* bytes: 64 regions take under 10 KiB */
+#define MAX_UIDS	32
+
+struct client {
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	bool served;		/* handshake done: the library serves it */
+	size_t len;
+	char *buf;		/* the handshake so far */
+	int uffd;		/* received, not yet handed over; or -1 */
+};
+
+struct server {
+	const char *sock_path, *source, *pidfile;
+	int lfd, sfd;
+	struct uf_mm *mm;
+	struct uf_object *obj;
+	uint64_t size;
+	uid_t uids[MAX_UIDS];
+	unsigned int nuids;
+	unsigned int stats_s;
+	bool stopping;
+	struct client *clients[MAX_CLIENTS];
+	unsigned int nclients;
+};
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+	struct timespec t;
+	struct tm tm;
+	char ts[32];
+	va_list ap;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	gmtime_r(&t.tv_sec, &tm);
+	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
+	fprintf(stderr, "ufault-serve %s.%03ld: ", ts, t.tv_nsec / 1000000);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: ufault-serve [options] SOCKET SOURCE\n"
+"Serve SOURCE (a file, or a redis:// URL) to processes that connect to the\n"
+"Unix socket SOCKET and hand over their userfaultfd: Firecracker's UFFD\n"
+"memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}).\n"
+"  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
+"  --allow-uid UID   peers allowed (repeatable; default root and this uid)\n"
+"  --pidfile FILE    write the pid of the serving process there\n"
+"  --stats SECONDS   log a line of statistics every SECONDS\n"
+"  --threads N       fault handler threads (default 2)\n"
+"  --help            this text\n"
+"SIGTERM: stop accepting, exit once the clients have gone; a second\n"
+"SIGTERM or SIGINT: exit now (pages clients have not received: SIGBUS).\n");
+}
+
+static int parse_u64(const char *s, uint64_t *v, bool suffix)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	if (suffix && *end) {
+		int sh = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 :
+			 *end == 'G' || *end == 'g' ? 30 : -1;
+
+		if (sh < 0 || end[1] || x > (UINT64_MAX >> sh))
+			return -1;
+		x <<= sh;
+		end++;
+	}
+	if (*end)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The handshake: a JSON array of regions, strictly                    */
+/* ------------------------------------------------------------------ */
+
+struct json {
+	const char *p, *end;
+	const char *err;	/* why it is not a handshake */
+	bool incomplete;	/* ran out of bytes: more may come */
+};
+
+struct region_in {
+	uint64_t addr, size, offset, page_size;
+	unsigned int have;	/* bits: F_* */
+};
+#define F_ADDR	0x01
+#define F_SIZE	0x02
+#define F_OFF	0x04
+#define F_PS	0x08
+#define F_PSK	0x10
+
+static void ws(struct json *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static bool fail(struct json *j, const char *why)
+{
+	if (!j->err) {
+		j->err = why;
+		if (j->p >= j->end)
+			j->incomplete = true;
+	}
+	return false;
+}
+
+static bool expect(struct json *j, char c)
+{
+	ws(j);
+	if (j->p >= j->end || *j->p != c)
+		return fail(j, "not a JSON array of region objects");
+	j->p++;
+	return true;
+}
+
+/* A key: plain ASCII, no escapes (every key of the shape is so). */
+static bool key(struct json *j, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	if (!expect(j, '"'))
+		return false;
+	while (j->p < j->end && *j->p != '"') {
+		unsigned char c = (unsigned char)*j->p++;
+
+		if (c < 0x20 || c == '\\' || c >= 0x7f || n + 1 >= cap)
+			return fail(j, "a key that is not one of the region's");
+		out[n++] = (char)c;
+	}
+	if (j->p >= j->end)
+		return fail(j, "not a JSON array of region objects");
+	j->p++;
+	out[n] = '\0';
+	return true;
+}
+
+/* A non-negative integer, as JSON writes it, that fits 64 bits. */
+static bool number(struct json *j, uint64_t *v)
+{
+	uint64_t x = 0;
+	const char *s;
+
+	ws(j);
+	s = j->p;
+	while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+		unsigned int d = (unsigned int)(*j->p - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			return fail(j, "a number above 2^64");
+		x = x * 10 + d;
+		j->p++;
+	}
+	if (j->p == s)
+		return fail(j, "a field that is not a non-negative integer");
+	if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E'))
+		return fail(j, "a field that is not an integer");
+	if (j->p - s > 1 && *s == '0')
+		return fail(j, "a number with a leading zero");
+	if (j->p >= j->end)
+		return fail(j, "not a JSON array of region objects");
+	*v = x;
+	return true;
+}
+
+static bool object(struct json *j, struct region_in *r)
+{
+	static const struct { const char *name; unsigned int bit; size_t off; } fields[] = {
+		{ "base_host_virt_addr", F_ADDR, offsetof(struct region_in, addr) },
+		{ "size", F_SIZE, offsetof(struct region_in, size) },
+		{ "offset", F_OFF, offsetof(struct region_in, offset) },
+		{ "page_size", F_PS, offsetof(struct region_in, page_size) },
+		{ "page_size_kib", F_PSK, 0 },
+	};
+	uint64_t psk = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!expect(j, '{'))
+		return false;
+	for (;;) {
+		char k[32];
+		uint64_t v;
+		size_t i;
+
+		if (!key(j, k, sizeof(k)) || !expect(j, ':') || !number(j, &v))
+			return false;
+		for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+			if (!strcmp(k, fields[i].name))
+				break;
+		if (i == sizeof(fields) / sizeof(fields[0]))
+			return fail(j, "a key that is not one of the region's");
+		if (r->have & fields[i].bit)
+			return fail(j, "a key given twice");
+		r->have |= fields[i].bit;
+		if (fields[i].bit == F_PSK)
+			psk = v;
+		else
+			*(uint64_t *)((char *)r + fields[i].off) = v;
+		ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (!expect(j, '}'))
+			return false;
+		break;
+	}
+	/* older releases: page_size_kib alone, and it holds bytes */
+	if (!(r->have & F_PS) && (r->have & F_PSK)) {
+		r->page_size = psk;
+		r->have |= F_PS;
+	}
+	if ((r->have & (F_ADDR | F_SIZE | F_OFF | F_PS)) != (F_ADDR | F_SIZE | F_OFF | F_PS))
+		return fail(j, "a region without base_host_virt_addr, size, offset or page_size");
+	return true;
+}
+
+/* Parse the whole handshake into @r (at most UF_SERVE_MAX_REGIONS). */
+static int parse_regions(struct json *j, struct region_in *r)
+{
+	int n = 0;
+
+	if (!expect(j, '['))
+		return -1;
+	ws(j);
+	if (j->p < j->end && *j->p == ']')
+		return fail(j, "no regions"), -1;
+	for (;;) {
+		if (n == UF_SERVE_MAX_REGIONS)
+			return fail(j, "more than 64 regions"), -1;
+		if (!object(j, &r[n]))
+			return -1;
+		n++;
+		ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (!expect(j, ']'))
+			return -1;
+		break;
+	}
+	ws(j);
+	if (j->p != j->end)
+		return fail(j, "bytes after the array"), -1;
+	return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Clients                                                             */
+/* ------------------------------------------------------------------ */
+
+static void client_close(struct server *s, unsigned int i, const char *why)
+{
+	struct client *c = s->clients[i];
+
+	if (why)
+		logf_("client pid %d uid %u: %s; connection closed", (int)c->pid, (unsigned)c->uid,
+		      why);
+	else
+		logf_("client pid %d disconnected", (int)c->pid);
+	if (c->uffd >= 0)
+		close(c->uffd);
+	close(c->fd);
+	free(c->buf);
+	free(c);
+	s->clients[i] = s->clients[--s->nclients];
+}
+
+/* Every check of the handshake with a reason to log; the library checks
+ * again.  Return NULL when the regions are served. */
+static const char *handshake(struct server *s, struct client *c, bool *incomplete)
+{
+	static char why[128];
+	struct region_in in[UF_SERVE_MAX_REGIONS];
+	struct uf_serve_region r[UF_SERVE_MAX_REGIONS];
+	uint64_t limit = (s->size + 4095) / 4096 * 4096;
+	struct json j = { .p = c->buf, .end = c->buf + c->len };
+	int n, i, k, ret;
+
+	*incomplete = false;
+	n = parse_regions(&j, in);
+	if (n < 0) {
+		*incomplete = j.incomplete;
+		return j.err;
+	}
+	for (i = 0; i < n; i++) {
+		if (in[i].page_size != 4096) {
+			snprintf(why, sizeof(why), "region %d: page size %" PRIu64 " not served (4096 only)",
+				 i, in[i].page_size);
+			return why;
+		}
+		if (!in[i].size || (in[i].addr | in[i].size | in[i].offset) & 4095)
+			return "a region not page-aligned, or empty";
+		if (in[i].addr + in[i].size < in[i].addr || in[i].addr + in[i].size > (1ULL << 63))
+			return "a region past the end of the address space";
+		if (in[i].offset > limit || in[i].size > limit - in[i].offset)
+			return "a region past SOURCE's end";
+		for (k = 0; k < i; k++)
+			if (in[i].addr < in[k].addr + in[k].size && in[k].addr < in[i].addr + in[i].size)
+				return "overlapping regions";
+		r[i].start = in[i].addr;
+		r[i].len = in[i].size;
+		r[i].offset = in[i].offset;
+	}
+	if (c->uffd < 0)
+		return "no file descriptor with the regions";
+	ret = uf_object_serve_uffd(s->obj, c->uffd, r, (unsigned int)n);
+	if (ret == -EBADF)
+		return "the file descriptor is not a userfaultfd";
+	if (ret) {
+		snprintf(why, sizeof(why), "cannot serve: %s", strerror(-ret));
+		return why;
+	}
+	c->uffd = -1;		/* the library's */
+	snprintf(why, sizeof(why), "%d region%s", n, n == 1 ? "" : "s");
+	logf_("client pid %d: served, %s", (int)c->pid, why);
+	return NULL;
+}
+
+/* Readable: the handshake's bytes (and fd), or after it EOF. */
+static void client_read(struct server *s, unsigned int i)
+{
+	struct client *c = s->clients[i];
+	char cbuf[CMSG_SPACE(4 * sizeof(int))], drop[4096];
+	struct iovec iov;
+	struct msghdr mh = { 0 };
+	struct cmsghdr *cm;
+	const char *why;
+	bool incomplete;
+	ssize_t n;
+
+	if (c->served) {
+		/* never written: anything is read and dropped, EOF is gone */
+		n = recv(c->fd, drop, sizeof(drop), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			client_close(s, i, NULL);
+		return;
+	}
+	if (!c->buf && !(c->buf = malloc(MAX_HANDSHAKE))) {
+		client_close(s, i, "out of memory");
+		return;
+	}
+	iov.iov_base = c->buf + c->len;
+	iov.iov_len = MAX_HANDSHAKE - c->len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;		/* retried at the next poll */
+	for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		int fds[4], k, nfd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		memcpy(fds, CMSG_DATA(cm), (size_t)nfd * sizeof(int));
+		for (k = 0; k < nfd; k++) {
+			if (c->uffd < 0)
+				c->uffd = fds[k];
+			else
+				close(fds[k]);	/* one is the handshake's */
+		}
+	}
+	if (n < 0) {
+		client_close(s, i, strerror(errno));
+		return;
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		client_close(s, i, "more file descriptors than one");
+		return;
+	}
+	if (n == 0) {
+		client_close(s, i, c->len ? "closed in the middle of the handshake"
+					  : "closed before the handshake");
+		return;
+	}
+	c->len += (size_t)n;
+	why = handshake(s, c, &incomplete);
+	if (!why) {
+		c->served = true;
+		free(c->buf);
+		c->buf = NULL;
+		return;
+	}
+	if (incomplete && c->len < MAX_HANDSHAKE)
+		return;		/* more bytes to come */
+	client_close(s, i, incomplete ? "a handshake longer than 64 KiB" : why);
+}
+
+static void client_accept(struct server *s)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct client *c;
+	unsigned int k;
+	bool ok = false;
+	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		logf_("a client: SO_PEERCRED: %s; connection closed", strerror(errno));
+		close(fd);
+		return;
+	}
+	for (k = 0; k < s->nuids; k++)
+		ok = ok || s->uids[k] == cred.uid;
+	if (!ok) {
+		logf_("client pid %d uid %u: uid not allowed; connection closed", (int)cred.pid,
+		      (unsigned)cred.uid);
+		close(fd);
+		return;
+	}
+	if (s->nclients == MAX_CLIENTS || !(c = calloc(1, sizeof(*c)))) {
+		logf_("client pid %d: too many clients; connection closed", (int)cred.pid);
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	c->uffd = -1;
+	s->clients[s->nclients++] = c;
+	logf_("client pid %d uid %u connected", (int)c->pid, (unsigned)c->uid);
+}
+
+/* ------------------------------------------------------------------ */
+/* Set-up                                                              */
+/* ------------------------------------------------------------------ */
+
+/* SOCKET, mode 0600.  A socket nobody listens on is a dead server's. */
+static int make_socket(struct server *s)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd;
+
+	if (strlen(s->sock_path) >= sizeof(a.sun_path)) {
+		logf_("%s: path too long for a Unix socket", s->sock_path);
+		return -1;
+	}
+	strcpy(a.sun_path, s->sock_path);
+	if (lstat(s->sock_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			logf_("%s: exists and is not a socket", s->sock_path);
+			return -1;
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+			close(fd);
+			logf_("%s: another server is listening there", s->sock_path);
+			return -1;
+		}
+		if (fd >= 0)
+			close(fd);
+		unlink(s->sock_path);
+		logf_("%s: replaced a stale socket", s->sock_path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	old = umask(077);
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(s->sock_path, 0600) < 0 ||
+	    listen(fd, 64) < 0) {
+		logf_("%s: %s", s->sock_path, strerror(errno));
+		umask(old);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	s->lfd = fd;
+	return 0;
+}
+
+static int open_source(struct server *s, uint64_t budget, unsigned int threads)
+{
+	struct uf_mm_config cfg = { .handler_threads = threads, .cache_budget = budget };
+	int ret = uf_mm_create(&cfg, &s->mm);
+
+	if (ret) {
+		logf_("uf_mm_create: %s", strerror(-ret));
+		return -1;
+	}
+	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
+		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
+	else
+		ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
+	if (ret) {
+		logf_("%s: %s", s->source, strerror(-ret));
+		return -1;
+	}
+	s->size = uf_object_size(s->obj);
+	return 0;
+}
+
+static void log_stats(struct server *s)
+{
+	struct uf_stats st;
+
+	if (uf_mm_stats(s->mm, &st))
+		return;
+	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
+	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
+	      ", evicted %" PRIu64, s->nclients, st.major_faults, st.minor_faults, st.sigbus,
+	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages);
+}
+
+/* SIGTERM: stop accepting (the socket goes), exit when clients have. */
+static bool on_signal(struct server *s)
+{
+	struct signalfd_siginfo si;
+
+	if (read(s->sfd, &si, sizeof(si)) != sizeof(si))
+		return false;
+	if (si.ssi_signo == SIGTERM && !s->stopping) {
+		s->stopping = true;
+		close(s->lfd);
+		s->lfd = -1;
+		unlink(s->sock_path);
+		logf_("SIGTERM: no new clients; exiting once %u client%s gone", s->nclients,
+		      s->nclients == 1 ? " has" : "s have");
+		return false;
+	}
+	logf_("%s: exiting now, %u client%s left to SIGBUS", strsignal((int)si.ssi_signo),
+	      s->nclients, s->nclients == 1 ? "" : "s");
+	return true;
+}
+
+static void serve_loop(struct server *s)
+{
+	struct pollfd pfd[MAX_CLIENTS + 2];
+	struct timespec next, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	next.tv_sec += s->stats_s;
+	while (!s->stopping || s->nclients) {
+		unsigned int i, np = 0, nc = s->nclients;
+		int timeout = -1, ready;
+
+		pfd[np++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
+		pfd[np++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		for (i = 0; i < nc; i++)
+			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd, .events = POLLIN };
+		if (s->stats_s) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			timeout = (int)((next.tv_sec - now.tv_sec) * 1000 +
+					(next.tv_nsec - now.tv_nsec) / 1000000);
+			if (timeout <= 0) {
+				log_stats(s);
+				next.tv_sec += s->stats_s;
+				continue;
+			}
+		}
+		ready = poll(pfd, np, timeout);
+		if (ready <= 0)
+			continue;
+		if (pfd[0].revents && on_signal(s))
+			return;
+		/* from the last: a closed client moves the last into its slot */
+		for (i = nc; i-- > 0;)
+			if (pfd[2 + i].revents)
+				client_read(s, i);
+		if (pfd[1].revents && s->lfd >= 0)
+			client_accept(s);
+	}
+	logf_("every client has gone: exiting");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "budget", required_argument, NULL, 'b' },
+		{ "allow-uid", required_argument, NULL, 'u' },
+		{ "pidfile", required_argument, NULL, 'p' },
+		{ "stats", required_argument, NULL, 's' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct server s = { .lfd = -1, .sfd = -1 };
+	uint64_t budget = 0, v;
+	unsigned int threads = 2;
+	sigset_t mask;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (parse_u64(optarg, &budget, true)) {
+				fprintf(stderr, "ufault-serve: --budget %s: not a size\n", optarg);
+				return 2;
+			}
+			break;
+		case 'u':
+			if (parse_u64(optarg, &v, false) || v >= UINT32_MAX || s.nuids == MAX_UIDS) {
+				fprintf(stderr, "ufault-serve: --allow-uid %s: not a uid\n", optarg);
+				return 2;
+			}
+			s.uids[s.nuids++] = (uid_t)v;
+			break;
+		case 'p':
+			s.pidfile = optarg;
+			break;
+		case 's':
+			if (parse_u64(optarg, &v, false) || !v || v > 86400) {
+				fprintf(stderr, "ufault-serve: --stats %s: 1 to 86400 seconds\n", optarg);
+				return 2;
+			}
+			s.stats_s = (unsigned int)v;
+			break;
+		case 't':
+			if (parse_u64(optarg, &v, false) || !v || v > 64) {
+				fprintf(stderr, "ufault-serve: --threads %s: 1 to 64\n", optarg);
+				return 2;
+			}
+			threads = (unsigned int)v;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return 2;
+	}
+	s.sock_path = argv[optind];
+	s.source = argv[optind + 1];
+	if (!s.nuids) {
+		s.uids[s.nuids++] = 0;
+		s.uids[s.nuids++] = getuid();
+	}
+	/* the library's threads inherit the mask: signals come here only */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (s.sfd < 0 || open_source(&s, budget, threads) || make_socket(&s)) {
+		uf_object_put(s.obj);
+		uf_mm_destroy(s.mm);
+		return 1;
+	}
+	if (s.pidfile) {
+		FILE *f = fopen(s.pidfile, "w");
+
+		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) {
+			logf_("%s: %s", s.pidfile, strerror(errno));
+			unlink(s.sock_path);
+			return 1;
+		}
+	}
+	logf_("serving %s (%" PRIu64 " bytes) on %s, pid %d", s.source, s.size, s.sock_path,
+	      (int)getpid());
+	serve_loop(&s);
+	while (s.nclients)
+		client_close(&s, s.nclients - 1, "server exiting");
+	if (s.lfd >= 0) {
+		close(s.lfd);
+		unlink(s.sock_path);
+	}
+	/* clients still alive get SIGBUS for what they have not received */
+	uf_object_put(s.obj);
+	uf_mm_destroy(s.mm);
+	if (s.pidfile)
+		unlink(s.pidfile);
+	return 0;
+}
