@@ -1331,8 +1331,8 @@ static void print_zipf_ratios(struct out *o, struct bench *b, const struct resul
 	}
 	printf("\nmajors/1k: major faults per 1000 accesses; evicted: pages reclaimed;\n"
 	       "max-cache: the most cache_pages that uf_mm_stats() showed (every %d accesses\n"
-	       "and at the end), and its share of the budget (documented slack: one readahead\n"
-	       "window, budget/8, per handler thread); spread: of ns/access\n", ZIPF_SAMPLE);
+	       "and at the end), and its share of the budget (the ceiling, ufault(7): the\n"
+	       "budget plus one readahead window, at most budget/8); spread: of ns/access\n", ZIPF_SAMPLE);
 }
 
 /* --machine: one BENCH line per case, ratio and verdict included. */
