@@ -499,19 +499,46 @@ void uf_as_reap(struct uf_mm *mm, bool force)
 	}
 }
 
+/* Does [start, end) overlap a VMA of @as?  Locking: as->vma_lock held. */
+static bool __as_overlaps(struct uf_as *as, unsigned long start, unsigned long end)
+{
+	size_t i = __as_index(as, start);
+
+	return i < as->nvmas && as->vmas[i]->start < end;
+}
+
+/* Link a copy of @v into the new @as; false without memory.  Locking: the
+ * table @v is on held shared; @as not yet seen by anyone. */
+static bool as_fork_copy(struct uf_as *as, const struct uf_vma *v, struct uf_vma **opened)
+{
+	struct uf_vma *c = as_vma_copy(as, v, v->start, v->end);
+
+	if (!c || __as_link(as, c)) {
+		if (c)
+			as_vma_release(c);
+		return false;
+	}
+	c->refs++;
+	c->ev_next = *opened;
+	*opened = c;
+	return true;
+}
+
 /*
  * uf_as_fork - a UFFD_EVENT_FORK read from the mm's userfaultfd (@parent
  * NULL) or from a child's: the new process's address space is a copy of
  * the parent's table now -- events read before the fork are applied
- * before this one, in order -- served from now on through the new
- * userfaultfd in the message.  A child no memory can be found for gets
- * its holes poisoned and is let go (SIGBUS, not zeros).
+ * before this one, in order -- and of the mappings another thread's
+ * uf_mmap() or uf_munmap() has out of the table meanwhile (the kernel's
+ * fork may have copied them while they were registered); served from now
+ * on through the new userfaultfd in the message.  A child no memory can
+ * be found for gets its holes poisoned and is let go (SIGBUS, not zeros).
  * Locking: takes the parent's table lock shared; none held.
  */
 void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *msg)
 {
 	int fd = (int)msg->arg.fork.ufd;
-	struct uf_vma **src, *opened = NULL;
+	struct uf_vma **src, *b, *opened = NULL;
 	pthread_rwlock_t *lock = parent ? &parent->vma_lock : &mm->vma_lock;
 	struct uf_as *as;
 	size_t n, i;
@@ -533,18 +560,13 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	pthread_rwlock_rdlock(lock);
 	src = parent ? parent->vmas : mm->vmas;
 	n = parent ? parent->nvmas : mm->nvmas;
-	for (i = 0; i < n && ok; i++) {
-		struct uf_vma *v = as_vma_copy(as, src[i], src[i]->start, src[i]->end);
-
-		ok = v && __as_link(as, v) == 0;
-		if (v && !ok)
-			as_vma_release(v);
-		if (ok) {
-			v->refs++;
-			v->ev_next = opened;
-			opened = v;
-		}
-	}
+	for (i = 0; i < n && ok; i++)
+		ok = as_fork_copy(as, src[i], &opened);
+	/* and the mm's own mappings a uf_mmap() or uf_munmap() is making or
+	 * taking away: the kernel's fork may have copied them, registered */
+	for (b = parent ? NULL : mm->busy; b && ok; b = b->busy_next)
+		if (!__as_overlaps(as, b->start, b->end))
+			ok = as_fork_copy(as, b, &opened);
 	pthread_rwlock_unlock(lock);
 	as_lists_finish(opened, NULL);	/* ->open, as the kernel's fork */
 
