@@ -41,6 +41,9 @@ struct ut_server {
  * forked client's exit must not stop it). */
 static struct ut_server ut_server_atexit;
 static pid_t ut_server_owner;
+/* SOURCE for the next ut_server_start() instead of its file (a redis://
+ * URL: the bytes there are the caller's to write) */
+static const char *ut_server_source;
 
 static __attribute__((unused)) void ut_server_stop(struct ut_server *s)
 {
@@ -110,7 +113,7 @@ static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_
 	for (i = 0; extra && extra[i] && n < 28; i++)
 		argv[n++] = extra[i];
 	argv[n++] = s->sock;
-	argv[n++] = s->src;
+	argv[n++] = ut_server_source ? ut_server_source : s->src;
 	argv[n] = NULL;
 	s->pid = fork();
 	CHECK(s->pid >= 0, "fork: %s", strerror(errno));
