@@ -1,6 +1,7 @@
 # ufault - see README.md.  `make`, `make test`, `make run`,
 # `make install PREFIX=DIR`; `make SAN=address|undefined|thread test`
-# builds into build-$(SAN)/ with that sanitizer.
+# builds into build-$(SAN)/ with that sanitizer; `make LOCKDEP=1 test` checks
+# the lock order as it runs (src/lockdep.c).
 #
 # The core (libufault, ufault-info, ufault-tour, ufault-stress,
 # ufault-bench) needs only the C library.  The Redis store (libufault-redis,
@@ -16,7 +17,18 @@ CC        ?= cc
 SAN       ?=
 STRESS_SECONDS ?= 30
 
-ifeq ($(SAN),)
+# LOCKDEP=1: check the lock order (src/lockdep.c) as the library runs,
+# into build-lockdep/; on in the UndefinedBehaviorSanitizer build
+ifeq ($(SAN),undefined)
+LOCKDEP ?= 1
+endif
+ifeq ($(LOCKDEP),1)
+LOCKDEP_FLAGS := -DUF_LOCKDEP
+endif
+
+ifeq ($(SAN)$(LOCKDEP),1)
+B ?= build-lockdep
+else ifeq ($(SAN),)
 B ?= build
 else
 B ?= build-$(SAN)
@@ -27,7 +39,7 @@ WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 $(WARN) -pthread $(SANFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
-LIBCFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Iinclude
+LIBCFLAGS := $(CFLAGS) $(LOCKDEP_FLAGS) -fPIC -fvisibility=hidden -Iinclude
 
 LIB_SRC := $(wildcard src/*.c)
 LIB_PIC := $(LIB_SRC:src/%.c=$(B)/pic/%.o)

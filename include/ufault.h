@@ -442,10 +442,14 @@ int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kadd
  * ->read - read up to @len bytes at @off into @buf; return bytes read.
  *	A short count is fine: ufault asks again for the rest.  Only 0
  *	means the store ends there (the rest reads as zero).  It may call
- *	uf_object_pread() on another object (an overlay), map and unmap,
- *	truncate other objects and touch other ufault mappings: it runs
- *	with no lock that mapping needs (the object's invalidate lock is
- *	held shared, so it must not truncate or punch its own object).
+ *	uf_object_pread() on another object (an overlay) and touch other
+ *	ufault mappings, and a slow read holds up no other thread's map or
+ *	unmap.  It runs holding the object's invalidate lock shared, so it
+ *	must not call uf_mmap(), uf_munmap(), uf_mprotect(),
+ *	uf_remap_file_pages(), uf_msync(), uf_object_truncate(),
+ *	uf_object_punch_hole() or a sync of the same mm: those wait for the
+ *	mapping table, which a truncate of the object being read holds
+ *	while it waits for the read to end.
  *	A read may cover a few pages the cache holds already (holes up to
  *	8 cached pages apart are read in one call); their bytes are
  *	dropped, never copied over the cached page.  Required.

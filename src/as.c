@@ -158,6 +158,7 @@ static struct uf_vma *as_vma_copy(struct uf_as *as, const struct uf_vma *src,
 	v->ino = src->ino;
 	v->refs = 1;		/* the table's */
 	pthread_mutex_init(&v->ref_lock, NULL);
+	uf_lockdep_class(&v->ref_lock, UF_LK_VMA_REF);
 	pthread_cond_init(&v->ref_cond, NULL);
 	if (v->obj)
 		uf_object_get(v->obj);
@@ -555,6 +556,7 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	}
 	as->mm = mm;
 	pthread_rwlock_init(&as->vma_lock, NULL);
+	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, &uf_as_uffd_ops, as);
 
 	pthread_rwlock_rdlock(lock);
@@ -683,6 +685,7 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 		return -ENOMEM;
 	as->mm = mm;
 	pthread_rwlock_init(&as->vma_lock, NULL);
+	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, ops, as);
 	for (i = 0; i < n && ok; i++) {
 		struct uf_vma *v = as_vma_copy(as, tmpl[i], tmpl[i]->start, tmpl[i]->end);

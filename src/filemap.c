@@ -775,9 +775,13 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	obj->size = size;
 	obj->cache_map = MAP_FAILED;
 	pthread_rwlock_init(&obj->invalidate_lock, NULL);
+	uf_lockdep_class(&obj->invalidate_lock, UF_LK_INVALIDATE);
 	pthread_mutex_init(&obj->page_lock, NULL);
+	uf_lockdep_class(&obj->page_lock, UF_LK_PAGE);
 	pthread_mutex_init(&obj->sync_lock, NULL);
+	uf_lockdep_class(&obj->sync_lock, UF_LK_SYNC);
 	pthread_rwlock_init(&obj->rmap_lock, NULL);
+	uf_lockdep_class(&obj->rmap_lock, UF_LK_RMAP);
 
 	obj->memfd = memfd_create("ufault-cache", MFD_CLOEXEC);
 	if (obj->memfd < 0) {

@@ -663,6 +663,7 @@ int uf_huge_init(struct uf_mm *mm)
 		return -ENOMEM;
 	h->mm = mm;
 	pthread_mutex_init(&h->lock, NULL);
+	uf_lockdep_class(&h->lock, UF_LK_HUGE);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);	/* the quiet wait */
 	pthread_cond_init(&h->cond, &ca);

@@ -55,11 +55,17 @@
  *   mm->charge_lock -> mm->obj_lock   (obj_lock: the list of objects;
  *                                      nothing else is taken under it)
  *   mm->zap_lock                      (ranges ufault zaps itself, vma.c)
- *   obj->ws->lock -> a prefetch's lock (workingset.c)
+ *   obj->ws->lock -> a prefetch's lock (workingset.c), or -> worker->lock
+ *   worker->lock                      (the worker's queue, worker.c)
+ * (nothing is taken under obj_lock, zap_lock, a prefetch's lock or
+ * worker->lock)
  *
  * Taken with no other ufault lock held, nothing taken under them:
- *   mm->inflight_lock (fault.c), ra->lock (readahead.c), worker->lock
- *   (worker.c), u->lock (uffd.c: starting handler threads).
+ *   mm->inflight_lock (fault.c), ra->lock (readahead.c), u->lock (uffd.c:
+ *   starting handler threads).
+ *
+ * `make LOCKDEP=1 test` (and the UndefinedBehaviorSanitizer build) checks
+ * this order as the library runs: lockdep.c.
  *
  * Other address spaces (fork children, as.c):
  *
@@ -95,6 +101,51 @@
 #define UF_MAX_HANDLERS	64
 #define UF_MAX_SIZE	((1ULL << 63) - PAGE_SIZE)	/* largest object size */
 #define UF_EXPORT	__attribute__((visibility("default")))
+
+/*
+ * Lock classes, in the order above (lockdep.c checks it in a build with
+ * -DUF_LOCKDEP): a lock gets its class with uf_lockdep_class() after its
+ * init.  Innermost and leaf locks follow the main list; locks taken alone
+ * come last.
+ */
+enum uf_lock_class {
+	UF_LK_NONE,
+	UF_LK_RECLAIM, UF_LK_SYNC, UF_LK_VMA, UF_LK_AS, UF_LK_AS_VMA, UF_LK_POISON,
+	UF_LK_INVALIDATE, UF_LK_RMAP, UF_LK_PAGE, UF_LK_HUGE, UF_LK_VMA_REF, UF_LK_STORE,
+	UF_LK_COPY, UF_LK_EV,
+	UF_LK_CHARGE, UF_LK_OBJ, UF_LK_ZAP, UF_LK_WS, UF_LK_PREFETCH, UF_LK_WORKER,
+	UF_LK_GUEST,
+	UF_LK_INFLIGHT, UF_LK_RA, UF_LK_START,
+	UF_LK_NCLASSES
+};
+
+#ifdef UF_LOCKDEP
+void uf_lockdep_class(const void *lock, enum uf_lock_class cls);
+int uf_ld_mutex_lock(pthread_mutex_t *m, const char *file, int line);
+int uf_ld_mutex_trylock(pthread_mutex_t *m, const char *file, int line);
+int uf_ld_mutex_unlock(pthread_mutex_t *m);
+int uf_ld_rwlock_rdlock(pthread_rwlock_t *l, const char *file, int line);
+int uf_ld_rwlock_wrlock(pthread_rwlock_t *l, const char *file, int line);
+int uf_ld_rwlock_tryrdlock(pthread_rwlock_t *l, const char *file, int line);
+int uf_ld_rwlock_trywrlock(pthread_rwlock_t *l, const char *file, int line);
+int uf_ld_rwlock_unlock(pthread_rwlock_t *l);
+#ifndef UF_LOCKDEP_SELF
+#define pthread_mutex_lock(m)		uf_ld_mutex_lock(m, __FILE__, __LINE__)
+#define pthread_mutex_trylock(m)	uf_ld_mutex_trylock(m, __FILE__, __LINE__)
+#define pthread_mutex_unlock(m)		uf_ld_mutex_unlock(m)
+#define pthread_rwlock_rdlock(l)	uf_ld_rwlock_rdlock(l, __FILE__, __LINE__)
+#define pthread_rwlock_wrlock(l)	uf_ld_rwlock_wrlock(l, __FILE__, __LINE__)
+#define pthread_rwlock_tryrdlock(l)	uf_ld_rwlock_tryrdlock(l, __FILE__, __LINE__)
+#define pthread_rwlock_trywrlock(l)	uf_ld_rwlock_trywrlock(l, __FILE__, __LINE__)
+#define pthread_rwlock_unlock(l)	uf_ld_rwlock_unlock(l)
+#endif
+#else
+static inline void uf_lockdep_class(const void *lock, enum uf_lock_class cls)
+{
+	(void)lock;
+	(void)cls;
+}
+#endif
 
 /* Counters shared by struct uf_mm and struct uf_vma; updated atomically. */
 struct uf_counters {

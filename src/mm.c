@@ -148,13 +148,21 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 		mm->ra_max = mm->budget_pages / 8 ? mm->budget_pages / 8 : 1;
 	mm->policy = cfg->reclaim_policy;
 	pthread_rwlock_init(&mm->vma_lock, NULL);
+	uf_lockdep_class(&mm->vma_lock, UF_LK_VMA);
 	pthread_mutex_init(&mm->obj_lock, NULL);
+	uf_lockdep_class(&mm->obj_lock, UF_LK_OBJ);
 	pthread_mutex_init(&mm->reclaim_lock, NULL);
+	uf_lockdep_class(&mm->reclaim_lock, UF_LK_RECLAIM);
 	pthread_mutex_init(&mm->charge_lock, NULL);
+	uf_lockdep_class(&mm->charge_lock, UF_LK_CHARGE);
 	pthread_mutex_init(&mm->poison_lock, NULL);
+	uf_lockdep_class(&mm->poison_lock, UF_LK_POISON);
 	pthread_mutex_init(&mm->zap_lock, NULL);
+	uf_lockdep_class(&mm->zap_lock, UF_LK_ZAP);
 	pthread_mutex_init(&mm->as_lock, NULL);
+	uf_lockdep_class(&mm->as_lock, UF_LK_AS);
 	pthread_mutex_init(&mm->inflight_lock, NULL);
+	uf_lockdep_class(&mm->inflight_lock, UF_LK_INFLIGHT);
 	pthread_cond_init(&mm->inflight_cond, NULL);
 
 	ret = mm_open_uffd(mm, cfg->flags, cfg->cache_budget != 0);

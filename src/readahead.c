@@ -89,6 +89,7 @@ int uf_readahead_init(struct uf_vma *vma)
 	if (!ra)
 		return -ENOMEM;
 	pthread_mutex_init(&ra->lock, NULL);
+	uf_lockdep_class(&ra->lock, UF_LK_RA);
 	pthread_cond_init(&ra->cond, NULL);
 	for (i = 0; i < RA_STREAMS; i++)
 		ra->s[i].next = ra->s[i].marker = RA_NONE;

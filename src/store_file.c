@@ -40,6 +40,7 @@ static int store_new(int fd, bool check, void **storep)
 	fs->fd = fd;
 	fs->check = check;
 	pthread_mutex_init(&fs->lock, NULL);
+	uf_lockdep_class(&fs->lock, UF_LK_STORE);
 	if (check && fstat(fd, &fs->seen) < 0) {
 		int ret = -errno;
 

@@ -127,11 +127,13 @@ static void uffd_init_queues(struct uf_uffd *u)
 	pthread_rwlockattr_t a;
 
 	pthread_mutex_init(&u->ev_lock, NULL);
+	uf_lockdep_class(&u->ev_lock, UF_LK_EV);
 	pthread_cond_init(&u->ev_cond, NULL);
 	/* a reader of the fd is not kept out by a stream of copies */
 	pthread_rwlockattr_init(&a);
 	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&u->copy_lock, &a);
+	uf_lockdep_class(&u->copy_lock, UF_LK_COPY);
 	pthread_rwlockattr_destroy(&a);
 }
 
@@ -161,7 +163,9 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want)
 
 	u->fd = u->stopfd = u->kickfd = -1;
 	pthread_mutex_init(&u->lock, NULL);
+	uf_lockdep_class(&u->lock, UF_LK_START);
 	pthread_mutex_init(&u->guest_lock, NULL);
+	uf_lockdep_class(&u->guest_lock, UF_LK_GUEST);
 	fd = uffd_open(user_mode_only);
 	if (fd < 0)
 		return fd;
@@ -989,7 +993,9 @@ void uf_uffd_guest_init(struct uf_uffd *g, int fd, struct uf_uffd *host,
 	g->owner = owner;
 	g->host = host;
 	pthread_mutex_init(&g->lock, NULL);
+	uf_lockdep_class(&g->lock, UF_LK_START);
 	pthread_mutex_init(&g->guest_lock, NULL);
+	uf_lockdep_class(&g->guest_lock, UF_LK_GUEST);
 	uffd_init_queues(g);
 	reserve_room(g);
 }

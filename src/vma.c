@@ -242,6 +242,7 @@ static struct uf_vma *vma_alloc(struct uf_mm *mm, size_t len, int prot)
 	vma->refs = 1;
 	vma->end = len;		/* start is added once mapped */
 	pthread_mutex_init(&vma->ref_lock, NULL);
+	uf_lockdep_class(&vma->ref_lock, UF_LK_VMA_REF);
 	pthread_cond_init(&vma->ref_cond, NULL);
 	if (uf_readahead_init(vma)) {
 		free(vma);

@@ -65,6 +65,7 @@ int uf_worker_start(struct uf_mm *mm)
 	if (!w)
 		return -ENOMEM;
 	pthread_mutex_init(&w->lock, NULL);
+	uf_lockdep_class(&w->lock, UF_LK_WORKER);
 	pthread_cond_init(&w->cond, NULL);
 	w->tail = &w->head;
 	mm->worker = w;

@@ -158,6 +158,7 @@ static struct uf_ws *ws_get(struct uf_object *obj)
 	if (!ws)
 		return NULL;
 	pthread_mutex_init(&ws->lock, NULL);
+	uf_lockdep_class(&ws->lock, UF_LK_WS);
 	ws->tmpfd = -1;
 	if (!__atomic_compare_exchange_n(&obj->ws, &exp, ws, false, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
@@ -900,6 +901,7 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	memcpy(pf->sorted, runs, nruns * sizeof(*runs));
 	qsort(pf->sorted, nruns, sizeof(*runs), cmp_run);
 	pthread_mutex_init(&pf->lock, NULL);
+	uf_lockdep_class(&pf->lock, UF_LK_PREFETCH);
 	pthread_cond_init(&pf->idle, NULL);
 	pf->work.fn = pf_work_fn;
 	pf->mm = obj->mm;
