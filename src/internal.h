@@ -519,10 +519,12 @@ struct uf_object {
 	struct uf_ws *ws;		/* record and replay (workingset.c) */
 };
 
-/* mm.c */
+/* pid.c: is this a fork child of the process that made @mm, @obj? */
 pid_t uf_pid(void);
 bool uf_forked(const struct uf_mm *mm);
 bool uf_object_forked(const struct uf_object *obj);
+
+/* mm.c */
 void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
 void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
 void uf_mm_put(struct uf_mm *mm);

@@ -3,7 +3,7 @@
  * struct uf_mm: one address-space manager: its engine (the userfaultfd and
  * handler threads, uffd.c), the VMA table, the objects and the statistics.
  * A process may create several.  The only process-wide state is the
- * cached pid below (and per-thread buffers, filemap.c).
+ * cached pid (pid.c) and per-thread buffers (filemap.c).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -16,44 +16,6 @@
 #include <unistd.h>
 
 int uf_break_protocol;
-
-/*
- * This process, as seen by ufault: a fork child's copy of an mm or object
- * must never act on the parent's userfaultfd, eventfds, pagemap or
- * threads, so every call compares the pid that created it with this one.
- * Updated in the child by a pthread_atfork() handler: cheaper than
- * getpid() in every call.  (A child made by a raw clone() system call is
- * not seen; vfork() and posix_spawn() children exec at once.)
- */
-static pid_t uf_self;
-static pthread_once_t uf_self_once = PTHREAD_ONCE_INIT;
-
-static void uf_self_child(void)
-{
-	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
-}
-
-static void uf_self_init(void)
-{
-	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
-	pthread_atfork(NULL, NULL, uf_self_child);
-}
-
-pid_t uf_pid(void)
-{
-	pthread_once(&uf_self_once, uf_self_init);
-	return __atomic_load_n(&uf_self, __ATOMIC_RELAXED);
-}
-
-bool uf_forked(const struct uf_mm *mm)
-{
-	return mm && mm->pid != uf_pid();
-}
-
-bool uf_object_forked(const struct uf_object *obj)
-{
-	return obj->pid != uf_pid();
-}
 
 /*
  * Dirty tracking for shared writable object mappings, best first:
