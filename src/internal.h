@@ -525,8 +525,6 @@ bool uf_forked(const struct uf_mm *mm);
 bool uf_object_forked(const struct uf_object *obj);
 
 /* mm.c */
-void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
-void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
 void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);
 /* Was the object's mm destroyed (object calls other than sync fail)? */
@@ -564,6 +562,16 @@ struct uf_vma *uf_fault_vma(void);
 #define UF_FAULT_FLAG_WOKEN	0x40000000u
 void uf_fault_settle(struct uf_mm *mm);
 
+/* object.c: object lifetime, and the mm's list of objects (mm->obj_lock) */
+void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
+void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
+bool uf_object_tryget(struct uf_object *obj);
+
+static inline uint64_t size_pages(uint64_t size)
+{
+	return DIV_ROUND_UP(size, PAGE_SIZE);
+}
+
 /* filemap.c */
 #define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */
 #define UF_FILL_ANY	(UINT64_MAX - 1)	/* uf_object_fill: best effort */
@@ -571,7 +579,6 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		   size_t *filled, bool *major, struct uf_vma *vma);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
-bool uf_object_tryget(struct uf_object *obj);
 struct uf_bounce;
 struct uf_bounce *uf_bounce_get(size_t len, void **bufp);
 void uf_bounce_put(struct uf_bounce *b);

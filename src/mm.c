@@ -257,29 +257,6 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	uf_mm_put(mm);
 }
 
-void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj)
-{
-	__atomic_add_fetch(&mm->refs, 1, __ATOMIC_RELAXED);	/* dropped by the object's free */
-	pthread_mutex_lock(&mm->obj_lock);
-	obj->mm_next = mm->objects;
-	mm->objects = obj;
-	pthread_mutex_unlock(&mm->obj_lock);
-}
-
-void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj)
-{
-	struct uf_object **pp;
-
-	pthread_mutex_lock(&mm->obj_lock);
-	for (pp = &mm->objects; *pp; pp = &(*pp)->mm_next) {
-		if (*pp == obj) {
-			*pp = obj->mm_next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&mm->obj_lock);
-}
-
 static void stats_copy(struct uf_stats *st, const struct uf_counters *c)
 {
 	int i;

@@ -19,7 +19,7 @@ layers='
 2 fault-path	fault.c
 3 page-cache	object.c rmap.c filemap.c readahead.c truncate.c writeback.c
 		reclaim.c huge.c populate.c pagemap.c worker.c workingset.c
-4 stores	store_file.c store_mem.c
+4 stores	store_file.c
 5 engine	uffd.c
 6 shared	internal.h lockdep.c compat.h pid.c
 '
@@ -29,6 +29,7 @@ layers='
 inlines='
 uf_lockdep_class	internal.h
 uf_protocol_broken	internal.h
+size_pages		internal.h
 uf_object_orphaned	object.c
 uf_vma_uffd		vma.c
 uf_vma_table_lock	vma.c
