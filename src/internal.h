@@ -439,7 +439,17 @@ struct uf_as {
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 };
 
-/* The engine and table lock of the address space @vma belongs to. */
+/*
+ * rmap.c: a VMA as the layers below the address space see it: its
+ * lifetime and references, the object page an address shows, and (these
+ * two) the engine and table lock of the address space it belongs to.
+ */
+struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot);
+void uf_vma_free(struct uf_vma *vma);
+void uf_vma_put(struct uf_vma *vma);
+void uf_vma_release(struct uf_vma *vma);
+uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
+
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
 {
 	return vma->as ? &vma->as->uffd : &vma->mm->uffd;
@@ -536,8 +546,6 @@ static inline bool uf_object_orphaned(const struct uf_object *obj)
 /* vma.c */
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
 				 bool *nonlinear);
-void uf_vma_put(struct uf_vma *vma);
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
 void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);

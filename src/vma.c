@@ -127,15 +127,6 @@ static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 	}
 }
 
-/* The object page @addr of @vma shows.
- * Locking: mm->vma_lock held (any mode), for vma->nl_pgoff. */
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
-{
-	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
-}
-
 /*
  * Find the VMA at @addr and take a reference; compute the object page the
  * address shows.  Return NULL if no ufault mapping is there.
@@ -167,23 +158,6 @@ again:
 			goto again;
 	}
 	return vma;
-}
-
-static void vma_destroy(struct uf_vma *vma);
-
-/* Drop a reference; the last one frees a VMA the program unmapped. */
-void uf_vma_put(struct uf_vma *vma)
-{
-	bool last;
-
-	pthread_mutex_lock(&vma->ref_lock);
-	last = --vma->refs == 0;
-	if (last)
-		pthread_cond_broadcast(&vma->ref_cond);
-	last = last && vma->detached;
-	pthread_mutex_unlock(&vma->ref_lock);
-	if (last)
-		vma_destroy(vma);
 }
 
 /*
@@ -230,36 +204,6 @@ void uf_vma_inherit(struct uf_vma *vma, unsigned long start, unsigned long len)
 		madvise((void *)start, len, MADV_DOFORK);
 }
 
-static struct uf_vma *vma_alloc(struct uf_mm *mm, size_t len, int prot)
-{
-	struct uf_vma *vma = calloc(1, sizeof(*vma));
-
-	if (!vma)
-		return NULL;
-	vma->mm = mm;
-	vma->id = __atomic_add_fetch(&mm->next_vma_id, 1, __ATOMIC_RELAXED);
-	vma->prot = prot;
-	vma->refs = 1;
-	vma->end = len;		/* start is added once mapped */
-	pthread_mutex_init(&vma->ref_lock, NULL);
-	uf_lockdep_class(&vma->ref_lock, UF_LK_VMA_REF);
-	pthread_cond_init(&vma->ref_cond, NULL);
-	if (uf_readahead_init(vma)) {
-		free(vma);
-		return NULL;
-	}
-	return vma;
-}
-
-static void vma_free(struct uf_vma *vma)
-{
-	pthread_mutex_destroy(&vma->ref_lock);
-	pthread_cond_destroy(&vma->ref_cond);
-	uf_readahead_free(vma);
-	free(vma->nl_pgoff);
-	free(vma);
-}
-
 /* ------------------------------------------------------------------ */
 /* Following the program's own munmap(), mremap(), madvise()           */
 /* ------------------------------------------------------------------ */
@@ -287,30 +231,6 @@ static void __vma_busy(struct uf_mm *mm, struct uf_vma *vma, bool on)
 	}
 }
 
-static void vma_destroy(struct uf_vma *vma)
-{
-	if (vma->vm_ops->close)
-		vma->vm_ops->close(vma);
-	if (vma->obj)
-		uf_object_put(vma->obj);
-	vma_free(vma);
-}
-
-/* Drop the reference the table held on a VMA the program unmapped. */
-static void vma_release(struct uf_vma *vma)
-{
-	bool last;
-
-	pthread_mutex_lock(&vma->ref_lock);
-	vma->detached = true;
-	last = --vma->refs == 0;
-	if (last)
-		pthread_cond_broadcast(&vma->ref_cond);
-	pthread_mutex_unlock(&vma->ref_lock);
-	if (last)
-		vma_destroy(vma);
-}
-
 /* VMAs to open (made by a split) and to release, once vma_lock is dropped:
  * ->open, ->close and the last object put must not run under it. */
 struct vma_lists {
@@ -329,7 +249,7 @@ static void vma_lists_finish(struct vma_lists *l)
 	}
 	while ((v = l->released)) {
 		l->released = v->ev_next;
-		vma_release(v);
+		uf_vma_release(v);
 	}
 }
 
@@ -375,14 +295,14 @@ static struct uf_vma *__vma_split(struct uf_mm *mm, struct uf_vma *vma, unsigned
 				  struct vma_lists *l)
 {
 	size_t idx = (addr - vma->start) >> PAGE_SHIFT, n = (vma->end - addr) >> PAGE_SHIFT;
-	struct uf_vma *nv = vma_alloc(mm, 0, vma->prot);
+	struct uf_vma *nv = uf_vma_alloc(mm, 0, vma->prot);
 
 	if (!nv)
 		return NULL;
 	if (vma->nl_pgoff) {
 		nv->nl_pgoff = malloc(n * sizeof(*nv->nl_pgoff));
 		if (!nv->nl_pgoff) {
-			vma_free(nv);
+			uf_vma_free(nv);
 			return NULL;
 		}
 		memcpy(nv->nl_pgoff, vma->nl_pgoff + idx, n * sizeof(*nv->nl_pgoff));
@@ -400,7 +320,7 @@ static struct uf_vma *__vma_split(struct uf_mm *mm, struct uf_vma *vma, unsigned
 	if (__vma_link(mm, nv)) {
 		vma->end = nv->end;
 		rmap_unlock(vma);
-		vma_free(nv);
+		uf_vma_free(nv);
 		return NULL;
 	}
 	rmap_unlock(vma);
@@ -1216,7 +1136,7 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	if (obj->readonly && flags == UF_MAP_SHARED && (prot & PROT_WRITE))
 		return -EACCES;
 
-	vma = vma_alloc(mm, len, prot);
+	vma = uf_vma_alloc(mm, len, prot);
 	if (!vma)
 		return -ENOMEM;
 	vma->obj = obj;
@@ -1248,7 +1168,7 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	ret = vma_install(mm, vma, mflags, obj->memfd, offset, addrp);
 	if (ret) {
 		uf_object_put(obj);
-		vma_free(vma);
+		uf_vma_free(vma);
 		return ret;
 	}
 	uf_vma_populate_cached(vma);
@@ -1271,7 +1191,7 @@ UF_EXPORT int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 	if (uf_forked(mm))
 		return -ECHILD;
 
-	vma = vma_alloc(mm, len, prot);
+	vma = uf_vma_alloc(mm, len, prot);
 	if (!vma)
 		return -ENOMEM;
 	vma->flags = VMA_OPS | VMA_PRIVATE;
@@ -1279,7 +1199,7 @@ UF_EXPORT int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 	vma->private_data = private_data;
 	ret = vma_install(mm, vma, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, addrp);
 	if (ret)
-		vma_free(vma);
+		uf_vma_free(vma);
 	return ret;
 }
 
@@ -1322,7 +1242,7 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 	pthread_rwlock_unlock(&mm->vma_lock);
 	if (obj)
 		uf_object_put(obj);
-	vma_free(vma);
+	uf_vma_free(vma);
 }
 
 UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)

@@ -31,8 +31,8 @@ uf_lockdep_class	internal.h
 uf_protocol_broken	internal.h
 size_pages		internal.h
 uf_object_orphaned	object.c
-uf_vma_uffd		vma.c
-uf_vma_table_lock	vma.c
+uf_vma_uffd		rmap.c
+uf_vma_table_lock	rmap.c
 '
 
 command -v ctags >/dev/null 2>&1 || { echo "check-layers: needs ctags (universal-ctags)" >&2; exit 2; }
