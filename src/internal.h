@@ -624,6 +624,7 @@ bool __uf_object_tracked(struct uf_object *obj);
 int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
 			      const struct uf_vma *skip);
 int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);
+int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, bool collect);
 void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 
