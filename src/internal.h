@@ -289,9 +289,40 @@ int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
 			    unsigned int flags);
 
 struct uf_as;
+struct uf_object;
+
+/*
+ * What the fault path and the page cache ask of the address spaces above
+ * them (docs/design.md, Layers): mm.c fills it in, and a lower layer
+ * reaches a VMA table, the fork children or the mm's lifetime only
+ * through mm->as_ops.  Each member is the function of vma.c, as.c or mm.c
+ * named beside it, whose comment says what it does and which locks.
+ */
+struct uf_as_ops {
+	/* uf_vma_lookup_get(), uf_as_lookup_get(): the VMA at @addr of the
+	 * mm's own table or of a child's, with a reference, and its page */
+	struct uf_vma *(*lookup_get)(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
+				     bool *nonlinear);
+	struct uf_vma *(*as_lookup_get)(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+					bool *nonlinear);
+	/* __uf_vma_find(): the mm's own VMA at @addr; mm->vma_lock held */
+	struct uf_vma *(*find)(struct uf_mm *mm, unsigned long addr);
+	/* uf_vma_zap(): take pages out of the mm's own mappings */
+	int (*zap)(struct uf_mm *mm, const struct uf_range *r, size_t n);
+	/* uf_vma_refresh_object(): the object's mappings as the kernel has them */
+	int (*refresh_object)(struct uf_object *obj);
+	/* uf_as_collect_writes(), __uf_as_collect_writes_try(): what fork
+	 * children wrote to the object */
+	void (*collect_writes)(struct uf_object *obj);
+	bool (*collect_writes_try)(struct uf_object *obj);
+	/* uf_mm_put(), uf_mm_put_child(): an object drops its reference */
+	void (*put)(struct uf_mm *mm);
+	void (*put_child)(struct uf_mm *mm);
+};
 
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
+	const struct uf_as_ops *as_ops;	/* calls up from below (mm.c) */
 	pid_t pid;			/* the process that created it */
 	/*
 	 * UFFD_FEATURE_EVENT_FORK granted: regions are inherited, and each
@@ -559,9 +590,12 @@ void uf_vma_free_child(struct uf_vma *vma);
 void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
 int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
 
-/* fault.c */
-extern const struct uf_uffd_ops uf_fault_uffd_ops;
+/* fault.c: ->fault of the mm's engine and of a child's (as.c); between
+ * faults, lifting poison markers (uf_fault_idle, uf_fault_idle_ms) */
+void uf_fault_handle(void *owner, unsigned int slot, const struct uffd_msg *msg);
 void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg);
+int uf_fault_idle_ms(struct uf_mm *mm);
+void uf_fault_idle(struct uf_mm *mm);
 struct uf_vma *uf_fault_vma(void);
 /* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
  * kernel raises SIGBUS itself on the retry) */

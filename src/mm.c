@@ -76,6 +76,53 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 	return 0;
 }
 
+/* ->event: a fork makes an address space (as.c); the rest is vma.c's. */
+static void mm_event(void *owner, const struct uffd_msg *msg)
+{
+	if (msg->event == UFFD_EVENT_FORK)
+		uf_as_fork(owner, NULL, msg);
+	else
+		uf_vma_event(owner, msg);
+}
+
+static int mm_idle_ms(void *owner)
+{
+	struct uf_mm *mm = owner;
+	int ms = uf_fault_idle_ms(mm);
+
+	/* fork children: look now and then whether they are gone (as.c) */
+	if (ms < 0 && __atomic_load_n(&mm->nchildren, __ATOMIC_RELAXED))
+		ms = 100;
+	return ms;
+}
+
+static void mm_idle(void *owner)
+{
+	uf_fault_idle(owner);
+	uf_as_reap(owner, false);
+}
+
+/* What the engine's handler threads call (uffd.c). */
+static const struct uf_uffd_ops mm_uffd_ops = {
+	.fault		= uf_fault_handle,	/* fault.c */
+	.event		= mm_event,		/* unmap, remap, remove: vma.c */
+	.idle_ms	= mm_idle_ms,
+	.idle		= mm_idle,
+};
+
+/* What the fault path and the page cache call up (internal.h). */
+static const struct uf_as_ops mm_as_ops = {
+	.lookup_get		= uf_vma_lookup_get,
+	.as_lookup_get		= uf_as_lookup_get,
+	.find			= __uf_vma_find,
+	.zap			= uf_vma_zap,
+	.refresh_object		= uf_vma_refresh_object,
+	.collect_writes		= uf_as_collect_writes,
+	.collect_writes_try	= __uf_as_collect_writes_try,
+	.put			= uf_mm_put,
+	.put_child		= uf_mm_put_child,
+};
+
 UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 {
 	struct uf_mm_config def = { 0 };
@@ -99,6 +146,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	mm->uffd.fd = mm->uffd.stopfd = mm->uffd.kickfd = mm->pagemap_fd = -1;
 	mm->refs = 1;		/* dropped by uf_mm_destroy() */
 	mm->pid = uf_pid();
+	mm->as_ops = &mm_as_ops;
 	/* Test switch for ufault-stress: break the truncate protocol on
 	 * purpose (see filemap.c), to show that the race finder finds it. */
 	if (getenv("UFAULT_BREAK_PROTOCOL"))
@@ -131,7 +179,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	if (ret)
 		goto fail;
 	ret = uf_uffd_start(&mm->uffd, cfg->handler_threads ? cfg->handler_threads : 1,
-			    &uf_fault_uffd_ops, mm);
+			    &mm_uffd_ops, mm);
 	if (ret)
 		goto fail;
 	ret = uf_worker_start(mm);
