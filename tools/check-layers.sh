@@ -15,7 +15,7 @@ src=${1:-$top/src}
 # The layers, top to bottom (docs/design.md's table).  "shared" is below
 # everything: every layer may call it, and it calls no layer.
 layers='
-1 address-space	mm.c mmap.c vma.c nonlinear.c as.c serve.c attach.c
+1 address-space	mm.c vma.c nonlinear.c as.c serve.c
 2 fault-path	fault.c
 3 page-cache	object.c rmap.c filemap.c readahead.c truncate.c writeback.c
 		reclaim.c huge.c populate.c pagemap.c worker.c workingset.c
@@ -35,7 +35,8 @@ uf_vma_uffd		rmap.c
 uf_vma_table_lock	rmap.c
 '
 
-command -v ctags >/dev/null 2>&1 || { echo "check-layers: needs ctags (universal-ctags)" >&2; exit 2; }
+ctags --version 2>/dev/null | grep -q Universal ||
+	{ echo "check-layers: needs universal-ctags" >&2; exit 2; }
 
 declare -A rank name
 r=0
