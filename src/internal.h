@@ -480,6 +480,16 @@ void uf_vma_free(struct uf_vma *vma);
 void uf_vma_put(struct uf_vma *vma);
 void uf_vma_release(struct uf_vma *vma);
 uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
+/*
+ * The object's mappings (obj->vmas): the mm's own VMAs of it; a child's
+ * are in the child's table only.  Linked and unlinked with mm->vma_lock
+ * and obj->rmap_lock held exclusive; every walk is uf_rmap_foreach(),
+ * with either lock held (any mode).
+ */
+void __uf_rmap_link(struct uf_vma *vma);
+void __uf_rmap_unlink(struct uf_vma *vma);
+#define uf_rmap_foreach(vma, obj) \
+	for ((vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
 
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
 {

@@ -94,7 +94,7 @@ static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, ui
 
 	if (mm->pagemap_fd < 0)
 		return;
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		struct page_region vec[64];
 		struct pm_scan_arg arg = {
 			.size = sizeof(arg),
@@ -148,7 +148,7 @@ static void __unmap_pages(struct uf_object *obj, uint64_t lo, uint64_t hi, struc
 {
 	struct uf_vma *vma;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 		uint64_t a = lo > vma->pgoff ? lo : vma->pgoff, b = hi < vend ? hi : vend;
 
@@ -175,7 +175,7 @@ static bool __evictable(struct uf_object *obj)
 
 	if (obj->mm->wp_sync)
 		return true;
-	for (vma = obj->vmas; vma; vma = vma->obj_next)
+	uf_rmap_foreach(vma, obj)
 		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE))
 			return false;
 	return true;

@@ -2,12 +2,16 @@
 /*
  * A mapping as the layers below the address space see it (the kernel's
  * vm_area_struct with its lifetime): which object page an address of a
- * VMA shows, and the VMA's references.  A handler thread serving a fault
+ * VMA shows, the VMA's references, and the object's list of its mappings
+ * (obj->vmas, the kernel's i_mmap), which every walk goes through
+ * (uf_rmap_foreach, internal.h).  A handler thread serving a fault
  * in it, or background readahead for it, holds a reference; the table
  * (vma.c, as.c) holds one while it is mapped.  The last reference to a
  * VMA the program unmapped calls ->close, drops the object and frees it.
  *
- * Locks (the order is in internal.h): vma->ref_lock for the references.
+ * Locks (the order is in internal.h): vma->ref_lock for the references;
+ * obj->vmas changes with mm->vma_lock and obj->rmap_lock held exclusive,
+ * and is walked with either held.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -90,4 +94,26 @@ void uf_vma_release(struct uf_vma *vma)
 	pthread_mutex_unlock(&vma->ref_lock);
 	if (last)
 		vma_destroy(vma);
+}
+
+/* Put @vma on its object's list of mappings.
+ * Locking: mm->vma_lock and obj->rmap_lock held exclusive. */
+void __uf_rmap_link(struct uf_vma *vma)
+{
+	vma->obj_next = vma->obj->vmas;
+	vma->obj->vmas = vma;
+}
+
+/* Take @vma off its object's list.
+ * Locking: mm->vma_lock and obj->rmap_lock held exclusive. */
+void __uf_rmap_unlink(struct uf_vma *vma)
+{
+	struct uf_vma **pp;
+
+	for (pp = &vma->obj->vmas; *pp; pp = &(*pp)->obj_next) {
+		if (*pp == vma) {
+			*pp = vma->obj_next;
+			break;
+		}
+	}
 }

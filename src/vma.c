@@ -98,10 +98,8 @@ static int __vma_link(struct uf_mm *mm, struct uf_vma *vma)
 	memmove(&mm->vmas[i + 1], &mm->vmas[i], (mm->nvmas - i) * sizeof(*mm->vmas));
 	mm->vmas[i] = vma;
 	mm->nvmas++;
-	if (vma->obj) {
-		vma->obj_next = vma->obj->vmas;
-		vma->obj->vmas = vma;
-	}
+	if (vma->obj)
+		__uf_rmap_link(vma);
 	return 0;
 }
 
@@ -114,15 +112,8 @@ static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 	mm->nvmas--;
 	__atomic_store_n(&vma->dead, true, __ATOMIC_RELEASE);
 	if (vma->obj) {
-		struct uf_vma **pp;
-
 		rmap_wrlock(vma);
-		for (pp = &vma->obj->vmas; *pp; pp = &(*pp)->obj_next) {
-			if (*pp == vma) {
-				*pp = vma->obj_next;
-				break;
-			}
-		}
+		__uf_rmap_unlink(vma);
 		rmap_unlock(vma);
 	}
 }
@@ -934,7 +925,7 @@ int uf_vma_refresh_object(struct uf_object *obj)
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&mm->vma_lock);
-	for (v = obj->vmas; v; v = v->obj_next)
+	uf_rmap_foreach(v, obj)
 		changed += __vma_refresh_one(mm, __vma_index(mm, v->start), &kv, 0);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);

@@ -97,7 +97,7 @@ bool __uf_object_tracked(struct uf_object *obj)
 {
 	struct uf_vma *vma;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next)
+	uf_rmap_foreach(vma, obj)
 		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP)
 			return true;
 	return false;
@@ -148,7 +148,7 @@ int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
 	struct uf_vma *vma;
 	int ret;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT), a, b;
 
 		if (!(__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP) || vma == skip)
@@ -339,7 +339,7 @@ static int __object_collect_dirty(struct uf_object *obj)
 	struct uf_vma *vma;
 	int ret = 0;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
 			int r = uf_vma_collect_dirty(vma, vma->start, vma->end);
 
@@ -359,7 +359,7 @@ void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n)
 {
 	struct uf_vma *vma;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		uint64_t vfirst, vlast;
 
 		if (!(vma->flags & VMA_WP))

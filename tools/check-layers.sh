@@ -5,7 +5,9 @@
 # reference: taking a function's address, reading a global) from a file to
 # a non-static function or global defined in a file of a higher layer, or
 # to a static inline of src/internal.h that serves a higher layer, is an
-# upward call.  Prints each one and exits 1; exits 0 when there is none.
+# upward call.  And every walk of an object's mappings (obj->vmas) goes
+# through rmap.c.  Prints each breach and exits 1; exits 0 when there is
+# none.
 #
 # Usage: tools/check-layers.sh [SRCDIR]  (default: src/ of this tree)
 set -eu
@@ -106,9 +108,22 @@ for path in "$src"/*.c; do
 	unset own
 done
 
+# An object's mappings are linked, unlinked and walked in one place:
+# rmap.c, and uf_rmap_foreach() in internal.h.
+for path in "$src"/*.c; do
+	f=${path##*/}
+	[ "$f" != rmap.c ] || continue
+	while IFS=: read -r lineno _; do
+		echo "src/$f:$lineno: obj_next used outside rmap.c (walk obj->vmas with uf_rmap_foreach)"
+		count=$((count + 1))
+	done < <(perl -0777 -pe 's{/\*.*?\*/}{ $& =~ tr/\n//cdr }gse; s{//[^\n]*}{}g' "$path" |
+		 grep -nw obj_next || true)
+done
+
 if [ "$count" -gt 0 ]; then
-	echo "check-layers: $count upward calls (a lower layer reaches a higher one" \
-		"only through an ops table; docs/design.md, Layers)"
+	echo "check-layers: $count found: a lower layer reaches a higher one only" \
+		"through an ops table, and obj->vmas only through rmap.c" \
+		"(docs/design.md, Layers)"
 	status=1
 fi
 exit $status
