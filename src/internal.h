@@ -578,11 +578,6 @@ bool uf_object_forked(const struct uf_object *obj);
 /* mm.c */
 void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);
-/* Was the object's mm destroyed (object calls other than sync fail)? */
-static inline bool uf_object_orphaned(const struct uf_object *obj)
-{
-	return !obj->mm || __atomic_load_n(&obj->mm->dead, __ATOMIC_ACQUIRE);
-}
 
 /* vma.c */
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
@@ -615,9 +610,12 @@ struct uf_vma *uf_fault_vma(void);
 void uf_fault_settle(struct uf_mm *mm);
 
 /* object.c: object lifetime, and the mm's list of objects (mm->obj_lock) */
-void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
-void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
 bool uf_object_tryget(struct uf_object *obj);
+/* Was the object's mm destroyed (object calls other than sync fail)? */
+static inline bool uf_object_orphaned(const struct uf_object *obj)
+{
+	return !obj->mm || __atomic_load_n(&obj->mm->dead, __ATOMIC_ACQUIRE);
+}
 
 static inline uint64_t size_pages(uint64_t size)
 {

@@ -18,6 +18,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The mm's list of objects, which reclaim and uf_mm_destroy() walk. */
+static void mm_objects_add(struct uf_mm *mm, struct uf_object *obj)
+{
+	__atomic_add_fetch(&mm->refs, 1, __ATOMIC_RELAXED);	/* dropped by the object's free */
+	pthread_mutex_lock(&mm->obj_lock);
+	obj->mm_next = mm->objects;
+	mm->objects = obj;
+	pthread_mutex_unlock(&mm->obj_lock);
+}
+
+static void mm_objects_del(struct uf_mm *mm, struct uf_object *obj)
+{
+	struct uf_object **pp;
+
+	pthread_mutex_lock(&mm->obj_lock);
+	for (pp = &mm->objects; *pp; pp = &(*pp)->mm_next) {
+		if (*pp == obj) {
+			*pp = obj->mm_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mm->obj_lock);
+}
+
 static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *store,
 		      uint64_t size, bool readonly, struct uf_object **objp)
 {
@@ -65,7 +89,7 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	ret = uf_pagemap_grow(&obj->pages, size_pages(size));
 	if (ret)
 		goto fail;
-	uf_mm_add_object(mm, obj);
+	mm_objects_add(mm, obj);
 	*objp = obj;
 	return 0;
 fail:
@@ -174,7 +198,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	}
 	/* off the mm's list first: no walk of it can reach the object now */
 	if (obj->mm)
-		uf_mm_del_object(obj->mm, obj);
+		mm_objects_del(obj->mm, obj);
 	uf_huge_forget(obj);		/* and no collapse */
 	uf_ws_release(obj);		/* a record ends, a prefetch stops */
 	if (obj->ops) {
@@ -205,29 +229,6 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 UF_EXPORT uint64_t uf_object_size(const struct uf_object *obj)
 {
 	return obj ? __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) : 0;
-}
-
-void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj)
-{
-	__atomic_add_fetch(&mm->refs, 1, __ATOMIC_RELAXED);	/* dropped by the object's free */
-	pthread_mutex_lock(&mm->obj_lock);
-	obj->mm_next = mm->objects;
-	mm->objects = obj;
-	pthread_mutex_unlock(&mm->obj_lock);
-}
-
-void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj)
-{
-	struct uf_object **pp;
-
-	pthread_mutex_lock(&mm->obj_lock);
-	for (pp = &mm->objects; *pp; pp = &(*pp)->mm_next) {
-		if (*pp == obj) {
-			*pp = obj->mm_next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&mm->obj_lock);
 }
 
 UF_EXPORT int uf_object_create_mem(struct uf_mm *mm, uint64_t size, struct uf_object **objp)
