@@ -4,8 +4,10 @@
  *
  *   a thread touches a missing page
  *     -> the kernel queues a userfaultfd event and puts the thread to sleep
- *   a handler thread of the engine (uffd.c) reads the event
- *     -> handle_fault(): find the VMA and the object page (pgoff)
+ *   a handler thread of the engine (uffd.c) reads the event and hands it
+ *   up through the mm's struct uf_uffd_ops (mm.c; a child's: as.c)
+ *     -> uf_fault_handle(): find the VMA and the object page (pgoff), in
+ *        the address space's table (mm->as_ops: vma.c, as.c)
  *     -> the VMA's ->fault() (or the ->nopage adapter) finds the page:
  *          returns a page         -> install_page() copies it in
  *          installed it itself    -> uf_vm_insert_page()/uf_vm_insert_pfn()
@@ -16,8 +18,8 @@
  * the object's page cache (a memfd), and the retried access is mapped by
  * the kernel itself.
  *
- * Locks: the order is in internal.h.  handle_fault() holds no ufault lock
- * while ->fault() runs: the VMA is kept alive by a reference (see vma.c).
+ * Locks: the order is in internal.h.  uf_fault_handle() holds no ufault
+ * lock while ->fault() runs: the VMA is kept alive by a reference (rmap.c).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -165,7 +167,7 @@ static bool page_present(struct uf_mm *mm, unsigned long addr)
 static void __poison_lift(struct uf_mm *mm, unsigned int i)
 {
 	struct uf_poison *p = &mm->poison[i];
-	struct uf_vma *vma = __uf_vma_find(mm, p->addr);
+	struct uf_vma *vma = mm->as_ops->find(mm, p->addr);
 
 	/*
 	 * A marker in a mapping unmapped meanwhile went with it.  The marker
@@ -175,7 +177,7 @@ static void __poison_lift(struct uf_mm *mm, unsigned int i)
 	if (vma && vma->id == p->vma_id && !page_present(mm, p->addr)) {
 		struct uf_range r = { p->addr, p->addr + PAGE_SIZE };
 
-		uf_vma_zap(mm, &r, 1);
+		mm->as_ops->zap(mm, &r, 1);
 		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)
 			uf_vma_writeprotect(vma, p->addr, PAGE_SIZE);
 	}
@@ -257,8 +259,9 @@ static void poison_watch(struct uf_mm *mm, pid_t tid, uint64_t runs)
 	poison_expire(mm, false, 0, 0);
 }
 
-/* While poison markers wait to be lifted, look every millisecond. */
-static int poll_timeout_ms(struct uf_mm *mm)
+/* How long a handler may sleep with no event (->idle_ms, mm.c): while
+ * poison markers wait to be lifted, look every millisecond. */
+int uf_fault_idle_ms(struct uf_mm *mm)
 {
 	return __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED) ? 1 : -1;
 }
@@ -488,18 +491,18 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 	if (!as && __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
 		poison_expire(mm, false, tid, page_addr);
 	if (as) {
-		vma = uf_as_lookup_get(as, addr, &pgoff, &nonlinear);
+		vma = mm->as_ops->as_lookup_get(as, addr, &pgoff, &nonlinear);
 		if (!vma) {
 			/* an event not yet applied (a move)? */
 			uf_uffd_quiesce(&as->uffd);
-			vma = uf_as_lookup_get(as, addr, &pgoff, &nonlinear);
+			vma = mm->as_ops->as_lookup_get(as, addr, &pgoff, &nonlinear);
 		}
 		if (!vma) {
 			as_no_vma(as, page_addr);
 			return;
 		}
 	} else {
-		vma = uf_vma_lookup_get(mm, addr, &pgoff, &nonlinear);
+		vma = mm->as_ops->lookup_get(mm, addr, &pgoff, &nonlinear);
 	}
 	if (!vma) {
 		/* unmapped meanwhile: the retry meets the placeholder */
@@ -606,7 +609,8 @@ static void serve(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
 	inflight_end(mm, slot);
 }
 
-static void handle_fault(void *owner, unsigned int slot, const struct uffd_msg *msg)
+/* ->fault of the mm's engine (mm.c). */
+void uf_fault_handle(void *owner, unsigned int slot, const struct uffd_msg *msg)
 {
 	serve(owner, NULL, slot, msg);
 }
@@ -617,15 +621,6 @@ void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg)
 	struct uf_as *as = owner;
 
 	serve(as->mm, as, slot, msg);
-}
-
-/* ->event: a fork makes an address space (as.c); the rest is vma.c's. */
-static void handle_event(void *owner, const struct uffd_msg *msg)
-{
-	if (msg->event == UFFD_EVENT_FORK)
-		uf_as_fork(owner, NULL, msg);
-	else
-		uf_vma_event(owner, msg);
 }
 
 /*
@@ -645,33 +640,12 @@ void uf_fault_settle(struct uf_mm *mm)
 			sched_yield();
 }
 
-static int fault_idle_ms(void *owner)
+/* A handler woke (->idle, mm.c): lift the markers whose thread retried. */
+void uf_fault_idle(struct uf_mm *mm)
 {
-	struct uf_mm *mm = owner;
-	int ms = poll_timeout_ms(mm);
-
-	/* fork children: look now and then whether they are gone (as.c) */
-	if (ms < 0 && __atomic_load_n(&mm->nchildren, __ATOMIC_RELAXED))
-		ms = 100;
-	return ms;
-}
-
-static void fault_idle(void *owner)
-{
-	struct uf_mm *mm = owner;
-
 	if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
 		poison_expire(mm, false, 0, 0);
-	uf_as_reap(mm, false);
 }
-
-/* What the engine's handler threads call (uffd.c). */
-const struct uf_uffd_ops uf_fault_uffd_ops = {
-	.fault		= handle_fault,
-	.event		= handle_event,		/* unmap, remap, remove: vma.c */
-	.idle_ms	= fault_idle_ms,
-	.idle		= fault_idle,
-};
 
 /* ------------------------------------------------------------------ */
 /* Pages, and installing them from ->fault                             */
@@ -767,7 +741,7 @@ UF_EXPORT int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const 
 			uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
 	} else if (ret == -EEXIST && !(cur.vma == vma && cur.page == page_addr)) {
 		/* (copied above) the page being faulted on is woken by
-		 * handle_fault(), after the fault is counted; any other now */
+		 * uf_fault_handle(), after the fault is counted; any other now */
 		uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
 	}
 	if ((ret == 0 || ret == -EEXIST) && cur.vma == vma && cur.page == page_addr)

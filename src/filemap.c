@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Objects and their page cache: uf_filemap_fault(), readahead, filling the
- * cache from the store, uf_object_pread()/pwrite(), object lifetime.
+ * Objects' page cache: uf_filemap_fault(), readahead, filling the cache
+ * from the store, uf_object_pread()/pwrite().  Object lifetime is
+ * object.c's.
  *
  * The cache of an object is a memfd.  A page is filled by a uffd copy into
  * obj->cache_map, a PROT_NONE mapping of the whole memfd that nothing
@@ -124,11 +125,6 @@ void uf_bounce_put(struct uf_bounce *b)
  * before its fill inserts pages it cannot write-protect as dirty. */
 #define FILL_BEHIND_TRIES	20
 #define FILL_BEHIND_WAIT_US	200
-
-static inline uint64_t size_pages(uint64_t size)
-{
-	return DIV_ROUND_UP(size, PAGE_SIZE);
-}
 
 /* A page became present.  Locking: invalidate_lock held (any mode), and
  * obj->page_lock if @page_locked. */
@@ -747,199 +743,6 @@ UF_EXPORT struct uf_page *uf_filemap_nopage(struct uf_vma *vma, unsigned long ad
 	uf_filemap_fault(vma, &fdata);
 	*type = fdata.type;
 	return NULL;
-}
-
-/* ------------------------------------------------------------------ */
-/* Objects                                                             */
-/* ------------------------------------------------------------------ */
-
-static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *store,
-		      uint64_t size, bool readonly, struct uf_object **objp)
-{
-	struct uf_object *obj;
-	int ret;
-
-	if (uf_forked(mm))
-		return -ECHILD;
-	if (size > UF_MAX_SIZE)
-		return -EFBIG;
-	obj = calloc(1, sizeof(*obj));
-	if (!obj)
-		return -ENOMEM;
-	obj->mm = mm;
-	obj->pid = mm->pid;
-	obj->refs = 1;
-	obj->ops = ops;
-	obj->store = store;
-	obj->readonly = readonly || !ops->write;
-	obj->size = size;
-	obj->cache_map = MAP_FAILED;
-	pthread_rwlock_init(&obj->invalidate_lock, NULL);
-	uf_lockdep_class(&obj->invalidate_lock, UF_LK_INVALIDATE);
-	pthread_mutex_init(&obj->page_lock, NULL);
-	uf_lockdep_class(&obj->page_lock, UF_LK_PAGE);
-	pthread_mutex_init(&obj->sync_lock, NULL);
-	uf_lockdep_class(&obj->sync_lock, UF_LK_SYNC);
-	pthread_rwlock_init(&obj->rmap_lock, NULL);
-	uf_lockdep_class(&obj->rmap_lock, UF_LK_RMAP);
-
-	obj->memfd = memfd_create("ufault-cache", MFD_CLOEXEC);
-	if (obj->memfd < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	if (ftruncate(obj->memfd, (off_t)size) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	/* the address space first: it says -ENOMEM for a size that cannot
-	 * be cached at all */
-	ret = uf_object_cache_map(obj, size);
-	if (ret)
-		goto fail;
-	ret = uf_pagemap_grow(&obj->pages, size_pages(size));
-	if (ret)
-		goto fail;
-	uf_mm_add_object(mm, obj);
-	*objp = obj;
-	return 0;
-fail:
-	obj->ops = NULL;	/* the caller still owns the store */
-	obj->mm = NULL;
-	obj->refs = 1;
-	uf_object_put(obj);
-	return ret;
-}
-
-UF_EXPORT int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
-			       void *store, uint64_t size, struct uf_object **objp)
-{
-	if (!mm || !ops || !ops->read || !objp)
-		return -EINVAL;
-	return object_new(mm, ops, store, size, false, objp);
-}
-
-UF_EXPORT int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
-			     struct uf_object **objp)
-{
-	int acc = oflags & O_ACCMODE, fd, ret;
-	void *store;
-	struct stat st;
-
-	if (!mm || !path || !objp || (oflags & ~(O_ACCMODE | O_CREAT)) ||
-	    (acc != O_RDONLY && acc != O_RDWR))
-		return -EINVAL;
-	if (uf_forked(mm))
-		return -ECHILD;
-	fd = open(path, oflags | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
-	ret = uf_file_store_open(fd, acc == O_RDWR, &store);
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	ret = object_new(mm, &uf_file_store_ops, store, (uint64_t)st.st_size,
-			 acc == O_RDONLY, objp);
-	if (ret)
-		uf_file_store_ops.release(store);
-	return ret;
-}
-
-/*
- * Take a reference unless the last one is gone (the object is being freed):
- * for walks of mm->objects, which may meet an object in its last put.
- * Locking: mm->obj_lock held.
- */
-bool uf_object_tryget(struct uf_object *obj)
-{
-	int refs = __atomic_load_n(&obj->refs, __ATOMIC_RELAXED);
-
-	while (refs > 0)
-		if (__atomic_compare_exchange_n(&obj->refs, &refs, refs + 1, false,
-						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return true;
-	return false;
-}
-
-UF_EXPORT void uf_object_get(struct uf_object *obj)
-{
-	if (obj)
-		__atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
-}
-
-/*
- * The last put in a fork child: free the child's copy of the object and
- * nothing else (see mm_free_child() in mm.c): no sync, no store release
- * (the store's resources are the parent's too), no lock, no munmap (the
- * cache mapping was not inherited).
- */
-static void object_free_child(struct uf_object *obj)
-{
-	/* a built-in store is the child's memory too; a program's own store
-	 * is left alone (its ->release may act on what the parent shares) */
-	if (obj->ops == &uf_file_store_ops)
-		uf_file_store_free_child(obj->store);
-	uf_ws_free_child(obj);
-	if (obj->memfd >= 0)
-		close(obj->memfd);
-	uf_pagemap_free(&obj->pages);
-	free(obj->fifo);
-	if (obj->mm)
-		uf_mm_put_child(obj->mm);
-	free(obj);
-}
-
-UF_EXPORT void uf_object_put(struct uf_object *obj)
-{
-	if (!obj || __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	if (uf_object_forked(obj)) {
-		object_free_child(obj);
-		return;
-	}
-	/* off the mm's list first: no walk of it can reach the object now */
-	if (obj->mm)
-		uf_mm_del_object(obj->mm, obj);
-	uf_huge_forget(obj);		/* and no collapse */
-	uf_ws_release(obj);		/* a record ends, a prefetch stops */
-	if (obj->ops) {
-		uf_object_sync(obj);
-		if (obj->ops->release)
-			obj->ops->release(obj->store);
-	}
-	if (obj->cache_map != MAP_FAILED) {
-		/* unregistered first, the unmap raises no event to wait for */
-		if (obj->mm)
-			uf_uffd_unregister(&obj->mm->uffd, (unsigned long)obj->cache_map,
-					   obj->cache_cap);
-		munmap(obj->cache_map, obj->cache_cap);
-	}
-	if (obj->memfd >= 0)
-		close(obj->memfd);
-	uf_pagemap_free(&obj->pages);
-	free(obj->fifo);
-	pthread_rwlock_destroy(&obj->invalidate_lock);
-	pthread_mutex_destroy(&obj->page_lock);
-	pthread_mutex_destroy(&obj->sync_lock);
-	pthread_rwlock_destroy(&obj->rmap_lock);
-	if (obj->mm)
-		uf_mm_put(obj->mm);	/* its memory may go now (destroyed before) */
-	free(obj);
-}
-
-UF_EXPORT uint64_t uf_object_size(const struct uf_object *obj)
-{
-	return obj ? __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) : 0;
 }
 
 /* ------------------------------------------------------------------ */

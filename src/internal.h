@@ -289,9 +289,40 @@ int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
 			    unsigned int flags);
 
 struct uf_as;
+struct uf_object;
+
+/*
+ * What the fault path and the page cache ask of the address spaces above
+ * them (docs/design.md, Layers): mm.c fills it in, and a lower layer
+ * reaches a VMA table, the fork children or the mm's lifetime only
+ * through mm->as_ops.  Each member is the function of vma.c, as.c or mm.c
+ * named beside it, whose comment says what it does and which locks.
+ */
+struct uf_as_ops {
+	/* uf_vma_lookup_get(), uf_as_lookup_get(): the VMA at @addr of the
+	 * mm's own table or of a child's, with a reference, and its page */
+	struct uf_vma *(*lookup_get)(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
+				     bool *nonlinear);
+	struct uf_vma *(*as_lookup_get)(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+					bool *nonlinear);
+	/* __uf_vma_find(): the mm's own VMA at @addr; mm->vma_lock held */
+	struct uf_vma *(*find)(struct uf_mm *mm, unsigned long addr);
+	/* uf_vma_zap(): take pages out of the mm's own mappings */
+	int (*zap)(struct uf_mm *mm, const struct uf_range *r, size_t n);
+	/* uf_vma_refresh_object(): the object's mappings as the kernel has them */
+	int (*refresh_object)(struct uf_object *obj);
+	/* uf_as_collect_writes(), __uf_as_collect_writes_try(): what fork
+	 * children wrote to the object */
+	void (*collect_writes)(struct uf_object *obj);
+	bool (*collect_writes_try)(struct uf_object *obj);
+	/* uf_mm_put(), uf_mm_put_child(): an object drops its reference */
+	void (*put)(struct uf_mm *mm);
+	void (*put_child)(struct uf_mm *mm);
+};
 
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
+	const struct uf_as_ops *as_ops;	/* calls up from below (mm.c) */
 	pid_t pid;			/* the process that created it */
 	/*
 	 * UFFD_FEATURE_EVENT_FORK granted: regions are inherited, and each
@@ -439,7 +470,27 @@ struct uf_as {
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 };
 
-/* The engine and table lock of the address space @vma belongs to. */
+/*
+ * rmap.c: a VMA as the layers below the address space see it: its
+ * lifetime and references, the object page an address shows, and (these
+ * two) the engine and table lock of the address space it belongs to.
+ */
+struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot);
+void uf_vma_free(struct uf_vma *vma);
+void uf_vma_put(struct uf_vma *vma);
+void uf_vma_release(struct uf_vma *vma);
+uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
+/*
+ * The object's mappings (obj->vmas): the mm's own VMAs of it; a child's
+ * are in the child's table only.  Linked and unlinked with mm->vma_lock
+ * and obj->rmap_lock held exclusive; every walk is uf_rmap_foreach(),
+ * with either lock held (any mode).
+ */
+void __uf_rmap_link(struct uf_vma *vma);
+void __uf_rmap_unlink(struct uf_vma *vma);
+#define uf_rmap_foreach(vma, obj) \
+	for ((vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
+
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
 {
 	return vma->as ? &vma->as->uffd : &vma->mm->uffd;
@@ -519,25 +570,18 @@ struct uf_object {
 	struct uf_ws *ws;		/* record and replay (workingset.c) */
 };
 
-/* mm.c */
+/* pid.c: is this a fork child of the process that made @mm, @obj? */
 pid_t uf_pid(void);
 bool uf_forked(const struct uf_mm *mm);
 bool uf_object_forked(const struct uf_object *obj);
-void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj);
-void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj);
+
+/* mm.c */
 void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);
-/* Was the object's mm destroyed (object calls other than sync fail)? */
-static inline bool uf_object_orphaned(const struct uf_object *obj)
-{
-	return !obj->mm || __atomic_load_n(&obj->mm->dead, __ATOMIC_ACQUIRE);
-}
 
 /* vma.c */
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
 				 bool *nonlinear);
-void uf_vma_put(struct uf_vma *vma);
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
 void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
@@ -551,9 +595,12 @@ void uf_vma_free_child(struct uf_vma *vma);
 void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
 int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
 
-/* fault.c */
-extern const struct uf_uffd_ops uf_fault_uffd_ops;
+/* fault.c: ->fault of the mm's engine and of a child's (as.c); between
+ * faults, lifting poison markers (uf_fault_idle, uf_fault_idle_ms) */
+void uf_fault_handle(void *owner, unsigned int slot, const struct uffd_msg *msg);
 void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg);
+int uf_fault_idle_ms(struct uf_mm *mm);
+void uf_fault_idle(struct uf_mm *mm);
 struct uf_vma *uf_fault_vma(void);
 /* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
  * kernel raises SIGBUS itself on the retry) */
@@ -562,6 +609,19 @@ struct uf_vma *uf_fault_vma(void);
 #define UF_FAULT_FLAG_WOKEN	0x40000000u
 void uf_fault_settle(struct uf_mm *mm);
 
+/* object.c: object lifetime, and the mm's list of objects (mm->obj_lock) */
+bool uf_object_tryget(struct uf_object *obj);
+/* Was the object's mm destroyed (object calls other than sync fail)? */
+static inline bool uf_object_orphaned(const struct uf_object *obj)
+{
+	return !obj->mm || __atomic_load_n(&obj->mm->dead, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t size_pages(uint64_t size)
+{
+	return DIV_ROUND_UP(size, PAGE_SIZE);
+}
+
 /* filemap.c */
 #define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */
 #define UF_FILL_ANY	(UINT64_MAX - 1)	/* uf_object_fill: best effort */
@@ -569,7 +629,6 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		   size_t *filled, bool *major, struct uf_vma *vma);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
-bool uf_object_tryget(struct uf_object *obj);
 struct uf_bounce;
 struct uf_bounce *uf_bounce_get(size_t len, void **bufp);
 void uf_bounce_put(struct uf_bounce *b);
@@ -607,6 +666,7 @@ bool __uf_object_tracked(struct uf_object *obj);
 int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
 			      const struct uf_vma *skip);
 int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);
+int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, bool collect);
 void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 

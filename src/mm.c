@@ -3,7 +3,7 @@
  * struct uf_mm: one address-space manager: its engine (the userfaultfd and
  * handler threads, uffd.c), the VMA table, the objects and the statistics.
  * A process may create several.  The only process-wide state is the
- * cached pid below (and per-thread buffers, filemap.c).
+ * cached pid (pid.c) and per-thread buffers (filemap.c).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -16,44 +16,6 @@
 #include <unistd.h>
 
 int uf_break_protocol;
-
-/*
- * This process, as seen by ufault: a fork child's copy of an mm or object
- * must never act on the parent's userfaultfd, eventfds, pagemap or
- * threads, so every call compares the pid that created it with this one.
- * Updated in the child by a pthread_atfork() handler: cheaper than
- * getpid() in every call.  (A child made by a raw clone() system call is
- * not seen; vfork() and posix_spawn() children exec at once.)
- */
-static pid_t uf_self;
-static pthread_once_t uf_self_once = PTHREAD_ONCE_INIT;
-
-static void uf_self_child(void)
-{
-	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
-}
-
-static void uf_self_init(void)
-{
-	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
-	pthread_atfork(NULL, NULL, uf_self_child);
-}
-
-pid_t uf_pid(void)
-{
-	pthread_once(&uf_self_once, uf_self_init);
-	return __atomic_load_n(&uf_self, __ATOMIC_RELAXED);
-}
-
-bool uf_forked(const struct uf_mm *mm)
-{
-	return mm && mm->pid != uf_pid();
-}
-
-bool uf_object_forked(const struct uf_object *obj)
-{
-	return obj->pid != uf_pid();
-}
 
 /*
  * Dirty tracking for shared writable object mappings, best first:
@@ -114,6 +76,53 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 	return 0;
 }
 
+/* ->event: a fork makes an address space (as.c); the rest is vma.c's. */
+static void mm_event(void *owner, const struct uffd_msg *msg)
+{
+	if (msg->event == UFFD_EVENT_FORK)
+		uf_as_fork(owner, NULL, msg);
+	else
+		uf_vma_event(owner, msg);
+}
+
+static int mm_idle_ms(void *owner)
+{
+	struct uf_mm *mm = owner;
+	int ms = uf_fault_idle_ms(mm);
+
+	/* fork children: look now and then whether they are gone (as.c) */
+	if (ms < 0 && __atomic_load_n(&mm->nchildren, __ATOMIC_RELAXED))
+		ms = 100;
+	return ms;
+}
+
+static void mm_idle(void *owner)
+{
+	uf_fault_idle(owner);
+	uf_as_reap(owner, false);
+}
+
+/* What the engine's handler threads call (uffd.c). */
+static const struct uf_uffd_ops mm_uffd_ops = {
+	.fault		= uf_fault_handle,	/* fault.c */
+	.event		= mm_event,		/* unmap, remap, remove: vma.c */
+	.idle_ms	= mm_idle_ms,
+	.idle		= mm_idle,
+};
+
+/* What the fault path and the page cache call up (internal.h). */
+static const struct uf_as_ops mm_as_ops = {
+	.lookup_get		= uf_vma_lookup_get,
+	.as_lookup_get		= uf_as_lookup_get,
+	.find			= __uf_vma_find,
+	.zap			= uf_vma_zap,
+	.refresh_object		= uf_vma_refresh_object,
+	.collect_writes		= uf_as_collect_writes,
+	.collect_writes_try	= __uf_as_collect_writes_try,
+	.put			= uf_mm_put,
+	.put_child		= uf_mm_put_child,
+};
+
 UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 {
 	struct uf_mm_config def = { 0 };
@@ -137,6 +146,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	mm->uffd.fd = mm->uffd.stopfd = mm->uffd.kickfd = mm->pagemap_fd = -1;
 	mm->refs = 1;		/* dropped by uf_mm_destroy() */
 	mm->pid = uf_pid();
+	mm->as_ops = &mm_as_ops;
 	/* Test switch for ufault-stress: break the truncate protocol on
 	 * purpose (see filemap.c), to show that the race finder finds it. */
 	if (getenv("UFAULT_BREAK_PROTOCOL"))
@@ -169,7 +179,7 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	if (ret)
 		goto fail;
 	ret = uf_uffd_start(&mm->uffd, cfg->handler_threads ? cfg->handler_threads : 1,
-			    &uf_fault_uffd_ops, mm);
+			    &mm_uffd_ops, mm);
 	if (ret)
 		goto fail;
 	ret = uf_worker_start(mm);
@@ -293,29 +303,6 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	mm->objects = NULL;
 	pthread_mutex_unlock(&mm->obj_lock);
 	uf_mm_put(mm);
-}
-
-void uf_mm_add_object(struct uf_mm *mm, struct uf_object *obj)
-{
-	__atomic_add_fetch(&mm->refs, 1, __ATOMIC_RELAXED);	/* dropped by the object's free */
-	pthread_mutex_lock(&mm->obj_lock);
-	obj->mm_next = mm->objects;
-	mm->objects = obj;
-	pthread_mutex_unlock(&mm->obj_lock);
-}
-
-void uf_mm_del_object(struct uf_mm *mm, struct uf_object *obj)
-{
-	struct uf_object **pp;
-
-	pthread_mutex_lock(&mm->obj_lock);
-	for (pp = &mm->objects; *pp; pp = &(*pp)->mm_next) {
-		if (*pp == obj) {
-			*pp = obj->mm_next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&mm->obj_lock);
 }
 
 static void stats_copy(struct uf_stats *st, const struct uf_counters *c)

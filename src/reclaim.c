@@ -94,7 +94,7 @@ static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, ui
 
 	if (mm->pagemap_fd < 0)
 		return;
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		struct page_region vec[64];
 		struct pm_scan_arg arg = {
 			.size = sizeof(arg),
@@ -148,7 +148,7 @@ static void __unmap_pages(struct uf_object *obj, uint64_t lo, uint64_t hi, struc
 {
 	struct uf_vma *vma;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 		uint64_t a = lo > vma->pgoff ? lo : vma->pgoff, b = hi < vend ? hi : vend;
 
@@ -175,7 +175,7 @@ static bool __evictable(struct uf_object *obj)
 
 	if (obj->mm->wp_sync)
 		return true;
-	for (vma = obj->vmas; vma; vma = vma->obj_next)
+	uf_rmap_foreach(vma, obj)
 		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE))
 			return false;
 	return true;
@@ -243,7 +243,7 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		__unmap_pages(obj, from, from + scanned < end ? from + scanned : end, &z);
 		if (from + scanned > end)
 			__unmap_pages(obj, 0, from + scanned - end, &z);
-		uf_vma_zap(obj->mm, z.r, z.n);
+		obj->mm->as_ops->zap(obj->mm, z.r, z.n);
 	}
 	free(z.r);
 	return n;
@@ -304,7 +304,7 @@ static uint64_t evict_object(struct uf_object *obj, size_t want, bool *wb_failed
 		return 0;
 	}
 	/* what fork children may have written is dirty first (as.c) */
-	if (!__evictable(obj) || !__uf_as_collect_writes_try(obj))
+	if (!__evictable(obj) || !mm->as_ops->collect_writes_try(obj))
 		goto out;
 	n = __pick_victims(obj, vict, want);
 	qsort(vict, n, sizeof(*vict), cmp_u64);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The file store: an object's bytes live in a file (any file system).  The
- * memory store (store_mem.c) uses the same methods on a memfd.
+ * memory store (uf_object_create_mem(), object.c) uses the same methods on
+ * a memfd.
  *
  * Consistency (ufault.7): a writable file object holds an open file
  * description lock (F_OFD_SETLK, a write lock on the whole file), so two

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Mappings: the VMA table of an mm, uf_mmap(), uf_mmap_ops(), uf_munmap(),
- * uf_mprotect(), and following what the program does with the system's
+ * uf_mprotect(), uf_msync(), and following what the program does with the system's
  * own calls.
  *
  * Locks (the order is in internal.h): mm->vma_lock exclusive here to
@@ -98,10 +98,8 @@ static int __vma_link(struct uf_mm *mm, struct uf_vma *vma)
 	memmove(&mm->vmas[i + 1], &mm->vmas[i], (mm->nvmas - i) * sizeof(*mm->vmas));
 	mm->vmas[i] = vma;
 	mm->nvmas++;
-	if (vma->obj) {
-		vma->obj_next = vma->obj->vmas;
-		vma->obj->vmas = vma;
-	}
+	if (vma->obj)
+		__uf_rmap_link(vma);
 	return 0;
 }
 
@@ -114,26 +112,10 @@ static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 	mm->nvmas--;
 	__atomic_store_n(&vma->dead, true, __ATOMIC_RELEASE);
 	if (vma->obj) {
-		struct uf_vma **pp;
-
 		rmap_wrlock(vma);
-		for (pp = &vma->obj->vmas; *pp; pp = &(*pp)->obj_next) {
-			if (*pp == vma) {
-				*pp = vma->obj_next;
-				break;
-			}
-		}
+		__uf_rmap_unlink(vma);
 		rmap_unlock(vma);
 	}
-}
-
-/* The object page @addr of @vma shows.
- * Locking: mm->vma_lock held (any mode), for vma->nl_pgoff. */
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
-{
-	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
 }
 
 /*
@@ -167,23 +149,6 @@ again:
 			goto again;
 	}
 	return vma;
-}
-
-static void vma_destroy(struct uf_vma *vma);
-
-/* Drop a reference; the last one frees a VMA the program unmapped. */
-void uf_vma_put(struct uf_vma *vma)
-{
-	bool last;
-
-	pthread_mutex_lock(&vma->ref_lock);
-	last = --vma->refs == 0;
-	if (last)
-		pthread_cond_broadcast(&vma->ref_cond);
-	last = last && vma->detached;
-	pthread_mutex_unlock(&vma->ref_lock);
-	if (last)
-		vma_destroy(vma);
 }
 
 /*
@@ -230,36 +195,6 @@ void uf_vma_inherit(struct uf_vma *vma, unsigned long start, unsigned long len)
 		madvise((void *)start, len, MADV_DOFORK);
 }
 
-static struct uf_vma *vma_alloc(struct uf_mm *mm, size_t len, int prot)
-{
-	struct uf_vma *vma = calloc(1, sizeof(*vma));
-
-	if (!vma)
-		return NULL;
-	vma->mm = mm;
-	vma->id = __atomic_add_fetch(&mm->next_vma_id, 1, __ATOMIC_RELAXED);
-	vma->prot = prot;
-	vma->refs = 1;
-	vma->end = len;		/* start is added once mapped */
-	pthread_mutex_init(&vma->ref_lock, NULL);
-	uf_lockdep_class(&vma->ref_lock, UF_LK_VMA_REF);
-	pthread_cond_init(&vma->ref_cond, NULL);
-	if (uf_readahead_init(vma)) {
-		free(vma);
-		return NULL;
-	}
-	return vma;
-}
-
-static void vma_free(struct uf_vma *vma)
-{
-	pthread_mutex_destroy(&vma->ref_lock);
-	pthread_cond_destroy(&vma->ref_cond);
-	uf_readahead_free(vma);
-	free(vma->nl_pgoff);
-	free(vma);
-}
-
 /* ------------------------------------------------------------------ */
 /* Following the program's own munmap(), mremap(), madvise()           */
 /* ------------------------------------------------------------------ */
@@ -287,30 +222,6 @@ static void __vma_busy(struct uf_mm *mm, struct uf_vma *vma, bool on)
 	}
 }
 
-static void vma_destroy(struct uf_vma *vma)
-{
-	if (vma->vm_ops->close)
-		vma->vm_ops->close(vma);
-	if (vma->obj)
-		uf_object_put(vma->obj);
-	vma_free(vma);
-}
-
-/* Drop the reference the table held on a VMA the program unmapped. */
-static void vma_release(struct uf_vma *vma)
-{
-	bool last;
-
-	pthread_mutex_lock(&vma->ref_lock);
-	vma->detached = true;
-	last = --vma->refs == 0;
-	if (last)
-		pthread_cond_broadcast(&vma->ref_cond);
-	pthread_mutex_unlock(&vma->ref_lock);
-	if (last)
-		vma_destroy(vma);
-}
-
 /* VMAs to open (made by a split) and to release, once vma_lock is dropped:
  * ->open, ->close and the last object put must not run under it. */
 struct vma_lists {
@@ -329,7 +240,7 @@ static void vma_lists_finish(struct vma_lists *l)
 	}
 	while ((v = l->released)) {
 		l->released = v->ev_next;
-		vma_release(v);
+		uf_vma_release(v);
 	}
 }
 
@@ -375,14 +286,14 @@ static struct uf_vma *__vma_split(struct uf_mm *mm, struct uf_vma *vma, unsigned
 				  struct vma_lists *l)
 {
 	size_t idx = (addr - vma->start) >> PAGE_SHIFT, n = (vma->end - addr) >> PAGE_SHIFT;
-	struct uf_vma *nv = vma_alloc(mm, 0, vma->prot);
+	struct uf_vma *nv = uf_vma_alloc(mm, 0, vma->prot);
 
 	if (!nv)
 		return NULL;
 	if (vma->nl_pgoff) {
 		nv->nl_pgoff = malloc(n * sizeof(*nv->nl_pgoff));
 		if (!nv->nl_pgoff) {
-			vma_free(nv);
+			uf_vma_free(nv);
 			return NULL;
 		}
 		memcpy(nv->nl_pgoff, vma->nl_pgoff + idx, n * sizeof(*nv->nl_pgoff));
@@ -400,7 +311,7 @@ static struct uf_vma *__vma_split(struct uf_mm *mm, struct uf_vma *vma, unsigned
 	if (__vma_link(mm, nv)) {
 		vma->end = nv->end;
 		rmap_unlock(vma);
-		vma_free(nv);
+		uf_vma_free(nv);
 		return NULL;
 	}
 	rmap_unlock(vma);
@@ -1014,7 +925,7 @@ int uf_vma_refresh_object(struct uf_object *obj)
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&mm->vma_lock);
-	for (v = obj->vmas; v; v = v->obj_next)
+	uf_rmap_foreach(v, obj)
 		changed += __vma_refresh_one(mm, __vma_index(mm, v->start), &kv, 0);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);
@@ -1216,7 +1127,7 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	if (obj->readonly && flags == UF_MAP_SHARED && (prot & PROT_WRITE))
 		return -EACCES;
 
-	vma = vma_alloc(mm, len, prot);
+	vma = uf_vma_alloc(mm, len, prot);
 	if (!vma)
 		return -ENOMEM;
 	vma->obj = obj;
@@ -1248,7 +1159,7 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	ret = vma_install(mm, vma, mflags, obj->memfd, offset, addrp);
 	if (ret) {
 		uf_object_put(obj);
-		vma_free(vma);
+		uf_vma_free(vma);
 		return ret;
 	}
 	uf_vma_populate_cached(vma);
@@ -1271,7 +1182,7 @@ UF_EXPORT int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 	if (uf_forked(mm))
 		return -ECHILD;
 
-	vma = vma_alloc(mm, len, prot);
+	vma = uf_vma_alloc(mm, len, prot);
 	if (!vma)
 		return -ENOMEM;
 	vma->flags = VMA_OPS | VMA_PRIVATE;
@@ -1279,7 +1190,7 @@ UF_EXPORT int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 	vma->private_data = private_data;
 	ret = vma_install(mm, vma, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, addrp);
 	if (ret)
-		vma_free(vma);
+		uf_vma_free(vma);
 	return ret;
 }
 
@@ -1322,7 +1233,7 @@ static void vma_teardown(struct uf_mm *mm, struct uf_vma *vma)
 	pthread_rwlock_unlock(&mm->vma_lock);
 	if (obj)
 		uf_object_put(obj);
-	vma_free(vma);
+	uf_vma_free(vma);
 }
 
 UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
@@ -1468,6 +1379,81 @@ UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 out:
 	pthread_rwlock_unlock(&mm->vma_lock);
 	vma_lists_finish(&l);
+	return ret;
+}
+
+/* uf_msync: collect a range's written pages under the table lock, then
+ * write each object's part back (writeback.c) with the lock dropped. */
+struct msync_part {
+	struct uf_object *obj;
+	uint64_t first, last;
+};
+
+UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
+{
+	unsigned long start = (unsigned long)addr, end, a;
+	struct msync_part *parts = NULL;
+	size_t nparts = 0, i;
+	int ret = 0;
+
+	if (!mm || !PAGE_ALIGNED(start) || (flags & ~UF_MS_SYNC))
+		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
+	if (!len)
+		return 0;
+	if (len > SIZE_MAX - PAGE_SIZE)
+		return -ENOMEM;
+	end = start + ((len + PAGE_SIZE - 1) & PAGE_MASK);
+	if (end < start)
+		return -ENOMEM;
+
+	uf_uffd_quiesce(&mm->uffd);
+	uf_vma_refresh(mm, start, end);
+	/* collect under the VMA lock; write back after dropping it */
+	pthread_rwlock_rdlock(&mm->vma_lock);
+	for (a = start; a < end; ) {
+		struct uf_vma *vma = __uf_vma_find(mm, a);
+		unsigned long e;
+
+		if (!vma || vma->start > a) {
+			ret = -ENOMEM;
+			break;
+		}
+		e = vma->end < end ? vma->end : end;
+		if (vma->obj && (vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
+			struct msync_part *np = realloc(parts, (nparts + 1) * sizeof(*np));
+
+			if (!np) {
+				ret = -ENOMEM;
+				break;
+			}
+			parts = np;
+			ret = uf_vma_collect_dirty(vma, a, e);
+			if (ret)
+				break;
+			uf_object_get(vma->obj);
+			parts[nparts].obj = vma->obj;
+			if (vma->nl_pgoff) {
+				/* windows can show any page: write all of them */
+				parts[nparts].first = 0;
+				parts[nparts].last = UINT64_MAX;
+			} else {
+				parts[nparts].first = __uf_vma_pgoff(vma, a);
+				parts[nparts].last = __uf_vma_pgoff(vma, e - PAGE_SIZE);
+			}
+			nparts++;
+		}
+		a = e;
+	}
+	pthread_rwlock_unlock(&mm->vma_lock);
+
+	for (i = 0; i < nparts; i++) {
+		if (!ret)
+			ret = uf_object_sync_range(parts[i].obj, parts[i].first, parts[i].last, false);
+		uf_object_put(parts[i].obj);
+	}
+	free(parts);
 	return ret;
 }
 

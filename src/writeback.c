@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Dirty pages and writeback: uf_msync(), uf_object_sync().
+ * Dirty pages and writeback: uf_object_sync(), and what uf_msync() (vma.c)
+ * calls for each object it syncs, uf_object_sync_range().
  *
  * A page is dirty when its bit in obj->pages says so (UF_PG_DIRTY:
  * uf_object_pwrite() and write faults set it) or
@@ -96,7 +97,7 @@ bool __uf_object_tracked(struct uf_object *obj)
 {
 	struct uf_vma *vma;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next)
+	uf_rmap_foreach(vma, obj)
 		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP)
 			return true;
 	return false;
@@ -147,7 +148,7 @@ int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
 	struct uf_vma *vma;
 	int ret;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT), a, b;
 
 		if (!(__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP) || vma == skip)
@@ -338,7 +339,7 @@ static int __object_collect_dirty(struct uf_object *obj)
 	struct uf_vma *vma;
 	int ret = 0;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
 			int r = uf_vma_collect_dirty(vma, vma->start, vma->end);
 
@@ -358,7 +359,7 @@ void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n)
 {
 	struct uf_vma *vma;
 
-	for (vma = obj->vmas; vma; vma = vma->obj_next) {
+	uf_rmap_foreach(vma, obj) {
 		uint64_t vfirst, vlast;
 
 		if (!(vma->flags & VMA_WP))
@@ -455,7 +456,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 
 /* Collect and write back [first, last] of @obj, then ->sync the store.
  * Locking: takes obj->sync_lock, mm->vma_lock, obj->invalidate_lock. */
-static int object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, bool collect)
+int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, bool collect)
 {
 	struct uf_mm *mm = obj->mm;
 	int ret = 0, r;
@@ -464,12 +465,12 @@ static int object_sync_range(struct uf_object *obj, uint64_t first, uint64_t las
 	 * system's mprotect() seen */
 	if (collect && mm && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
 		uf_uffd_quiesce(&mm->uffd);
-		uf_vma_refresh_object(obj);
+		mm->as_ops->refresh_object(obj);
 	}
 	pthread_mutex_lock(&obj->sync_lock);
 	/* what fork children may have written (as.c) */
 	if (mm && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
-		uf_as_collect_writes(obj);
+		mm->as_ops->collect_writes(obj);
 	if (mm)
 		pthread_rwlock_rdlock(&mm->vma_lock);
 	if (collect && mm)
@@ -523,78 +524,5 @@ UF_EXPORT int uf_object_sync(struct uf_object *obj)
 		return -ECHILD;
 	if (obj->readonly)
 		return 0;
-	return object_sync_range(obj, 0, UINT64_MAX, true);
-}
-
-struct msync_part {
-	struct uf_object *obj;
-	uint64_t first, last;
-};
-
-UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
-{
-	unsigned long start = (unsigned long)addr, end, a;
-	struct msync_part *parts = NULL;
-	size_t nparts = 0, i;
-	int ret = 0;
-
-	if (!mm || !PAGE_ALIGNED(start) || (flags & ~UF_MS_SYNC))
-		return -EINVAL;
-	if (uf_forked(mm))
-		return -ECHILD;
-	if (!len)
-		return 0;
-	if (len > SIZE_MAX - PAGE_SIZE)
-		return -ENOMEM;
-	end = start + ((len + PAGE_SIZE - 1) & PAGE_MASK);
-	if (end < start)
-		return -ENOMEM;
-
-	uf_uffd_quiesce(&mm->uffd);
-	uf_vma_refresh(mm, start, end);
-	/* collect under the VMA lock; write back after dropping it */
-	pthread_rwlock_rdlock(&mm->vma_lock);
-	for (a = start; a < end; ) {
-		struct uf_vma *vma = __uf_vma_find(mm, a);
-		unsigned long e;
-
-		if (!vma || vma->start > a) {
-			ret = -ENOMEM;
-			break;
-		}
-		e = vma->end < end ? vma->end : end;
-		if (vma->obj && (vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
-			struct msync_part *np = realloc(parts, (nparts + 1) * sizeof(*np));
-
-			if (!np) {
-				ret = -ENOMEM;
-				break;
-			}
-			parts = np;
-			ret = uf_vma_collect_dirty(vma, a, e);
-			if (ret)
-				break;
-			uf_object_get(vma->obj);
-			parts[nparts].obj = vma->obj;
-			if (vma->nl_pgoff) {
-				/* windows can show any page: write all of them */
-				parts[nparts].first = 0;
-				parts[nparts].last = UINT64_MAX;
-			} else {
-				parts[nparts].first = __uf_vma_pgoff(vma, a);
-				parts[nparts].last = __uf_vma_pgoff(vma, e - PAGE_SIZE);
-			}
-			nparts++;
-		}
-		a = e;
-	}
-	pthread_rwlock_unlock(&mm->vma_lock);
-
-	for (i = 0; i < nparts; i++) {
-		if (!ret)
-			ret = object_sync_range(parts[i].obj, parts[i].first, parts[i].last, false);
-		uf_object_put(parts[i].obj);
-	}
-	free(parts);
-	return ret;
+	return uf_object_sync_range(obj, 0, UINT64_MAX, true);
 }

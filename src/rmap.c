@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A mapping as the layers below the address space see it (the kernel's
+ * vm_area_struct with its lifetime): which object page an address of a
+ * VMA shows, the VMA's references, and the object's list of its mappings
+ * (obj->vmas, the kernel's i_mmap), which every walk goes through
+ * (uf_rmap_foreach, internal.h).  A handler thread serving a fault
+ * in it, or background readahead for it, holds a reference; the table
+ * (vma.c, as.c) holds one while it is mapped.  The last reference to a
+ * VMA the program unmapped calls ->close, drops the object and frees it.
+ *
+ * Locks (the order is in internal.h): vma->ref_lock for the references;
+ * obj->vmas changes with mm->vma_lock and obj->rmap_lock held exclusive,
+ * and is walked with either held.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdlib.h>
+
+/* The object page @addr of @vma shows.
+ * Locking: mm->vma_lock held (any mode), for vma->nl_pgoff. */
+uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
+{
+	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
+
+	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
+}
+
+struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot)
+{
+	struct uf_vma *vma = calloc(1, sizeof(*vma));
+
+	if (!vma)
+		return NULL;
+	vma->mm = mm;
+	vma->id = __atomic_add_fetch(&mm->next_vma_id, 1, __ATOMIC_RELAXED);
+	vma->prot = prot;
+	vma->refs = 1;
+	vma->end = len;		/* start is added once mapped */
+	pthread_mutex_init(&vma->ref_lock, NULL);
+	uf_lockdep_class(&vma->ref_lock, UF_LK_VMA_REF);
+	pthread_cond_init(&vma->ref_cond, NULL);
+	if (uf_readahead_init(vma)) {
+		free(vma);
+		return NULL;
+	}
+	return vma;
+}
+
+void uf_vma_free(struct uf_vma *vma)
+{
+	pthread_mutex_destroy(&vma->ref_lock);
+	pthread_cond_destroy(&vma->ref_cond);
+	uf_readahead_free(vma);
+	free(vma->nl_pgoff);
+	free(vma);
+}
+
+static void vma_destroy(struct uf_vma *vma)
+{
+	if (vma->vm_ops->close)
+		vma->vm_ops->close(vma);
+	if (vma->obj)
+		uf_object_put(vma->obj);
+	uf_vma_free(vma);
+}
+
+/* Drop a reference; the last one frees a VMA the program unmapped. */
+void uf_vma_put(struct uf_vma *vma)
+{
+	bool last;
+
+	pthread_mutex_lock(&vma->ref_lock);
+	last = --vma->refs == 0;
+	if (last)
+		pthread_cond_broadcast(&vma->ref_cond);
+	last = last && vma->detached;
+	pthread_mutex_unlock(&vma->ref_lock);
+	if (last)
+		vma_destroy(vma);
+}
+
+/* Drop the reference the table held on a VMA the program unmapped. */
+void uf_vma_release(struct uf_vma *vma)
+{
+	bool last;
+
+	pthread_mutex_lock(&vma->ref_lock);
+	vma->detached = true;
+	last = --vma->refs == 0;
+	if (last)
+		pthread_cond_broadcast(&vma->ref_cond);
+	pthread_mutex_unlock(&vma->ref_lock);
+	if (last)
+		vma_destroy(vma);
+}
+
+/* Put @vma on its object's list of mappings.
+ * Locking: mm->vma_lock and obj->rmap_lock held exclusive. */
+void __uf_rmap_link(struct uf_vma *vma)
+{
+	vma->obj_next = vma->obj->vmas;
+	vma->obj->vmas = vma;
+}
+
+/* Take @vma off its object's list.
+ * Locking: mm->vma_lock and obj->rmap_lock held exclusive. */
+void __uf_rmap_unlink(struct uf_vma *vma)
+{
+	struct uf_vma **pp;
+
+	for (pp = &vma->obj->vmas; *pp; pp = &(*pp)->obj_next) {
+		if (*pp == vma) {
+			*pp = vma->obj_next;
+			break;
+		}
+	}
+}
