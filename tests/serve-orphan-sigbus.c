@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: ufault-serve killed with SIGKILL and no new server within --orphan-timeout: the Firecracker-style client's next access to a page it never received gets SIGBUS, as does a thread already waiting in a fault -- never zeros, never a hang; pages it had read stay, a range its balloon removed reads zeros, and SOCKET is gone */
+/* Description: ufault-serve killed with SIGKILL and no new server within --orphan-timeout: the Firecracker-style client's next access to a page it never received gets SIGBUS, as does a thread already waiting in a fault -- never zeros, never a hang; pages it had read stay, a range its balloon removed reads zeros, and SOCKET is gone until a new server makes it again */
 #include "serve-test.h"
 
 #include <pthread.h>
@@ -27,7 +27,7 @@ int main(void)
 	struct toucher t = { 0 };
 	struct ut_server srv;
 	struct ut_fault f;
-	struct ut_fc fc;
+	struct ut_fc fc, fc2;
 	unsigned char v;
 	pthread_t th;
 	size_t pg;
@@ -60,5 +60,12 @@ int main(void)
 	}
 	ut_server_log_wait(&srv, "SIGBUS from now on");
 	CHECK(ut_connect(srv.sock) < 0, "SOCKET still takes clients");
+
+	/* a server after that serves new clients; the old one stays failed */
+	ut_server_restart(&srv, opts);
+	ut_fc_map(&fc2, 1, len, off);
+	ut_fc_handshake(&fc2, srv.sock);
+	ut_fc_check(&fc2, 0, 1);
+	CHECK(ut_read(fc.base[0] + 254 * 4096, &v, &f) == SIGBUS, "page 254: %d", f.sig);
 	return UT_PASS;
 }

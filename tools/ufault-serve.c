@@ -580,8 +580,12 @@ static int super_setup(struct server *s, struct super_state *sup)
 		return -1;
 	s->lfd = sup->lfd;
 	s->stopping = sup->stopping;
-	if (s->lfd < 0 && !s->stopping)
-		return make_socket(s);	/* the last one failed closed: SOCKET went */
+	if (s->lfd < 0 && !s->stopping) {
+		/* the supervisor failed closed, SOCKET went: anew */
+		if (make_socket(s))
+			return -1;
+		super_listen(s->lfd);
+	}
 	return 0;
 }
 
@@ -708,7 +712,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
-	struct super_state sup;
+	struct super_state sup = { .lfd = -1 };
 	uint64_t budget = 0, v;
 	unsigned int threads = 2;
 	sigset_t mask;

@@ -42,6 +42,8 @@
  *              by the handler thread that read it (->on_remove),
  *     FORGET   {id}: not served after all; FAIL {id}: a client handed
  *              over that this server cannot serve: poison it now,
+ *     LISTEN   + a listening socket: SOCKET made anew (the supervisor
+ *              had closed it, failing closed),
  *     STOPPING: SIGTERM; the server has closed SOCKET,
  *     BYE:     exiting on purpose, every client gone or poisoned by the
  *              server itself: the supervisor exits too.
@@ -76,12 +78,12 @@
  *  - A client is let go only when its memory is gone (ESRCH from its
  *    userfaultfd, as as.c asks), never because its connection closed.
  *
- * Signals.  SIGTERM to the supervisor: passed on to the server (stop
- * accepting, exit once the clients have gone; the server's BYE then ends
- * the supervisor).  With no server: fail closed now, exit once the
- * clients have gone.  A second SIGTERM, or SIGINT: exit now -- with a
- * server, which goes on serving without a supervisor; without one, after
- * failing closed.
+ * Signals.  SIGTERM to the supervisor: passed on to the server, every
+ * time (stop accepting, exit once the clients have gone; a second one:
+ * exit now; the server's BYE then ends the supervisor).  With no server:
+ * fail closed now, exit once the clients have gone; a second SIGTERM:
+ * exit now.  SIGINT: exit now -- with a server, which goes on serving
+ * without a supervisor; without one, after failing closed.
  * SIGUSR1: log a status line ("status N:" with the value sigqueue() sent).
  *
  * ufault clients (uf_object_attach) are not handed over yet.  They map
@@ -132,7 +134,7 @@ struct super_poison {
 
 enum {
 	M_HELLO = 1, M_REFUSE, M_WELCOME, M_CLIENT, M_RANGES, M_END,
-	M_ADOPT, M_REMOVED, M_FORGET, M_FAIL, M_STOPPING, M_BYE,
+	M_ADOPT, M_REMOVED, M_FORGET, M_FAIL, M_STOPPING, M_BYE, M_LISTEN,
 };
 
 struct smsg {
@@ -461,6 +463,14 @@ void super_on_remove(void *arg, uint64_t start, uint64_t len)
 		srv_send(M_REMOVED, id, start, len);
 }
 
+void super_listen(int lfd)
+{
+	struct smsg h = { .type = M_LISTEN };
+
+	if (srv_ctl >= 0 && send_msg(srv_ctl, &h, NULL, 0, &lfd, 1) < 0)
+		srv_lost();
+}
+
 void super_stopping(void)
 {
 	srv_send(M_STOPPING, 0, 0, 0);
@@ -496,6 +506,7 @@ struct super {
 	pid_t srv_pid;
 	bool stopping;		/* the server was SIGTERM'd: SOCKET closed */
 	bool failed;		/* no server in time: every client poisoned */
+				/* (till a server comes; SOCKET is gone) */
 	bool term;		/* SIGTERM'd without a server */
 	unsigned int orphan_s;
 	uint64_t deadline;	/* ms, monotonic: when waiting clients fail */
@@ -706,7 +717,7 @@ static void fail_all(struct super *s, const char *why)
 {
 	unsigned int i;
 
-	if (!s->failed)
+	if (!s->failed && s->nc)
 		SLOG("%s: %u client%s get%s SIGBUS from now on for pages not received", why,
 		     s->nc, s->nc == 1 ? "" : "s", s->nc == 1 ? "s" : "");
 	s->failed = true;
@@ -806,6 +817,10 @@ static bool server_read(struct super *s)
 			continue;
 		if (len == -1)
 			break;
+		if (m->type == M_LISTEN && nfds == 1 && s->lfd < 0 && !s->stopping) {
+			s->lfd = fds[0];
+			continue;
+		}
 		if (m->type != M_ADOPT)
 			while (nfds)
 				close(fds[--nfds]);
@@ -898,7 +913,7 @@ static int send_removed(int fd, const struct sclient *c)
 static int hand_over(struct super *s, int fd)
 {
 	struct smsg h = { .type = M_WELCOME, .pid = (int32_t)getpid(), .a = s->next_id,
-			  .b = s->stopping || s->failed };
+			  .b = s->stopping };
 	unsigned int i;
 	int ret;
 
@@ -934,6 +949,7 @@ static void server_accept(struct super *s)
 	socklen_t cl = sizeof(cred);
 	char why[PATH_MAX + 64];
 	int fd = accept4(s->cl, NULL, NULL, SOCK_CLOEXEC), fds[3], nfds;
+	unsigned int i, n = 0;
 	long len;
 
 	if (fd < 0)
@@ -966,8 +982,11 @@ static void server_accept(struct super *s)
 		s->srv = fd;
 		s->srv_pid = cred.pid;
 		s->orphan_s = (unsigned int)m->a;
-		SLOG("server pid %d took over %u client%s", (int)cred.pid, s->nc,
-		     s->nc == 1 ? "" : "s");
+		/* (clients failed closed stay with the supervisor) */
+		s->failed = false;
+		for (i = 0; i < s->nc; i++)
+			n += !s->c[i]->failed;
+		SLOG("server pid %d took over %u client%s", (int)cred.pid, n, n == 1 ? "" : "s");
 		return;
 	} else {
 		SLOG("server pid %d: the handover broke off", (int)cred.pid);
@@ -1066,7 +1085,7 @@ static void super_loop(struct super *s)
 			next_reap = now + LIVE_EVERY_MS;
 		}
 		if (s->srv < 0 && !s->failed && now >= s->deadline)
-			fail_all(s, s->nc ? "no server came" : "no server and no client");
+			fail_all(s, "no server came");
 		if (s->srv < 0 && s->failed && !s->nc)
 			super_exit(s, 0);
 	}

@@ -52,6 +52,8 @@ uint64_t super_adopt(int conn, int uffd, pid_t pid, uid_t uid,
 void super_forget(uint64_t id, bool fail_closed);
 /* struct uf_serve_opts' ->on_remove; @arg is the client's id. */
 void super_on_remove(void *arg, uint64_t start, uint64_t len);
+/* SOCKET was made anew (the supervisor had failed closed): keep @lfd. */
+void super_listen(int lfd);
 /* SIGTERM: the server takes no new clients. */
 void super_stopping(void);
 /* The server exits on purpose: its clients have gone or are poisoned. */
