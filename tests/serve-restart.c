@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: ufault-serve killed with SIGKILL and started again on the same SOCKET and SOURCE: its Firecracker-style client goes on with the right bytes without restarting -- a thread asleep in a fault the dead server had read, the pages it never touched, a range its balloon removed (zeros) -- and a second ufault-serve beside a live one is refused */
+/* Description: ufault-serve killed with SIGKILL and started again on the same SOCKET and SOURCE: its Firecracker-style client goes on with the right bytes without restarting -- a thread asleep in a fault the dead server had read, the pages it never touched, a range its balloon removed (zeros) -- and a second ufault-serve beside a live one, or with another SOURCE, is refused */
 #include "serve-test.h"
 
 #include <poll.h>
@@ -83,6 +83,14 @@ int main(void)
 	CHECK(pthread_create(&th, NULL, touch, &t) == 0, "pthread_create");
 	addr = take_fault(&fc);
 	CHECK(addr == ((unsigned long)t.p & ~4095UL), "fault at %#lx", addr);
+	CHECK(!__atomic_load_n(&t.done, __ATOMIC_ACQUIRE), "a fault served with no server");
+
+	/* the clients' bytes come from SOURCE: another is refused */
+	ut_server_source = "/dev/null";
+	st = ut_server_second(&srv, NULL);
+	ut_server_source = NULL;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "server of another SOURCE: status %#x", st);
+	ut_server_log_wait(&srv, "its clients are served from");
 	CHECK(!__atomic_load_n(&t.done, __ATOMIC_ACQUIRE), "a fault served with no server");
 
 	ut_server_restart(&srv, NULL);

@@ -103,6 +103,8 @@ static void usage(FILE *f)
 "  --stats SECONDS   log a line of statistics every SECONDS\n"
 "  --threads N       fault handler threads (default 2)\n"
 "  --help            this text\n"
+"If this process dies, a supervisor (SOCKET.ctl) keeps its clients for a new\n"
+"ufault-serve on SOCKET and SOURCE; with none for --orphan-timeout: SIGBUS.\n"
 "SIGTERM: stop accepting, exit once the clients have gone; a second\n"
 "SIGTERM or SIGINT: exit now (pages clients have not received: SIGBUS).\n");
 }
