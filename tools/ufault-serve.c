@@ -646,6 +646,10 @@ static bool on_signal(struct server *s)
 
 	if (read(s->sfd, &si, sizeof(si)) != sizeof(si))
 		return false;
+	if (si.ssi_signo == SIGTERM && s->stopping && super_is((pid_t)si.ssi_pid)) {
+		logf_("SIGTERM from the supervisor: stopping already");
+		return false;	/* not a second SIGTERM */
+	}
 	if (si.ssi_signo == SIGTERM && !s->stopping) {
 		s->stopping = true;
 		super_stopping();

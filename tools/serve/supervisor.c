@@ -78,12 +78,15 @@
  *  - A client is let go only when its memory is gone (ESRCH from its
  *    userfaultfd, as as.c asks), never because its connection closed.
  *
- * Signals.  SIGTERM to the supervisor: passed on to the server, every
- * time (stop accepting, exit once the clients have gone; a second one:
- * exit now; the server's BYE then ends the supervisor).  With no server:
- * fail closed now, exit once the clients have gone; a second SIGTERM:
- * exit now.  SIGINT: exit now -- with a server, which goes on serving
- * without a supervisor; without one, after failing closed.
+ * Signals.  SIGTERM to the supervisor: passed on to the server, once
+ * (stop accepting, exit once the clients have gone; the server's BYE then
+ * ends the supervisor).  The server does not count it as a second
+ * SIGTERM (super_is()): a service manager that signals both processes
+ * stops the server gracefully.  Should that server die without BYE, its
+ * clients are failed closed at once: no next server is wanted.  With no
+ * server: fail closed now, exit once the clients have gone; a second
+ * SIGTERM: exit now.  SIGINT: exit now -- with a server, which goes on
+ * serving without a supervisor; without one, after failing closed.
  * SIGUSR1: log a status line ("status N:" with the value sigqueue() sent).
  *
  * ufault clients (uf_object_attach) are not handed over yet.  They map
@@ -258,6 +261,7 @@ static int ctl_path(const char *sock, char *out, size_t cap)
 /* ------------------------------------------------------------------ */
 
 static int srv_ctl = -1;	/* this server's connection to the supervisor */
+static pid_t srv_super_pid;
 static uint64_t srv_next_id;
 static bool srv_gone_logged;	/* atomic */
 
@@ -295,7 +299,7 @@ static int take_over(int fd, const char *source, unsigned int orphan_s, struct s
 			close(fd);
 			return -1;
 		case M_WELCOME:
-			st->super_pid = m->pid;
+			st->super_pid = srv_super_pid = m->pid;
 			st->stopping = m->b;
 			srv_next_id = m->a;
 			if (nfds)
@@ -476,6 +480,11 @@ void super_stopping(void)
 	srv_send(M_STOPPING, 0, 0, 0);
 }
 
+bool super_is(pid_t pid)
+{
+	return srv_super_pid > 0 && pid == srv_super_pid;
+}
+
 void super_bye(void)
 {
 	srv_send(M_BYE, 0, 0, 0);
@@ -508,6 +517,7 @@ struct super {
 	bool failed;		/* no server in time: every client poisoned */
 				/* (till a server comes; SOCKET is gone) */
 	bool term;		/* SIGTERM'd without a server */
+	bool term_passed;	/* SIGTERM passed on to the server */
 	unsigned int orphan_s;
 	uint64_t deadline;	/* ms, monotonic: when waiting clients fail */
 	uint64_t next_id;
@@ -859,6 +869,12 @@ static bool server_read(struct super *s)
 	close(s->srv);
 	s->srv = -1;
 	s->deadline = now_ms() + (uint64_t)s->orphan_s * 1000;
+	if (s->term_passed) {
+		/* it died stopping: no next server is wanted */
+		s->term = true;
+		fail_all(s, "the server SIGTERM was passed on to has gone");
+		return false;
+	}
 	SLOG("server pid %d has gone: %u client%s wait up to %u s for the next one",
 	     (int)s->srv_pid, s->nc, s->nc == 1 ? "" : "s", s->orphan_s);
 	return false;
@@ -1012,13 +1028,19 @@ static bool on_signal(struct super *s)
 
 	if (read(s->sfd, &si, sizeof(si)) != sizeof(si))
 		return false;
+	if (s->srv >= 0)
+		server_read(s);		/* a server just gone is gone */
 	if (si.ssi_signo == SIGUSR1) {
 		status(s, si.ssi_int);
 		return false;
 	}
 	if (si.ssi_signo == SIGTERM && s->srv >= 0) {
-		SLOG("SIGTERM: passed on to server pid %d", (int)s->srv_pid);
-		kill(s->srv_pid, SIGTERM);
+		/* once: the server takes a second SIGTERM as "exit now" */
+		if (!s->term_passed) {
+			SLOG("SIGTERM: passed on to server pid %d", (int)s->srv_pid);
+			kill(s->srv_pid, SIGTERM);
+		}
+		s->term_passed = true;
 		return false;
 	}
 	if (s->srv >= 0) {

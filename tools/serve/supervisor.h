@@ -56,6 +56,8 @@ void super_on_remove(void *arg, uint64_t start, uint64_t len);
 void super_listen(int lfd);
 /* SIGTERM: the server takes no new clients. */
 void super_stopping(void);
+/* Is @pid the supervisor (a SIGTERM it passed on)? */
+bool super_is(pid_t pid);
 /* The server exits on purpose: its clients have gone or are poisoned. */
 void super_bye(void);
 
