@@ -76,7 +76,8 @@
  *    madvise() raises a fault-free event that must be read too), until
  *    the client is gone; a later server may still take them over.
  *  - A client is let go only when its memory is gone (ESRCH from its
- *    userfaultfd, as as.c asks), never because its connection closed.
+ *    userfaultfd, as uffd.c's uf_uffd_alive() asks), never because its
+ *    connection closed.
  *
  * Signals.  SIGTERM to the supervisor: passed on to the server, once
  * (stop accepting, exit once the clients have gone; the server's BYE then
@@ -91,12 +92,17 @@
  *
  * ufault clients (uf_object_attach) are not handed over yet.  They map
  * the server's cache, a memfd, and ask it for misses through their
- * userfaultfd and for the rest (pread, sync) through their connection.
- * Taking them over will need the supervisor to keep, besides those two,
- * the cache's memfd itself (the pages every client maps: the next server
- * must adopt it as its object's cache, not refill it, and take every page
- * of a writable object as dirty until synced), and each client's regions
- * as offsets in it; the new server's wake is the same.
+ * userfaultfd and for the rest (pread, pwrite, sync, truncate) through
+ * their control socket.  Taking them over will need the supervisor to
+ * keep, besides those two (an ADOPT of another kind), the cache's memfd
+ * itself, handed over in WELCOME: the pages every client maps, which the
+ * next server must adopt as its object's cache -- not refill, and for a
+ * writable object take every page as dirty until synced, since the dead
+ * server's dirty bits are lost -- and each client's mappings as offsets
+ * in it.  A request the dead server read from a control socket and never
+ * answered is the client's to send again (it sees the server's EOF on
+ * its own end only if the supervisor holds no duplicate: the protocol
+ * will need a reconnect, not the kept connection).  The wake is the same.
  */
 #define _GNU_SOURCE
 #include "supervisor.h"
@@ -982,6 +988,8 @@ static void server_accept(struct super *s)
 		close(fd);
 		return;
 	}
+	if (s->srv >= 0)
+		server_read(s);		/* a server just gone is gone */
 	if (s->term) {
 		refuse(fd, "the supervisor there is exiting (SIGTERM)");
 	} else if (s->srv >= 0) {
