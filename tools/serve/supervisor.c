@@ -99,10 +99,12 @@
  * next server must adopt as its object's cache -- not refill, and for a
  * writable object take every page as dirty until synced, since the dead
  * server's dirty bits are lost -- and each client's mappings as offsets
- * in it.  A request the dead server read from a control socket and never
- * answered is the client's to send again (it sees the server's EOF on
- * its own end only if the supervisor holds no duplicate: the protocol
- * will need a reconnect, not the kept connection).  The wake is the same.
+ * in it.  A request the dead server had read from a control socket and
+ * not answered dies with it, and the client cannot tell (its socket's
+ * other end stays open: the supervisor's duplicate): the new server will
+ * need to announce itself on every kept control socket, and clients to
+ * send again what is unanswered (pread, pwrite of the same bytes and sync
+ * can be repeated).  The wake of the userfaultfd is the same.
  */
 #define _GNU_SOURCE
 #include "supervisor.h"
