@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <sys/stat.h>
 
 struct toucher {
 	const volatile char *p;
@@ -49,6 +50,8 @@ int main(void)
 	struct toucher t = { 0 };
 	struct ut_server srv;
 	struct ut_fc fc;
+	struct stat sb;
+	char ctl[160];
 	pthread_t th;
 	unsigned long addr;
 	size_t pg;
@@ -59,6 +62,9 @@ int main(void)
 	ut_fc_map(&fc, 2, len, off);
 	UT_SERVE_SKIP_NO_UFFD(&fc);
 	ut_fc_handshake(&fc, srv.sock);
+	snprintf(ctl, sizeof(ctl), "%s.ctl", srv.sock);
+	CHECK(stat(ctl, &sb) == 0 && S_ISSOCK(sb.st_mode) && (sb.st_mode & 0777) == 0600,
+	      "%s: mode %o", ctl, (unsigned)sb.st_mode);
 
 	/* half of region 0 read; a balloon removes a range read and one not */
 	for (pg = 0; pg < 512; pg++)

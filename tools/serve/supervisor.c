@@ -982,7 +982,9 @@ static void server_accept(struct super *s)
 		close(fd);
 		return;
 	}
+	/* a peer that neither speaks nor reads holds the supervisor 2 s */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	len = recv_msg(fd, buf, 0, fds, &nfds);
 	while (len >= 0 && nfds)
 		close(fds[--nfds]);
@@ -1005,6 +1007,7 @@ static void server_accept(struct super *s)
 	} else if (hand_over(s, fd) == 0) {
 		tv.tv_sec = 0;
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		s->srv = fd;
 		s->srv_pid = cred.pid;
 		s->orphan_s = (unsigned int)m->a;
