@@ -795,6 +795,59 @@ struct uf_serve_region {
 int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 			 const struct uf_serve_region *regions, unsigned int n);
 
+/**
+ * struct uf_serve_range - a range of another process's memory.
+ * @start: its address in that process (a multiple of UF_PAGE_SIZE).
+ * @len: its length in bytes (a multiple of UF_PAGE_SIZE).
+ */
+struct uf_serve_range {
+	uint64_t start, len;
+};
+
+/**
+ * struct uf_serve_opts - what uf_object_serve_uffd_opts() adds to
+ * uf_object_serve_uffd(): what lets a server take over a process that
+ * another server (since gone) was serving.
+ * @removed: @nremoved ranges that read zeros from the start, as after
+ *	UFFD_EVENT_REMOVE there: the removals the earlier server was told
+ *	of (through its @on_remove).  Parts outside every region are
+ *	ignored.
+ * @nremoved: how many (0: none; @removed may then be NULL).
+ * @on_remove: NULL, or called at each UFFD_EVENT_REMOVE of the process
+ *	(its MADV_DONTNEED) with the range the kernel gave, page-aligned,
+ *	which may reach past the regions: from a handler thread of the
+ *	object's mm with no ufault lock held, after the range reads zeros.
+ *	It must not call into ufault for this mm.
+ * @arg: @on_remove's first argument.
+ */
+struct uf_serve_opts {
+	const struct uf_serve_range *removed;
+	size_t nremoved;
+	void (*on_remove)(void *arg, uint64_t start, uint64_t len);
+	void *arg;
+};
+
+/**
+ * uf_object_serve_uffd_opts - uf_object_serve_uffd(), with ranges already
+ * removed and a report of each removal.
+ * @obj: as for uf_object_serve_uffd().
+ * @uffd: as for uf_object_serve_uffd().
+ * @regions: as for uf_object_serve_uffd().
+ * @n: as for uf_object_serve_uffd().
+ * @opts: NULL (then it is uf_object_serve_uffd()), or see struct
+ *	uf_serve_opts.
+ *
+ * Both functions wake every region once before serving it: a thread of
+ * the process waiting in a fault that an earlier reader of @uffd took and
+ * will never answer (a server killed meanwhile) asks again.
+ *
+ * Return: as uf_object_serve_uffd(); -EINVAL also for a range of
+ * @opts->removed that is not page-aligned.
+ */
+int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
+			      const struct uf_serve_region *regions, unsigned int n,
+			      const struct uf_serve_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -36,6 +36,14 @@
  * every copy, so no copy of the object's bytes lands after the removal
  * was applied.
  *
+ * Taking over.  A server may be killed while the process lives on; the
+ * process's userfaultfd, kept by someone else (ufault-serve's supervisor,
+ * tools/serve/supervisor.c), then goes to the next server with the
+ * removals the dead one reported through ->on_remove (struct
+ * uf_serve_opts).  Threads of the process may sleep in faults the dead
+ * server read and never answered: every region is woken once before it
+ * is served, and they fault again, to be read by this mm's handlers.
+ *
  * Locking: as->vma_lock (shared) -> obj->invalidate_lock (shared, which
  * keeps the pages copied from present: reclaim and punch take it
  * exclusive) -> the engine's copy_lock (uffd.c).  The fill runs with the
@@ -64,6 +72,9 @@ struct serve_region {
 	unsigned long *removed;		/* a bit per page (atomic ops) */
 	uint64_t next[SERVE_STREAMS];	/* where recent runs ended (atomic) */
 	unsigned int clock;		/* the next slot of @next (atomic) */
+	/* the caller's report of a removal (struct uf_serve_opts) */
+	void (*on_remove)(void *arg, uint64_t start, uint64_t len);
+	void *arg;
 };
 
 static bool region_removed(struct serve_region *r, uint64_t pg)
@@ -299,6 +310,8 @@ static void serve_event(void *owner, const struct uffd_msg *msg)
 
 	if (msg->event == UFFD_EVENT_REMOVE) {
 		unsigned long s = msg->arg.remove.start & PAGE_MASK, e = msg->arg.remove.end;
+		void (*report)(void *, uint64_t, uint64_t) = NULL;
+		void *arg = NULL;
 		size_t i;
 
 		pthread_rwlock_wrlock(&as->vma_lock);
@@ -306,12 +319,19 @@ static void serve_event(void *owner, const struct uffd_msg *msg)
 			struct uf_vma *v = as->vmas[i];
 			unsigned long a;
 
-			if (v->vm_ops != &serve_vm_ops || v->end <= s || v->start >= e)
+			if (v->vm_ops != &serve_vm_ops)
+				continue;
+			/* every region of the process has the same report */
+			report = ((struct serve_region *)v->private_data)->on_remove;
+			arg = ((struct serve_region *)v->private_data)->arg;
+			if (v->end <= s || v->start >= e)
 				continue;
 			for (a = v->start > s ? v->start : s; a < v->end && a < e; a += PAGE_SIZE)
 				region_remove(v->private_data, __uf_vma_pgoff(v, a));
 		}
 		pthread_rwlock_unlock(&as->vma_lock);
+		if (report && e > s)
+			report(arg, s, ((e + PAGE_SIZE - 1) & PAGE_MASK) - s);
 	}
 	uf_as_event(owner, msg);
 }
@@ -366,8 +386,38 @@ static int regions_check(const struct uf_serve_region *regions, unsigned int n, 
 	return 0;
 }
 
+/* Mark what @opts says the process removed before; -EINVAL: unaligned. */
+static int regions_removed(struct serve_region **r, const struct uf_serve_region *s,
+			   unsigned int n, const struct uf_serve_opts *opts)
+{
+	size_t k;
+	unsigned int i;
+
+	for (k = 0; opts && k < opts->nremoved; k++) {
+		uint64_t a = opts->removed[k].start, e = a + opts->removed[k].len;
+
+		if (!PAGE_ALIGNED(a) || !PAGE_ALIGNED(opts->removed[k].len) || e < a)
+			return -EINVAL;
+		for (i = 0; i < n; i++) {
+			uint64_t x = a > s[i].start ? a : s[i].start;
+			uint64_t y = e < s[i].start + s[i].len ? e : s[i].start + s[i].len;
+
+			for (; x < y; x += PAGE_SIZE)
+				region_remove(r[i], r[i]->first + ((x - s[i].start) >> PAGE_SHIFT));
+		}
+	}
+	return 0;
+}
+
 UF_EXPORT int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 				   const struct uf_serve_region *regions, unsigned int n)
+{
+	return uf_object_serve_uffd_opts(obj, uffd, regions, n, NULL);
+}
+
+UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
+					const struct uf_serve_region *regions, unsigned int n,
+					const struct uf_serve_opts *opts)
 {
 	struct uf_serve_region s[UF_SERVE_MAX_REGIONS];
 	struct uf_vma tmpl[UF_SERVE_MAX_REGIONS], *tp[UF_SERVE_MAX_REGIONS];
@@ -375,7 +425,8 @@ UF_EXPORT int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 	unsigned int i, j;
 	int fl, ret;
 
-	if (!obj || !regions || uffd < 0 || uf_object_orphaned(obj))
+	if (!obj || !regions || uffd < 0 || uf_object_orphaned(obj) ||
+	    (opts && opts->nremoved && !opts->removed))
 		return -EINVAL;
 	if (uf_object_forked(obj))
 		return -ECHILD;
@@ -407,6 +458,10 @@ UF_EXPORT int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 			goto out;
 		for (j = 0; j < SERVE_STREAMS; j++)
 			r[i]->next[j] = UINT64_MAX;
+		if (opts) {
+			r[i]->on_remove = opts->on_remove;
+			r[i]->arg = opts->arg;
+		}
 		/* the VMA the address space copies (as.c): its ->open is
 		 * called for the copy */
 		tmpl[i].start = s[i].start;
@@ -419,6 +474,13 @@ UF_EXPORT int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 		tmpl[i].obj = obj;
 		tp[i] = &tmpl[i];
 	}
+	ret = regions_removed(r, s, n, opts);
+	if (ret)
+		goto out;
+	/* threads asleep in a fault nobody will answer fault again: their
+	 * messages wait for this mm's handlers (see the top of the file) */
+	for (i = 0; i < n; i++)
+		uf_uffd_wake_fd(uffd, s[i].start, s[i].len);
 	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops);
 out:
 	for (i = 0; i < n && r[i]; i++)

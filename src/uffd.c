@@ -1205,9 +1205,15 @@ int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long l
 /* uf_uffd_wake - let threads waiting on [addr, addr + len) retry. */
 void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len)
 {
+	uf_uffd_wake_fd(u->fd, addr, len);
+}
+
+/* uf_uffd_wake_fd - the same on a userfaultfd no struct uf_uffd has yet. */
+void uf_uffd_wake_fd(int fd, unsigned long addr, size_t len)
+{
 	struct uffdio_range r = { .start = addr, .len = len };
 
-	ioctl(u->fd, UFFDIO_WAKE, &r);
+	ioctl(fd, UFFDIO_WAKE, &r);
 }
 
 /*

@@ -7,6 +7,10 @@
  * O_NONBLOCK, UFFD_FEATURE_EVENT_REMOVE) with the regions registered
  * MISSING, and the JSON handshake in one sendmsg() with the fd as
  * SCM_RIGHTS.  Not a test program itself.
+ *
+ * ufault-serve starts a supervisor process beside it (it survives the
+ * server, to hand the clients to the next one): this process becomes a
+ * child subreaper, so the supervisor is its child too, and stops both.
  */
 #ifndef UT_SERVE_TEST_H
 #define UT_SERVE_TEST_H
@@ -30,6 +34,7 @@
 
 struct ut_server {
 	pid_t pid;
+	pid_t super_pid;	/* the supervisor, from the server's log */
 	char dir[64];
 	char sock[128];
 	char src[128];		/* SOURCE: a file of ut_pattern() bytes */
@@ -56,6 +61,18 @@ static __attribute__((unused)) void ut_server_stop(struct ut_server *s)
 	}
 }
 
+/* Stop the supervisor too (it may have exited by itself: reaped). */
+static __attribute__((unused)) void ut_super_stop(struct ut_server *s)
+{
+	if (s->super_pid > 0) {
+		kill(s->super_pid, SIGKILL);
+		waitpid(s->super_pid, NULL, 0);
+		if (ut_server_atexit.super_pid == s->super_pid)
+			ut_server_atexit.super_pid = 0;
+		s->super_pid = 0;
+	}
+}
+
 static void ut_server_cleanup(void)
 {
 	struct ut_server *s = &ut_server_atexit;
@@ -64,12 +81,16 @@ static void ut_server_cleanup(void)
 	if (getpid() != ut_server_owner)
 		return;
 	ut_server_stop(s);
+	ut_super_stop(s);
 	if (getenv("UT_KEEP_LOG")) {
 		snprintf(cmd, sizeof(cmd), "cat %s >&2", s->log);
 		if (system(cmd)) {
 		}
 	}
 	unlink(s->sock);
+	memcpy(cmd, s->sock, sizeof(s->sock));
+	strcat(cmd, ".ctl");	/* (sock is 128 bytes: it fits) */
+	unlink(cmd);
 	unlink(s->log);
 	unlink(s->src);
 	rmdir(s->dir);
@@ -89,22 +110,31 @@ static int ut_connect(const char *path)
 	return fd;
 }
 
-/* Start ufault-serve on a SOURCE of @size pattern bytes, with @extra
- * options (NULL-terminated, may be NULL), and wait until it listens. */
-static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_t size, const char *const *extra)
+/* The log so far (NUL-terminated, the last @cap - 1 bytes at most). */
+static __attribute__((unused)) void ut_server_log_read(struct ut_server *s, char *buf, size_t cap)
+{
+	int fd = open(s->log, O_RDONLY);
+	off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : 0;
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = pread(fd, buf, cap - 1, end > (off_t)cap - 1 ? end - (off_t)cap + 1 : 0);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Run ufault-serve on s->sock and s->src with @extra options
+ * (NULL-terminated, may be NULL), and wait until it serves: its log line
+ * names it and its supervisor; @want_fail: wait for it to exit instead
+ * and return its status. */
+static int ut_server_exec(struct ut_server *s, const char *const *extra, bool want_fail)
 {
 	const char *b = getenv("B") ? getenv("B") : "build";
-	char bin[256];
+	char bin[256], line[64], log[1 << 16];
 	const char *argv[32];
-	int fd, n = 0, i;
-
-	memset(s, 0, sizeof(*s));
-	snprintf(s->dir, sizeof(s->dir), "/tmp/ufault-serve-XXXXXX");
-	CHECK(mkdtemp(s->dir), "mkdtemp: %s", strerror(errno));
-	snprintf(s->sock, sizeof(s->sock), "%s/sock", s->dir);
-	snprintf(s->log, sizeof(s->log), "%s/log", s->dir);
-	fd = ut_make_file("/dev/shm", size, s->src, sizeof(s->src));
-	close(fd);
+	int n = 0, i, st;
+	pid_t pid;
 
 	snprintf(bin, sizeof(bin), "%s/ufault-serve", b);
 	argv[n++] = bin;
@@ -115,10 +145,13 @@ static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_
 	argv[n++] = s->sock;
 	argv[n++] = ut_server_source ? ut_server_source : s->src;
 	argv[n] = NULL;
-	s->pid = fork();
-	CHECK(s->pid >= 0, "fork: %s", strerror(errno));
-	if (s->pid == 0) {
-		int lfd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	/* the supervisor outlives the server that started it: ours to reap */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* appended to: the supervisor writes here too */
+		int lfd = open(s->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 
 		/* a test killed by a signal takes its server with it */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -127,22 +160,88 @@ static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_
 		execv(bin, (char *const *)argv);
 		_exit(127);
 	}
-	if (!ut_server_owner)
-		atexit(ut_server_cleanup);
-	else
-		ut_server_cleanup();	/* the last one's */
+	if (want_fail) {
+		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+		return st;
+	}
+	s->pid = pid;
 	ut_server_atexit = *s;
 	ut_server_owner = getpid();
+	snprintf(line, sizeof(line), "pid %d, supervisor pid ", (int)pid);
 	for (;;) {
-		int c = ut_connect(s->sock);
-		int st;
+		char *p;
 
-		if (c >= 0) {
-			close(c);	/* (a connection closed before the handshake) */
-			return;
+		ut_server_log_read(s, log, sizeof(log));
+		p = strstr(log, line);
+		if (p) {
+			s->super_pid = (pid_t)atoi(p + strlen(line));
+			ut_server_atexit.super_pid = s->super_pid;
+			return 0;
 		}
-		CHECK(waitpid(s->pid, &st, WNOHANG) == 0, "ufault-serve exited at start");
+		CHECK(waitpid(pid, &st, WNOHANG) == 0, "ufault-serve exited at start");
 		usleep(2000);
+	}
+}
+
+/* Start ufault-serve on a SOURCE of @size pattern bytes, with @extra
+ * options (NULL-terminated, may be NULL), and wait until it serves. */
+static __attribute__((unused)) void ut_server_start(struct ut_server *s, uint64_t size, const char *const *extra)
+{
+	int fd, c;
+
+	if (ut_server_owner)
+		ut_server_cleanup();	/* the last one's */
+	else
+		atexit(ut_server_cleanup);
+	ut_server_owner = getpid();
+	memset(s, 0, sizeof(*s));
+	snprintf(s->dir, sizeof(s->dir), "/tmp/ufault-serve-XXXXXX");
+	CHECK(mkdtemp(s->dir), "mkdtemp: %s", strerror(errno));
+	snprintf(s->sock, sizeof(s->sock), "%s/sock", s->dir);
+	snprintf(s->log, sizeof(s->log), "%s/log", s->dir);
+	fd = ut_make_file("/dev/shm", size, s->src, sizeof(s->src));
+	close(fd);
+	ut_server_atexit = *s;
+	ut_server_exec(s, extra, false);
+	c = ut_connect(s->sock);
+	CHECK(c >= 0, "connect %s: %s", s->sock, strerror(errno));
+	close(c);		/* (a connection closed before the handshake) */
+}
+
+/* A new ufault-serve on the same SOCKET and SOURCE, the last one killed
+ * or not; it keeps the supervisor it finds there. */
+static __attribute__((unused)) void ut_server_restart(struct ut_server *s, const char *const *extra)
+{
+	ut_server_exec(s, extra, false);
+}
+
+/* Another ufault-serve on the same SOCKET and SOURCE that must refuse to
+ * start: its exit status. */
+static __attribute__((unused)) int ut_server_second(struct ut_server *s, const char *const *extra)
+{
+	return ut_server_exec(s, extra, true);
+}
+
+/* Make the supervisor log its state, and return how many pages it has
+ * been told the clients removed (the first number after @what in the
+ * newest status line), once the line is there. */
+static __attribute__((unused)) uint64_t ut_super_status(struct ut_server *s, const char *what)
+{
+	static unsigned int seq;
+	char log[1 << 16], tag[32];
+
+	snprintf(tag, sizeof(tag), "status %u:", ++seq);
+	for (;;) {
+		char *p, *q;
+
+		/* SIGUSR1 with a value: the line carries it back */
+		CHECK(sigqueue(s->super_pid, SIGUSR1, (union sigval){ .sival_int = (int)seq }) == 0,
+		      "sigqueue: %s", strerror(errno));
+		usleep(20000);
+		ut_server_log_read(s, log, sizeof(log));
+		p = strstr(log, tag);
+		if (p && (q = strstr(p, what)) && (!strchr(p, '\n') || q < strchr(p, '\n')))
+			return strtoull(q + strlen(what), NULL, 10);
 	}
 }
 
@@ -152,24 +251,19 @@ static __attribute__((unused)) void ut_server_log_wait(struct ut_server *s, cons
 	char buf[1 << 16];
 
 	for (;;) {
-		int fd = open(s->log, O_RDONLY);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-
-		if (fd >= 0)
-			close(fd);
-		if (n > 0) {
-			buf[n] = '\0';
-			if (strstr(buf, what))
-				return;
-		}
+		ut_server_log_read(s, buf, sizeof(buf));
+		if (strstr(buf, what))
+			return;
 		usleep(2000);
 	}
 }
 
-/* How many fds the server holds now. */
+/* How many sockets and userfaultfds the server holds now: what its
+ * clients cost it (the library's own fds, a handler thread's epoll set
+ * made as it starts among them, are not counted). */
 static __attribute__((unused)) int ut_server_fds(struct ut_server *s)
 {
-	char path[64];
+	char path[64], fd[320], link[64];
 	struct dirent *d;
 	DIR *dir;
 	int n = 0;
@@ -177,8 +271,18 @@ static __attribute__((unused)) int ut_server_fds(struct ut_server *s)
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)s->pid);
 	dir = opendir(path);
 	CHECK(dir, "%s: %s", path, strerror(errno));
-	while ((d = readdir(dir)))
-		n += d->d_name[0] != '.';
+	while ((d = readdir(dir))) {
+		ssize_t k;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(fd, sizeof(fd), "%s/%s", path, d->d_name);
+		k = readlink(fd, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = '\0';
+		n += !strncmp(link, "socket:", 7) || !strcmp(link, "anon_inode:[userfaultfd]");
+	}
 	closedir(dir);
 	return n;
 }

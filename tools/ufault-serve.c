@@ -12,6 +12,8 @@
  * faults are served by the library (uf_object_serve_uffd); this program
  * accepts, checks and logs.  One thread here, the library's handlers
  * elsewhere: nothing a client sends or fails to send holds up another.
+ * A supervisor process beside it (serve/supervisor.c) keeps the clients
+ * for the next server when this one dies.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +38,8 @@
 #include <ufault.h>
 #include <ufault-redis.h>
 
+#include "serve/supervisor.h"
+
 #define MAX_CLIENTS	1024
 #define MAX_HANDSHAKE	65536	/* bytes: 64 regions take under 10 KiB */
 #define MAX_UIDS	32
@@ -48,6 +52,7 @@ struct client {
 	size_t len;
 	char *buf;		/* the handshake so far */
 	int uffd;		/* received, not yet handed over; or -1 */
+	uint64_t id;		/* the supervisor's name for it */
 };
 
 struct server {
@@ -59,6 +64,7 @@ struct server {
 	uid_t uids[MAX_UIDS];
 	unsigned int nuids;
 	unsigned int stats_s;
+	unsigned int orphan_s;
 	bool stopping;
 	struct client *clients[MAX_CLIENTS];
 	unsigned int nclients;
@@ -92,9 +98,13 @@ static void usage(FILE *f)
 "  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
 "  --allow-uid UID   peers allowed (repeatable; default root and this uid)\n"
 "  --pidfile FILE    write the pid of the serving process there\n"
+"  --orphan-timeout SECONDS  when this server dies, how long clients wait\n"
+"                    for the next one before SIGBUS (default 30)\n"
 "  --stats SECONDS   log a line of statistics every SECONDS\n"
 "  --threads N       fault handler threads (default 2)\n"
 "  --help            this text\n"
+"If this process dies, a supervisor (SOCKET.ctl) keeps its clients for a new\n"
+"ufault-serve on SOCKET and SOURCE; with none for --orphan-timeout: SIGBUS.\n"
 "SIGTERM: stop accepting, exit once the clients have gone; a second\n"
 "SIGTERM or SIGINT: exit now (pages clients have not received: SIGBUS).\n");
 }
@@ -359,7 +369,13 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	}
 	if (c->uffd < 0)
 		return "no file descriptor with the regions";
-	ret = uf_object_serve_uffd(s->obj, c->uffd, r, (unsigned int)n);
+	/* the supervisor first: from now on the client outlives this server */
+	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n);
+	ret = uf_object_serve_uffd_opts(s->obj, c->uffd, r, (unsigned int)n,
+					&(struct uf_serve_opts){ .on_remove = super_on_remove,
+								 .arg = (void *)(uintptr_t)c->id });
+	if (ret)
+		super_forget(c->id, false);
 	if (ret == -EBADF)
 		return "the file descriptor is not a userfaultfd";
 	if (ret) {
@@ -551,6 +567,66 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	return 0;
 }
 
+/* Before any thread: the supervisor's clients and SOCKET, or a new
+ * supervisor for a new SOCKET.  0 or -1 (logged). */
+static int super_setup(struct server *s, struct super_state *sup)
+{
+	int ret = super_find(s->sock_path, s->source, s->orphan_s, sup);
+
+	if (ret == 0) {
+		if (make_socket(s))
+			return -1;
+		ret = super_spawn(s->sock_path, s->source, s->orphan_s, s->lfd, sup) ? -1 : 1;
+	}
+	if (ret < 0)
+		return -1;
+	s->lfd = sup->lfd;
+	s->stopping = sup->stopping;
+	if (s->lfd < 0 && !s->stopping) {
+		/* the supervisor failed closed, SOCKET went: anew */
+		if (make_socket(s))
+			return -1;
+		super_listen(s->lfd);
+	}
+	return 0;
+}
+
+/* Serve the clients an earlier server served: woken, removals kept. */
+static int take_clients(struct server *s, struct super_state *sup)
+{
+	unsigned int i;
+
+	for (i = 0; i < sup->nclients; i++) {
+		struct super_client *h = &sup->clients[i];
+		struct uf_serve_opts o = { .removed = h->removed, .nremoved = h->nremoved,
+					   .on_remove = super_on_remove,
+					   .arg = (void *)(uintptr_t)h->id };
+		struct client *c = calloc(1, sizeof(*c));
+		int ret = c && s->nclients < MAX_CLIENTS ? 0 : -ENOMEM;
+
+		if (!ret)
+			ret = uf_object_serve_uffd_opts(s->obj, h->uffd, h->r, h->n, &o);
+		free(h->removed);
+		if (ret) {
+			logf_("client pid %d: cannot take it over: %s; SIGBUS for it", (int)h->pid,
+			      strerror(-ret));
+			super_forget(h->id, true);
+			close(h->uffd);
+			close(h->conn);
+			free(c);
+			continue;
+		}
+		*c = (struct client){ .fd = h->conn, .pid = h->pid, .uid = h->uid, .served = true,
+				      .uffd = -1, .id = h->id };
+		s->clients[s->nclients++] = c;
+		logf_("client pid %d: taken over, %u region%s", (int)h->pid, h->n,
+		      h->n == 1 ? "" : "s");
+	}
+	free(sup->clients);
+	sup->clients = NULL;
+	return 0;
+}
+
 static void log_stats(struct server *s)
 {
 	struct uf_stats st;
@@ -570,8 +646,13 @@ static bool on_signal(struct server *s)
 
 	if (read(s->sfd, &si, sizeof(si)) != sizeof(si))
 		return false;
+	if (si.ssi_signo == SIGTERM && s->stopping && super_is((pid_t)si.ssi_pid)) {
+		logf_("SIGTERM from the supervisor: stopping already");
+		return false;	/* not a second SIGTERM */
+	}
 	if (si.ssi_signo == SIGTERM && !s->stopping) {
 		s->stopping = true;
+		super_stopping();
 		close(s->lfd);
 		s->lfd = -1;
 		unlink(s->sock_path);
@@ -632,10 +713,12 @@ int main(int argc, char **argv)
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct server s = { .lfd = -1, .sfd = -1 };
+	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
+	struct super_state sup = { .lfd = -1 };
 	uint64_t budget = 0, v;
 	unsigned int threads = 2;
 	sigset_t mask;
@@ -673,6 +756,14 @@ int main(int argc, char **argv)
 			}
 			threads = (unsigned int)v;
 			break;
+		case 'o':
+			if (parse_u64(optarg, &v, false) || v > 86400) {
+				fprintf(stderr, "ufault-serve: --orphan-timeout %s: 0 to 86400 seconds\n",
+					optarg);
+				return 2;
+			}
+			s.orphan_s = (unsigned int)v;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -698,7 +789,10 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (s.sfd < 0 || open_source(&s, budget, threads) || make_socket(&s)) {
+	if (s.sfd < 0 || super_setup(&s, &sup) || open_source(&s, budget, threads) ||
+	    take_clients(&s, &sup)) {
+		if (!sup.nclients)
+			super_bye();	/* no client to keep for the next server */
 		uf_object_put(s.obj);
 		uf_mm_destroy(s.mm);
 		return 1;
@@ -712,8 +806,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	logf_("serving %s (%" PRIu64 " bytes) on %s, pid %d", s.source, s.size, s.sock_path,
-	      (int)getpid());
+	logf_("serving %s (%" PRIu64 " bytes) on %s, pid %d, supervisor pid %d", s.source, s.size,
+	      s.sock_path, (int)getpid(), (int)sup.super_pid);
 	serve_loop(&s);
 	while (s.nclients)
 		client_close(&s, s.nclients - 1, "server exiting");
@@ -724,6 +818,7 @@ int main(int argc, char **argv)
 	/* clients still alive get SIGBUS for what they have not received */
 	uf_object_put(s.obj);
 	uf_mm_destroy(s.mm);
+	super_bye();
 	if (s.pidfile)
 		unlink(s.pidfile);
 	return 0;

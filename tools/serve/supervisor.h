@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ufault-serve's supervisor (supervisor.c): what the serving process
+ * (ufault-serve.c) calls.  Not a tool of its own: compiled into
+ * ufault-serve.
+ */
+#ifndef UFAULT_SERVE_SUPERVISOR_H
+#define UFAULT_SERVE_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <ufault.h>
+
+/* A client handed over by the supervisor, served by an earlier server. */
+struct super_client {
+	uint64_t id;
+	pid_t pid;
+	uid_t uid;
+	int uffd, conn;
+	unsigned int n;
+	struct uf_serve_region r[UF_SERVE_MAX_REGIONS];
+	struct uf_serve_range *removed;	/* what it removed (malloc'ed) */
+	size_t nremoved;
+};
+
+/* What super_find() or super_spawn() got from the supervisor. */
+struct super_state {
+	pid_t super_pid;
+	int lfd;		/* SOCKET's listening socket, or -1 */
+	bool stopping;		/* a SIGTERM'd server's clients: accept none */
+	struct super_client *clients;
+	unsigned int nclients;
+};
+
+/* Called before any thread.  1: a supervisor was there and handed its
+ * clients over; 0: none is there (make SOCKET, then super_spawn()); -1:
+ * refused (a live server, another SOURCE) or an error, logged. */
+int super_find(const char *sock, const char *source, unsigned int orphan_s,
+	       struct super_state *st);
+/* Start a supervisor holding the listening socket @lfd (closed here),
+ * then take over from it as super_find() does: 0 or -1. */
+int super_spawn(const char *sock, const char *source, unsigned int orphan_s, int lfd,
+		struct super_state *st);
+
+/* A client's handshake is done: the supervisor keeps its fds and
+ * regions.  Return its id (0: no supervisor). */
+uint64_t super_adopt(int conn, int uffd, pid_t pid, uid_t uid,
+		     const struct uf_serve_region *r, unsigned int n);
+/* Serving client @id failed: the supervisor lets it go (@fail_closed:
+ * after its holes are poisoned: a client handed over). */
+void super_forget(uint64_t id, bool fail_closed);
+/* struct uf_serve_opts' ->on_remove; @arg is the client's id. */
+void super_on_remove(void *arg, uint64_t start, uint64_t len);
+/* SOCKET was made anew (the supervisor had failed closed): keep @lfd. */
+void super_listen(int lfd);
+/* SIGTERM: the server takes no new clients. */
+void super_stopping(void);
+/* Is @pid the supervisor (a SIGTERM it passed on)? */
+bool super_is(pid_t pid);
+/* The server exits on purpose: its clients have gone or are poisoned. */
+void super_bye(void);
+
+#endif
