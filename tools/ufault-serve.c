@@ -45,6 +45,7 @@ struct client {
 	pid_t pid;
 	uid_t uid;
 	bool served;		/* handshake done: the library serves it */
+	bool recorded;		/* --record: the client recorded */
 	size_t len;
 	char *buf;		/* the handshake so far */
 	int uffd;		/* received, not yet handed over; or -1 */
@@ -52,6 +53,8 @@ struct client {
 
 struct server {
 	const char *sock_path, *source, *pidfile;
+	const char *record, *prefetch;	/* --record, --prefetch FILE */
+	bool rec_armed;		/* the next client served is recorded */
 	int lfd, sfd;
 	struct uf_mm *mm;
 	struct uf_object *obj;
@@ -94,6 +97,10 @@ static void usage(FILE *f)
 "  --pidfile FILE    write the pid of the serving process there\n"
 "  --stats SECONDS   log a line of statistics every SECONDS\n"
 "  --threads N       fault handler threads (default 2)\n"
+"  --record FILE     record the pages the first client faults, in order,\n"
+"                    into FILE (written when it disconnects, or at exit)\n"
+"  --prefetch FILE   copy the pages recorded in FILE into each client\n"
+"                    ahead of its faults\n"
 "  --help            this text\n"
 "SIGTERM: stop accepting, exit once the clients have gone; a second\n"
 "SIGTERM or SIGINT: exit now (pages clients have not received: SIGBUS).\n");
@@ -304,15 +311,33 @@ static int parse_regions(struct json *j, struct region_in *r)
 /* Clients                                                             */
 /* ------------------------------------------------------------------ */
 
+/* --record: the record ends, and is written. */
+static void record_stop(struct server *s, const char *whose)
+{
+	int n = uf_object_record_stop(s->obj);
+
+	if (n >= 0)
+		logf_("record: %d pages of %s written to %s", n, whose, s->record);
+	else if (n == -ESRCH)
+		logf_("record: no client was served; %s not written", s->record);
+	else
+		logf_("record: %s: %s", s->record, strerror(-n));
+}
+
 static void client_close(struct server *s, unsigned int i, const char *why)
 {
 	struct client *c = s->clients[i];
+	char whose[64];
 
 	if (why)
 		logf_("client pid %d uid %u: %s; connection closed", (int)c->pid, (unsigned)c->uid,
 		      why);
 	else
 		logf_("client pid %d disconnected", (int)c->pid);
+	if (c->recorded) {
+		snprintf(whose, sizeof(whose), "client pid %d", (int)c->pid);
+		record_stop(s, whose);
+	}
 	if (c->uffd >= 0)
 		close(c->uffd);
 	close(c->fd);
@@ -367,7 +392,10 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 		return why;
 	}
 	c->uffd = -1;		/* the library's */
-	snprintf(why, sizeof(why), "%d region%s", n, n == 1 ? "" : "s");
+	c->recorded = s->rec_armed;	/* the first served since the record began */
+	s->rec_armed = false;
+	snprintf(why, sizeof(why), "%d region%s%s", n, n == 1 ? "" : "s",
+		 c->recorded ? ", recorded" : s->prefetch ? ", working set pushed" : "");
 	logf_("client pid %d: served, %s", (int)c->pid, why);
 	return NULL;
 }
@@ -551,6 +579,34 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	return 0;
 }
 
+/* --record, --prefetch.  A prefetch file that cannot be used is logged,
+ * and clients are served lazily. */
+static int start_ws(struct server *s)
+{
+	int ret;
+
+	if (s->prefetch) {
+		ret = uf_object_serve_prefetch(s->obj, s->prefetch);
+		if (ret) {
+			logf_("--prefetch %s: %s; clients are served lazily", s->prefetch,
+			      ret == -EINVAL ? "not a working-set file (Invalid argument)"
+					     : ret == -ESTALE ? "recorded from another version of "
+								"SOURCE (Stale file handle)"
+							      : strerror(-ret));
+			s->prefetch = NULL;
+		}
+	}
+	if (s->record) {
+		ret = uf_object_serve_record(s->obj, s->record);
+		if (ret) {
+			logf_("--record %s: %s", s->record, strerror(-ret));
+			return -1;
+		}
+		s->rec_armed = true;
+	}
+	return 0;
+}
+
 static void log_stats(struct server *s)
 {
 	struct uf_stats st;
@@ -632,6 +688,8 @@ int main(int argc, char **argv)
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "record", required_argument, NULL, 'R' },
+		{ "prefetch", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -673,6 +731,12 @@ int main(int argc, char **argv)
 			}
 			threads = (unsigned int)v;
 			break;
+		case 'R':
+			s.record = optarg;
+			break;
+		case 'P':
+			s.prefetch = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -683,6 +747,10 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 2) {
 		usage(stderr);
+		return 2;
+	}
+	if (s.record && s.prefetch) {
+		fprintf(stderr, "ufault-serve: --record and --prefetch: one or the other\n");
 		return 2;
 	}
 	s.sock_path = argv[optind];
@@ -698,7 +766,7 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (s.sfd < 0 || open_source(&s, budget, threads) || make_socket(&s)) {
+	if (s.sfd < 0 || open_source(&s, budget, threads) || start_ws(&s) || make_socket(&s)) {
 		uf_object_put(s.obj);
 		uf_mm_destroy(s.mm);
 		return 1;
@@ -717,6 +785,8 @@ int main(int argc, char **argv)
 	serve_loop(&s);
 	while (s.nclients)
 		client_close(&s, s.nclients - 1, "server exiting");
+	if (s.rec_armed)
+		record_stop(&s, "no client");
 	if (s.lfd >= 0) {
 		close(s.lfd);
 		unlink(s.sock_path);
