@@ -780,6 +780,10 @@ struct uf_serve_region {
  * the other process does makes ufault write anywhere but into its
  * registered ranges, nor read anything but @obj's pages.
  *
+ * A record of uf_object_serve_record() waiting for a process records this
+ * one; a working set armed by uf_object_serve_prefetch() is copied into
+ * it ahead of its faults, by a thread of its own.
+ *
  * The memory is served by @obj's mm until the process is gone (within a
  * tenth of a second of its exit the fd is closed and the memory freed),
  * or until uf_mm_destroy(), which first gives every page the process has
