@@ -36,6 +36,10 @@
  * every copy, so no copy of the object's bytes lands after the removal
  * was applied.
  *
+ * Working sets (workingset.c).  A process recorded gets the faulting
+ * page alone, noted once copied; a process served with a working set gets
+ * a thread that copies the set into it ahead of its faults (below).
+ *
  * Locking: as->vma_lock (shared) -> obj->invalidate_lock (shared, which
  * keeps the pages copied from present: reclaim and punch take it
  * exclusive) -> the engine's copy_lock (uffd.c).  The fill runs with the

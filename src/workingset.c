@@ -34,6 +34,16 @@
  * meanwhile is not filled (i_size); a punched page is filled from the
  * store, which reads zero there.
  *
+ * Processes served (serve.c).  A served process's pages are its own
+ * anonymous memory: each first touch is a fault there whether the cache
+ * holds the page or not, so serve.c notes the pages it copies on a fault
+ * (uf_ws_serve_note()) and, while recorded, copies the faulting page
+ * alone.  A record of uf_object_record() takes every process served; one
+ * of uf_object_serve_record() only the next process served, which claims
+ * it (uf_ws_serve_claim()), and nothing else is noted meanwhile.  A set
+ * armed by uf_object_serve_prefetch() is handed, referenced, to each
+ * process served after; serve.c pushes it into the process's memory.
+ *
  * The file (version 1; every integer little-endian):
  *
  *	off  size
