@@ -669,8 +669,10 @@ int uf_object_record(struct uf_object *obj, const char *path);
  *
  * Return: the number of pages recorded (at most INT_MAX is told), or
  * -EINVAL (NULL @obj, no record running), -ENOMEM (the record could not
- * hold a page: no file is written), or the error writing or renaming the
- * file (its temporary file is removed).  Either way the record has ended.
+ * hold a page: no file is written), -ESRCH (a record of
+ * uf_object_serve_record() that no process was served for: no file is
+ * written), or the error writing or renaming the file (its temporary file
+ * is removed).  Either way the record has ended.
  */
 int uf_object_record_stop(struct uf_object *obj);
 
