@@ -14,6 +14,9 @@
  *   serve-cold-rand    the client's cold faults in a fixed random order,
  *                      against the same faults in this process through a
  *                      ufault mapping of a fresh object: goal <= 1.1x.
+ *                      Beside it, the same client served by a minimal
+ *                      handler thread of this process (poll, read, pread,
+ *                      UFFDIO_COPY): the floor of serving another process.
  *   serve-restore-seq  a 256 MiB restore read in order by the client
  *                      (the server copies a readahead window per fault),
  *                      per page, against the kernel's cost per page of a
@@ -361,6 +364,7 @@ static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_resu
 			     .msg_controllen = sizeof(cbuf) };
 	struct sv_min m = { .uffd = -1, .datafd = s->fd };
 	struct cmsghdr *cm;
+	bool started = false;
 	pthread_t t;
 	int sv[2], ret = 0, st;
 	pid_t pid;
@@ -391,6 +395,7 @@ static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_resu
 		ret = -EPROTO;
 	if (!ret && pthread_create(&t, NULL, min_handler, &m))
 		ret = -EAGAIN;
+	started = !ret;
 	if (!ret && write(sv[0], "g", 1) != 1)
 		ret = -EPIPE;
 	if (read(sv[0], res, sizeof(*res)) != sizeof(*res) && !ret)
@@ -398,10 +403,8 @@ static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_resu
 	close(sv[0]);
 	if (waitpid(pid, &st, 0) != pid && !ret)
 		ret = -ECHILD;
-	if (m.stopfd >= 0 && m.uffd >= 0) {
-		if (write(m.stopfd, &one, sizeof(one)) == sizeof(one))
-			pthread_join(t, NULL);
-	}
+	if (started && write(m.stopfd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(t, NULL);
 	if (m.uffd >= 0)
 		close(m.uffd);
 	if (m.stopfd >= 0)
