@@ -669,8 +669,10 @@ int uf_object_record(struct uf_object *obj, const char *path);
  *
  * Return: the number of pages recorded (at most INT_MAX is told), or
  * -EINVAL (NULL @obj, no record running), -ENOMEM (the record could not
- * hold a page: no file is written), or the error writing or renaming the
- * file (its temporary file is removed).  Either way the record has ended.
+ * hold a page: no file is written), -ESRCH (a record of
+ * uf_object_serve_record() that no process was served for: no file is
+ * written), or the error writing or renaming the file (its temporary file
+ * is removed).  Either way the record has ended.
  */
 int uf_object_record_stop(struct uf_object *obj);
 
@@ -780,6 +782,10 @@ struct uf_serve_region {
  * the other process does makes ufault write anywhere but into its
  * registered ranges, nor read anything but @obj's pages.
  *
+ * A record of uf_object_serve_record() waiting for a process records this
+ * one; a working set armed by uf_object_serve_prefetch() is copied into
+ * it ahead of its faults, by a thread of its own.
+ *
  * The memory is served by @obj's mm until the process is gone (within a
  * tenth of a second of its exit the fd is closed and the memory freed),
  * or until uf_mm_destroy(), which first gives every page the process has
@@ -847,6 +853,64 @@ struct uf_serve_opts {
 int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 			      const struct uf_serve_region *regions, unsigned int n,
 			      const struct uf_serve_opts *opts);
+
+/**
+ * uf_object_serve_record - record the working set of the next process
+ * uf_object_serve_uffd() serves from @obj.
+ * @obj: the object served.
+ * @path: where uf_object_record_stop() writes the record.
+ *
+ * As uf_object_record(), but of one process alone: the next one
+ * uf_object_serve_uffd() serves from @obj after this call (ufault-serve
+ * --record: its first Firecracker client).  Each page of @obj that
+ * process faults is recorded, in order of first access; nothing else is
+ * (other processes served meanwhile, the mm's own mappings,
+ * uf_object_pread()).  While it records, its faults read no readahead
+ * and copy only the page faulted on, so that each page it touches is a
+ * fault of its own.  The record ends and is written by
+ * uf_object_record_stop() (ufault-serve calls it when that process
+ * disconnects) or by @obj's last put; if no process was served by then,
+ * nothing is written (uf_object_record_stop() returns -ESRCH) and an
+ * older record at @path stays.  The file is the one uf_object_record(3)
+ * documents, for uf_object_serve_prefetch() or uf_object_prefetch().
+ *
+ * Return: 0, or -EINVAL (NULL or empty argument, the mm destroyed),
+ * -EBUSY (a record or a prefetch of @obj runs, or a working set is armed
+ * by uf_object_serve_prefetch()), -ECHILD, -ENOMEM, or the error making
+ * the temporary file beside @path.
+ */
+int uf_object_serve_record(struct uf_object *obj, const char *path);
+
+/**
+ * uf_object_serve_prefetch - push the working set recorded in @path into
+ * every process uf_object_serve_uffd() serves from @obj from now on.
+ * @obj: the object served.
+ * @path: a record of uf_object_record() or uf_object_serve_record(), or
+ *	NULL to push nothing into the processes served from now on.
+ *
+ * Reads and checks the file now.  Then for each process served, once
+ * uf_object_serve_uffd() has taken it, a thread of its own walks the
+ * set in recorded order, a piece at a time (at most a readahead window
+ * of one run): it fills the holes of the cache with one store read per
+ * run of them, and copies the pages into the process (UFFDIO_COPY) ahead
+ * of its faults.  A page the process already has (faulted, or written)
+ * and a page its balloon removed are skipped.  Faults are served by the
+ * handler threads meanwhile, never behind the push: a fault on a page of
+ * the set not yet copied reads the rest of its recorded run at once.
+ * Under a cache budget the push makes room as a fault does, so the cache
+ * stays inside the budget (the pages it copied are the process's own
+ * memory by then).  The push stops when the set is done, the process is
+ * gone, or the mm is destroyed; uf_mm_stats() counts the pages it read in
+ * readahead_pages.  Processes already served are not affected.
+ *
+ * Return: 0, or -ENOENT (no file at @path), -EINVAL (NULL @obj, the mm
+ * destroyed, or @path not a working-set file: wrong magic, another
+ * format version, truncated or damaged), -ESTALE (recorded from another
+ * version of @obj), -EBUSY (a record of @obj runs), -ECHILD, -ENOMEM, or
+ * the error opening or reading @path.  On error nothing changes: a set
+ * armed before stays armed.
+ */
+int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
 
 #ifdef __cplusplus
 }

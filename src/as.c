@@ -666,12 +666,14 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
  * events go to @ops with the new address space as owner.  It lives as a
  * fork child does: freed once its process is gone (uf_as_reap), its
  * holes poisoned at uf_mm_destroy().  On success @fd is the address
- * space's (closed with it); on failure the caller keeps it.
+ * space's (closed with it); on failure the caller keeps it.  With
+ * @heldp, *@heldp is the address space, held: it is not freed until
+ * uf_as_unhold() (NULL if the mm was destroyed meanwhile).
  * Return: 0, -ENODEV (the mm is being destroyed), -ENOMEM.
  * Locking: none held.
  */
 int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
-		const struct uf_uffd_ops *ops)
+		const struct uf_uffd_ops *ops, struct uf_as **heldp)
 {
 	struct uf_vma *opened = NULL;
 	struct uf_as *as;
@@ -706,9 +708,16 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 		return -ENOMEM;
 	}
 	uf_uffd_attach(&as->uffd);
+	if (heldp)
+		*heldp = NULL;
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
 		as_free(as, true, true);
 		return 0;
+	}
+	if (heldp) {
+		/* before anyone can find it to free it */
+		uf_uffd_guest_hold(&as->uffd);
+		*heldp = as;
 	}
 	pthread_mutex_lock(&mm->as_lock);
 	as->next = mm->children;
@@ -716,4 +725,14 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 	__atomic_add_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&mm->as_lock);
 	return 0;
+}
+
+/*
+ * uf_as_unhold - let an address space uf_as_adopt() returned held be
+ * freed again (its process gone, or the mm destroyed, which waits for
+ * this).  Locking: none held.
+ */
+void uf_as_unhold(struct uf_as *as)
+{
+	uf_uffd_guest_unhold(&as->uffd);
 }

@@ -284,6 +284,8 @@ void uf_uffd_guest_init(struct uf_uffd *g, int fd, struct uf_uffd *host,
 			const struct uf_uffd_ops *ops, void *owner);
 void uf_uffd_attach(struct uf_uffd *g);
 int uf_uffd_detach(struct uf_uffd *g, bool wait);
+void uf_uffd_guest_hold(struct uf_uffd *g);
+void uf_uffd_guest_unhold(struct uf_uffd *g);
 bool uf_uffd_alive(struct uf_uffd *g);
 int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len);
 int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
@@ -513,7 +515,8 @@ void uf_as_destroy_all(struct uf_mm *mm);
 void uf_as_collect_writes(struct uf_object *obj);
 bool __uf_as_collect_writes_try(struct uf_object *obj);
 int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
-		const struct uf_uffd_ops *ops);
+		const struct uf_uffd_ops *ops, struct uf_as **heldp);
+void uf_as_unhold(struct uf_as *as);
 
 /* A sparse map of per-page bits (pagemap.c): the root node, with the
  * tree's height in its low bits. */
@@ -738,6 +741,24 @@ bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req);
 void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_ws_release(struct uf_object *obj);
 void uf_ws_free_child(struct uf_object *obj);
+
+/* A working set read from a record file (uf_object_serve_prefetch):
+ * shared by the processes it is pushed into, freed by its last put. */
+struct uf_ws_run {
+	uint64_t start, len;
+};
+struct uf_ws_set {
+	int refs;			/* atomic */
+	struct uf_ws_run *runs;		/* in recorded order */
+	struct uf_ws_run *sorted;	/* by first page */
+	size_t nruns;
+};
+uint64_t uf_ws_serve_claim(struct uf_object *obj, struct uf_ws_set **setp);
+void uf_ws_serve_unclaim(struct uf_object *obj, uint64_t rec);
+bool uf_ws_serve_recording(struct uf_object *obj, uint64_t rec);
+void uf_ws_serve_note(struct uf_object *obj, uint64_t rec, uint64_t pg);
+const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg);
+void uf_ws_set_put(struct uf_ws_set *set);
 
 /* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip
  * the invalidate lock, so that ufault-stress can show it finds the race. */

@@ -44,6 +44,10 @@
  * server read and never answered: every region is woken once before it
  * is served, and they fault again, to be read by this mm's handlers.
  *
+ * Working sets (workingset.c).  A process recorded gets the faulting
+ * page alone, noted once copied; a process served with a working set gets
+ * a thread that copies the set into it ahead of its faults (below).
+ *
  * Locking: as->vma_lock (shared) -> obj->invalidate_lock (shared, which
  * keeps the pages copied from present: reclaim and punch take it
  * exclusive) -> the engine's copy_lock (uffd.c).  The fill runs with the
@@ -54,6 +58,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +80,8 @@ struct serve_region {
 	/* the caller's report of a removal (struct uf_serve_opts) */
 	void (*on_remove)(void *arg, uint64_t start, uint64_t len);
 	void *arg;
+	uint64_t rec;			/* the process's record (uf_ws_serve_claim) */
+	struct uf_ws_set *set;		/* the working set pushed into it, or NULL */
 };
 
 static bool region_removed(struct serve_region *r, uint64_t pg)
@@ -132,6 +139,7 @@ static void serve_open(struct uf_vma *vma)
 static void region_put(struct serve_region *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		uf_ws_set_put(r->set);
 		free(r->removed);
 		free(r);
 	}
@@ -230,6 +238,27 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 	return ret;
 }
 
+/*
+ * The window of a fault on @pg from the working set pushed into the
+ * process: the rest of the page's recorded run (the push would copy it
+ * so), if the set holds it.
+ */
+static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_t pg,
+			     struct uf_ra_req *ra)
+{
+	const struct uf_ws_run *run = r->set ? uf_ws_set_find(r->set, pg) : NULL;
+	uint64_t n;
+
+	if (!run)
+		return false;
+	n = run->start + run->len - pg;
+	*ra = (struct uf_ra_req){ .first = pg, .n = n < vma->mm->ra_max ? (size_t)n :
+						     vma->mm->ra_max, .idx = -1 };
+	if (!ra->n)
+		ra->n = 1;
+	return true;
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
@@ -237,14 +266,17 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	struct uf_object *obj = vma->obj;
 	unsigned long addr = fdata->address & PAGE_MASK;
 	uint64_t pg = fdata->pgoff;
-	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq;
-	size_t filled = 0;
+	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq, rec;
+	size_t filled = 0, max;
 	int ret = 0, tries;
 
-	seq = region_stream(r, pg);
+	/* recorded: the page alone, so that each page the process touches
+	 * is a fault of its own, in the order touched */
+	rec = uf_ws_serve_recording(obj, r->rec);
+	seq = !rec && region_stream(r, pg);
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
-		struct uf_ra_req ra = { .first = pg, .n = 1 };
-		bool cached;
+		struct uf_ra_req ra = { .first = pg, .n = 1, .idx = -1 };
+		bool cached, set = !rec && serve_set_window(r, vma, pg, &ra);
 
 		/* a removed page needs no fill (an unlocked look: a removal
 		 * racing it is seen under the lock, below) */
@@ -255,21 +287,29 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			/* as for a mapping of the cache: only a miss reaches
 			 * readahead (pages a background window brought in are
 			 * no fault there, and must not end its stream here) */
-			uf_readahead_window(vma, pg, &ra);
+			if (!rec && !set)
+				uf_readahead_window(vma, pg, &ra);
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 			ret = uf_object_fill(obj, ra.first, ra.n, pg, &filled, &major, vma);
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 			uf_readahead_submit(vma, &ra);
 			if (ret)
 				break;
-			seq = seq || ra.n > 1 || ra.bg_n;
+			seq = seq || (!set && (ra.n > 1 || ra.bg_n));
 		}
-		ret = serve_install(vma, r, addr, pg, write,
-				    seq ? (ra.first + ra.n > pg + vma->mm->ra_max ?
-					   ra.first + ra.n - pg : vma->mm->ra_max) : 1);
+		if (set)
+			max = ra.n;		/* the rest of its run */
+		else if (seq)
+			max = ra.first + ra.n > pg + vma->mm->ra_max ? ra.first + ra.n - pg
+								    : vma->mm->ra_max;
+		else
+			max = 1;
+		ret = serve_install(vma, r, addr, pg, write, max);
 		if (ret != -ENOENT)
 			break;
 	}
+	if (!ret && rec && !region_removed(r, pg))
+		uf_ws_serve_note(obj, r->rec, pg);
 	if (filled > (major ? 1u : 0u)) {
 		uint64_t ra = filled - (major ? 1 : 0);
 
@@ -340,6 +380,199 @@ static const struct uf_uffd_ops serve_uffd_ops = {
 	.fault	= uf_fault_as,
 	.event	= serve_event,
 };
+
+/* ------------------------------------------------------------------ */
+/* Pushing a working set into a process                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A thread per process served with a working set (uf_object_serve_prefetch)
+ * walks the set in recorded order, a piece at a time (at most ra_max
+ * pages of a run): fills the piece's holes in the cache with one store
+ * read per run of them (making room as a fault does: the cache stays
+ * inside its budget), then copies its pages into the process with
+ * UFFDIO_COPY, which never overwrites: a page the process already has
+ * (its own fault's, or one it wrote) fails with EEXIST and is skipped,
+ * and so is a page the balloon removed.  The handler threads serve the
+ * process's faults meanwhile and never wait for it: a fault on a page of
+ * the set that is not there yet reads the rest of its run at once
+ * (serve_set_window).  The thread holds the address space (uf_as_adopt),
+ * a reference to the object and one to the set; it stops when the set is
+ * done, the process is gone, or the mm is being destroyed.
+ */
+struct serve_push {
+	struct uf_object *obj;
+	struct uf_as *as;
+	struct uf_ws_set *set;
+};
+
+/*
+ * Copy the pages of object pages [a, b) of @v that the cache holds into
+ * the process.  Return 0, or -EAGAIN (an event first), -ESRCH (the
+ * process is gone), -ENOMEM, -EIO.
+ * Locking: as->vma_lock held shared; takes obj->invalidate_lock shared.
+ */
+static int __push_vma(struct uf_vma *v, uint64_t a, uint64_t b)
+{
+	struct serve_region *r = v->private_data;
+	struct uf_object *obj = v->obj;
+	struct uf_uffd *u = &v->as->uffd;
+	uint64_t q = a, e;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	while (q < b && !ret) {
+		struct uf_bounce *bounce;
+		size_t len, copied = 0;
+		char *buf;
+
+		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e) &&
+				!region_removed(r, e); e++)
+			;
+		len = (size_t)(e - q) << PAGE_SHIFT;
+		bounce = uf_bounce_get(len, (void **)&buf);
+		if (!bounce) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (pread(obj->memfd, buf, len, (off_t)(q << PAGE_SHIFT)) != (ssize_t)len)
+			ret = -EIO;
+		else
+			ret = uf_uffd_copy_mapped(u, v->start + ((q - v->pgoff) << PAGE_SHIFT), buf,
+						  len, 0, &copied);
+		uf_bounce_put(bounce);
+		if (ret == -EEXIST) {
+			/* the process has that page: the rest may still go */
+			q += (copied >> PAGE_SHIFT) + 1;
+			ret = 0;
+		} else if (!ret) {
+			q = e;
+		}
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret == -ENOENT ? 0 : ret;	/* (ENOENT: the layout changed) */
+}
+
+/*
+ * Copy object pages [first, first + n) into every region of the process
+ * that shows them.  Return 0, or -ESRCH when the process is gone.
+ * Locking: takes as->vma_lock shared.
+ */
+static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
+{
+	struct uf_as *as = p->as;
+	int ret = 0, tries;
+	size_t i;
+
+	for (tries = 0; tries < SERVE_TRIES; tries++) {
+		pthread_rwlock_rdlock(&as->vma_lock);
+		for (i = 0, ret = 0; i < as->nvmas && !ret; i++) {
+			struct uf_vma *v = as->vmas[i];
+			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+
+			if (v->vm_ops != &serve_vm_ops || v->obj != p->obj ||
+			    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+				continue;
+			a = a > first ? a : first;
+			b = b < first + n ? b : first + n;
+			if (a < b)
+				ret = __push_vma(v, a, b);
+		}
+		pthread_rwlock_unlock(&as->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(&as->uffd);	/* an event first (what is done stays) */
+	}
+	return ret == -ESRCH ? ret : 0;
+}
+
+/*
+ * One piece: its holes filled (best effort: a page the store cannot give
+ * stays a hole, and its own fault reports the error), then copied over.
+ * Return 0, or -ESRCH / -ENODEV to stop.
+ * Locking: none held; takes obj->invalidate_lock shared around the fill.
+ */
+static int push_piece(struct serve_push *p, uint64_t first, uint64_t n)
+{
+	struct uf_object *obj = p->obj;
+	struct uf_mm *mm = obj->mm;
+	size_t filled = 0;
+	uint64_t q;
+
+	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
+		return -ENODEV;
+	for (q = first; q < first + n; q++)
+		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q))
+			break;
+	if (q < first + n) {
+		uf_reclaim(mm, (size_t)n);	/* room, as a fault makes it */
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		uf_add(&mm->stats.readahead_pages, filled);
+	}
+	return push_copy(p, first, n);
+}
+
+/* The push thread.  Locking: none held. */
+static void *push_thread(void *arg)
+{
+	struct serve_push *p = arg;
+	size_t max = p->obj->mm->ra_max ? p->obj->mm->ra_max : 1, i;
+	sigset_t all;
+
+	/* signals belong to the application's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (i = 0; i < p->set->nruns; i++) {
+		const struct uf_ws_run *run = &p->set->runs[i];
+		uint64_t off, n;
+		int ret = 0;
+
+		for (off = 0; off < run->len && !ret; off += n) {
+			n = run->len - off < max ? run->len - off : max;
+			ret = push_piece(p, run->start + off, n);
+		}
+		if (ret)
+			break;
+	}
+	uf_as_unhold(p->as);
+	uf_ws_set_put(p->set);
+	uf_object_put(p->obj);
+	free(p);
+	return NULL;
+}
+
+/* Start pushing @set into held @as (both references pass to the thread).
+ * Locking: none held. */
+static void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
+{
+	struct serve_push *p = malloc(sizeof(*p));
+	pthread_attr_t attr;
+	pthread_t t;
+	int err = -1;
+
+	if (p) {
+		*p = (struct serve_push){ .obj = obj, .as = as, .set = set };
+		uf_object_get(obj);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&t, &attr, push_thread, p);
+		pthread_attr_destroy(&attr);
+	}
+	if (!err)
+		return;
+	/* no thread: the process is served lazily */
+	if (p)
+		uf_object_put(obj);
+	free(p);
+	uf_as_unhold(as);
+	uf_ws_set_put(set);
+}
 
 /* Is @fd a userfaultfd?  Its link in /proc names its anonymous inode. */
 static bool is_userfaultfd(int fd)
@@ -422,7 +655,10 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	struct uf_serve_region s[UF_SERVE_MAX_REGIONS];
 	struct uf_vma tmpl[UF_SERVE_MAX_REGIONS], *tp[UF_SERVE_MAX_REGIONS];
 	struct serve_region *r[UF_SERVE_MAX_REGIONS] = { NULL };
+	struct uf_ws_set *set = NULL;
+	struct uf_as *as = NULL;
 	unsigned int i, j;
+	uint64_t rec;
 	int fl, ret;
 
 	if (!obj || !regions || uffd < 0 || uf_object_orphaned(obj) ||
@@ -442,6 +678,8 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(uffd, F_SETFL, fl | O_NONBLOCK) < 0))
 		return -EBADF;
 
+	/* a record of this process, a working set pushed into it */
+	rec = uf_ws_serve_claim(obj, &set);
 	ret = -ENOMEM;
 	memset(tmpl, 0, n * sizeof(*tmpl));
 	for (i = 0; i < n; i++) {
@@ -449,6 +687,11 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 		if (!r[i])
 			goto out;
 		r[i]->refs = 1;		/* this function's, till the end */
+		r[i]->rec = rec;
+		if (set) {
+			__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
+			r[i]->set = set;
+		}
 		r[i]->first = s[i].offset >> PAGE_SHIFT;
 		r[i]->npages = s[i].len >> PAGE_SHIFT;
 		/* (untouched pages of a large bitmap cost no memory) */
@@ -481,9 +724,16 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	 * messages wait for this mm's handlers (see the top of the file) */
 	for (i = 0; i < n; i++)
 		uf_uffd_wake_fd(uffd, s[i].start, s[i].len);
-	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops);
+	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, set ? &as : NULL);
 out:
 	for (i = 0; i < n && r[i]; i++)
 		region_put(r[i]);
+	if (ret)
+		uf_ws_serve_unclaim(obj, rec);
+	if (as) {
+		push_start(obj, as, set);	/* (its reference to the set) */
+		set = NULL;
+	}
+	uf_ws_set_put(set);
 	return ret;
 }

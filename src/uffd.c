@@ -1056,6 +1056,24 @@ int uf_uffd_detach(struct uf_uffd *g, bool wait)
 }
 
 /*
+ * uf_uffd_guest_hold, uf_uffd_guest_unhold - keep attached guest @g from
+ * being detached (uf_uffd_detach() fails, or waits), as a handler using
+ * it does: for a thread of the owner's that copies into it.
+ * Locking: takes the host's guest_lock.
+ */
+void uf_uffd_guest_hold(struct uf_uffd *g)
+{
+	pthread_mutex_lock(&g->host->guest_lock);
+	g->users++;
+	pthread_mutex_unlock(&g->host->guest_lock);
+}
+
+void uf_uffd_guest_unhold(struct uf_uffd *g)
+{
+	guest_put(g->host, g);
+}
+
+/*
  * uf_uffd_alive - does the address space of @g still exist?  Its process
  * may have exited or exec'ed: the fd raises no event for that, but every
  * call on its memory fails with ESRCH once the memory is gone.  The

@@ -34,6 +34,16 @@
  * meanwhile is not filled (i_size); a punched page is filled from the
  * store, which reads zero there.
  *
+ * Processes served (serve.c).  A served process's pages are its own
+ * anonymous memory: each first touch is a fault there whether the cache
+ * holds the page or not, so serve.c notes the pages it copies on a fault
+ * (uf_ws_serve_note()) and, while recorded, copies the faulting page
+ * alone.  A record of uf_object_record() takes every process served; one
+ * of uf_object_serve_record() only the next process served, which claims
+ * it (uf_ws_serve_claim()), and nothing else is noted meanwhile.  A set
+ * armed by uf_object_serve_prefetch() is handed, referenced, to each
+ * process served after; serve.c pushes it into the process's memory.
+ *
  * The file (version 1; every integer little-endian):
  *
  *	off  size
@@ -85,10 +95,6 @@
 
 #define PF_CHUNK	1024		/* pages per turn of the worker */
 
-struct ws_run {
-	uint64_t start, len;
-};
-
 /* the version of an object a record names */
 struct ws_version {
 	uint16_t kind;
@@ -121,10 +127,10 @@ struct ws_prefetch {
 	unsigned int fillers;		/* fillers not yet ended */
 	bool stop;			/* no more pieces (budget, mm gone) */
 	bool done;			/* atomic: also read under ws->lock */
-	struct ws_run *runs;
+	struct uf_ws_run *runs;
 	size_t nruns, next;		/* the run to fill next ... */
 	uint64_t next_off;		/* ... from this page of it */
-	struct ws_run *sorted;		/* the runs by first page */
+	struct uf_ws_run *sorted;		/* the runs by first page */
 };
 
 struct uf_ws {
@@ -135,12 +141,19 @@ struct uf_ws {
 	struct ws_version ver;
 	struct uf_pagemap seen;		/* UF_PG_PRESENT: recorded */
 	uint64_t seen_cap;		/* pages the map was grown to */
-	struct ws_run *runs;
+	struct uf_ws_run *runs;
 	size_t nruns, runs_cap;
 	uint64_t npages;
 	bool nomem;			/* a page could not be recorded */
 	struct ws_prefetch *pf;		/* the last prefetch, or NULL (written
 					   under @lock, read atomically) */
+	/* ufault-serve's clients (serve.c): a record of the next process
+	 * served alone, and a set pushed into each process served */
+	bool serve_only;		/* the record is that process's (atomic) */
+	bool serve_claimed;		/* ... which has been served */
+	uint64_t rec;			/* the running record's id, or 0 (atomic) */
+	uint64_t rec_seq;		/* ids given */
+	struct uf_ws_set *serve_set;	/* or NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -169,7 +182,7 @@ static struct uf_ws *ws_get(struct uf_object *obj)
 	return ws;
 }
 
-static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg);
+static const struct uf_ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg);
 
 /*
  * The window a fault on @pgoff reads instead of readahead's, if the
@@ -183,13 +196,14 @@ static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg);
 bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
-	const struct ws_run *r = NULL;
+	const struct uf_ws_run *r = NULL;
 	struct ws_prefetch *pf;
 
 	if (!ws)
 		return false;
 	*req = (struct uf_ra_req){ .first = pgoff, .n = 1, .idx = -1 };
-	if (__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE) &&
+	    !__atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED))
 		return true;
 	if (!__atomic_load_n(&ws->pf, __ATOMIC_ACQUIRE))
 		return false;
@@ -236,7 +250,7 @@ static int object_version(struct uf_object *obj, struct ws_version *v)
 /* Note page @pg.  Locking: ws->lock held. */
 static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 {
-	struct ws_run *r;
+	struct uf_ws_run *r;
 
 	if (pg >= ws->seen_cap) {
 		uint64_t cap = pg + 1 > 2 * ws->seen_cap ? pg + 1 : 2 * ws->seen_cap;
@@ -261,7 +275,7 @@ static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 	}
 	if (ws->nruns == ws->runs_cap) {
 		size_t cap = ws->runs_cap ? 2 * ws->runs_cap : 256;
-		struct ws_run *n = realloc(ws->runs, cap * sizeof(*n));
+		struct uf_ws_run *n = realloc(ws->runs, cap * sizeof(*n));
 
 		if (!n) {
 			uf_pagemap_clear(&ws->seen, UF_PG_PRESENT, pg);
@@ -272,7 +286,7 @@ static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 		ws->runs = n;
 		ws->runs_cap = cap;
 	}
-	ws->runs[ws->nruns++] = (struct ws_run){ pg, 1 };
+	ws->runs[ws->nruns++] = (struct uf_ws_run){ pg, 1 };
 }
 
 /*
@@ -285,11 +299,42 @@ void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n)
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 	uint64_t i;
 
-	if (!ws || !__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE))
+	if (!ws || !__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&ws->lock);
-	for (i = 0; ws->recording && i < n; i++)
+	for (i = 0; ws->recording && !ws->serve_only && i < n; i++)
 		__ws_note_page(ws, first + i);
+	pthread_mutex_unlock(&ws->lock);
+}
+
+/*
+ * Is a fault of a served process in record @rec (uf_ws_serve_claim(), 0
+ * for none) recorded?  A record of uf_object_record() takes every
+ * process; one of uf_object_serve_record() the process that claimed it.
+ * Locking: none.
+ */
+bool uf_ws_serve_recording(struct uf_object *obj, uint64_t rec)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	if (!ws || !__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE))
+		return false;
+	return !__atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED) ||
+	       (rec && __atomic_load_n(&ws->rec, __ATOMIC_RELAXED) == rec);
+}
+
+/* Page @pg reached a served process in record @rec: note it if that is
+ * recorded.  Locking: any ufault lock may be held; takes ws->lock. */
+void uf_ws_serve_note(struct uf_object *obj, uint64_t rec, uint64_t pg)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	if (!uf_ws_serve_recording(obj, rec))
+		return;
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording && (!ws->serve_only || ws->rec == rec))
+		__ws_note_page(ws, pg);
 	pthread_mutex_unlock(&ws->lock);
 }
 
@@ -335,7 +380,7 @@ static size_t put_varint(unsigned char *p, uint64_t v)
 }
 
 /* The record as a file's bytes; *lenp its length.  NULL: no memory. */
-static unsigned char *ws_encode(const struct ws_version *ver, const struct ws_run *runs,
+static unsigned char *ws_encode(const struct ws_version *ver, const struct uf_ws_run *runs,
 				size_t nruns, uint64_t npages, size_t *lenp)
 {
 	unsigned char *buf = malloc(WS_HDR_SIZE + nruns * 20), *p;
@@ -417,11 +462,14 @@ struct ws_out {
 static void __ws_record_end(struct uf_ws *ws, struct ws_out *out)
 {
 	__atomic_store_n(&ws->recording, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&ws->rec, 0, __ATOMIC_RELAXED);
 	*out = (struct ws_out){ .fd = ws->tmpfd, .path = ws->path, .tmppath = ws->tmppath };
 	ws->tmpfd = -1;
 	ws->path = ws->tmppath = NULL;
 	out->ret = ws->npages > INT_MAX ? INT_MAX : (int)ws->npages;
-	if (ws->nomem)
+	if (ws->serve_only && !ws->serve_claimed)
+		out->ret = -ESRCH;	/* nobody to record: an older record stays */
+	else if (ws->nomem)
 		out->ret = -ENOMEM;
 	else if (!(out->buf = ws_encode(&ws->ver, ws->runs, ws->nruns, ws->npages, &out->len)))
 		out->ret = -ENOMEM;
@@ -455,8 +503,10 @@ static int ws_out_write(struct ws_out *out)
 
 static bool __pf_running(struct ws_prefetch *pf);
 
-/* Locking: takes ws->lock, and pf->lock inside it. */
-UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
+/* Start a record of @obj into @path: of every address space, or with
+ * @serve_only of the next process served alone.
+ * Locking: takes ws->lock, and pf->lock inside it. */
+static int ws_record_start(struct uf_object *obj, const char *path, bool serve_only)
 {
 	struct ws_version ver;
 	struct uf_ws *ws;
@@ -483,7 +533,7 @@ UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
 	sprintf(tmp, "%s.tmp.XXXXXX", path);
 
 	pthread_mutex_lock(&ws->lock);
-	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
+	if (ws->recording || (ws->pf && __pf_running(ws->pf)) || ws->serve_set) {
 		ret = -EBUSY;
 		goto fail;
 	}
@@ -498,6 +548,9 @@ UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
 	ws->path = p;
 	ws->tmppath = tmp;
 	ws->ver = ver;
+	__atomic_store_n(&ws->serve_only, serve_only, __ATOMIC_RELAXED);
+	ws->serve_claimed = false;
+	__atomic_store_n(&ws->rec, ++ws->rec_seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&ws->recording, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ws->lock);
 	return 0;
@@ -506,6 +559,16 @@ fail:
 	free(p);
 	free(tmp);
 	return ret;
+}
+
+UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
+{
+	return ws_record_start(obj, path, false);
+}
+
+UF_EXPORT int uf_object_serve_record(struct uf_object *obj, const char *path)
+{
+	return ws_record_start(obj, path, true);
 }
 
 /* Locking: takes ws->lock; writes the file with no lock held. */
@@ -556,11 +619,11 @@ static int get_varint(const unsigned char **pp, const unsigned char *end, uint64
 
 /* Decode a record file's bytes: its version and runs (malloc'd). */
 static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ver,
-		     struct ws_run **runsp, size_t *nrunsp)
+		     struct uf_ws_run **runsp, size_t *nrunsp)
 {
 	const unsigned char *p, *end;
 	uint64_t npages, nruns, body, sum = 0, prev_end = 0, i;
-	struct ws_run *runs;
+	struct uf_ws_run *runs;
 
 	if (len < WS_HDR_SIZE || memcmp(buf, WS_MAGIC, 4) || get_le(buf + 4, 2) != WS_VERSION)
 		return -EINVAL;
@@ -606,7 +669,7 @@ bad:
 }
 
 /* Read and decode the record at @path. */
-static int ws_read(const char *path, struct ws_version *ver, struct ws_run **runsp,
+static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **runsp,
 		   size_t *nrunsp)
 {
 	unsigned char *buf;
@@ -664,28 +727,32 @@ static bool __pf_running(struct ws_prefetch *pf)
 
 static int cmp_run(const void *a, const void *b)
 {
-	const struct ws_run *x = a, *y = b;
+	const struct uf_ws_run *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* The run of the set holding page @pg, or NULL.  Locking: none (the
- * sorted runs do not change). */
-static const struct ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg)
+/* The run of @sorted (@n runs by first page) holding page @pg, or NULL.
+ * Locking: none (sorted runs do not change). */
+static const struct uf_ws_run *runs_find(const struct uf_ws_run *sorted, size_t n, uint64_t pg)
 {
-	size_t lo = 0, hi = pf->nruns;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (pf->sorted[mid].start > pg)
+		if (sorted[mid].start > pg)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
 	/* (a record holds each page once: runs never overlap) */
-	return lo && pg - pf->sorted[lo - 1].start < pf->sorted[lo - 1].len ? &pf->sorted[lo - 1]
-									 : NULL;
+	return lo && pg - sorted[lo - 1].start < sorted[lo - 1].len ? &sorted[lo - 1] : NULL;
+}
+
+static const struct uf_ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg)
+{
+	return runs_find(pf->sorted, pf->nruns, pg);
 }
 
 /* Drop a reference; the last frees the prefetch.  Locking: takes
@@ -728,7 +795,7 @@ static uint64_t cache_total(struct uf_mm *mm)
 static struct uf_object *pf_claim(struct ws_prefetch *pf, uint64_t *first, uint64_t *n)
 {
 	struct uf_object *obj;
-	struct ws_run *r;
+	struct uf_ws_run *r;
 
 	pthread_mutex_lock(&pf->lock);
 	obj = pf->obj;
@@ -872,7 +939,7 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 {
 	struct ws_version rec = { 0 }, now;
 	struct ws_prefetch *pf;
-	struct ws_run *runs = NULL;
+	struct uf_ws_run *runs = NULL;
 	struct uf_ws *ws;
 	size_t nruns = 0, i, nfill;
 	int ret;
@@ -946,6 +1013,116 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 }
 
 /* ------------------------------------------------------------------ */
+/* Processes served (serve.c)                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A process is being served (uf_object_serve_uffd): the record it is in
+ * (a record of uf_object_serve_record() nobody has claimed yet becomes
+ * its own; 0: none of its own), and in *@setp the working set to push
+ * into it, with a reference, or NULL.  uf_ws_serve_unclaim() if it is
+ * not served after all.
+ * Locking: takes ws->lock.
+ */
+uint64_t uf_ws_serve_claim(struct uf_object *obj, struct uf_ws_set **setp)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+	uint64_t rec = 0;
+
+	*setp = NULL;
+	if (!ws)
+		return 0;
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording && ws->serve_only && !ws->serve_claimed) {
+		ws->serve_claimed = true;
+		rec = ws->rec;
+	}
+	if (ws->serve_set) {
+		__atomic_add_fetch(&ws->serve_set->refs, 1, __ATOMIC_RELAXED);
+		*setp = ws->serve_set;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	return rec;
+}
+
+/* Locking: takes ws->lock. */
+void uf_ws_serve_unclaim(struct uf_object *obj, uint64_t rec)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	if (!ws || !rec)
+		return;
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording && ws->rec == rec)
+		ws->serve_claimed = false;
+	pthread_mutex_unlock(&ws->lock);
+}
+
+/* The run of @set holding @pg, or NULL.  Locking: none. */
+const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg)
+{
+	return runs_find(set->sorted, set->nruns, pg);
+}
+
+/* Locking: none. */
+void uf_ws_set_put(struct uf_ws_set *set)
+{
+	if (!set || __atomic_sub_fetch(&set->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	free(set->runs);
+	free(set->sorted);
+	free(set);
+}
+
+/* Locking: takes ws->lock; reads the file with no lock held. */
+UF_EXPORT int uf_object_serve_prefetch(struct uf_object *obj, const char *path)
+{
+	struct ws_version rec = { 0 }, now;
+	struct uf_ws_set *set = NULL, *old;
+	struct uf_ws *ws;
+	int ret = 0;
+
+	if (!obj || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	ws = ws_get(obj);
+	if (!ws)
+		return -ENOMEM;
+	if (path) {
+		set = calloc(1, sizeof(*set));
+		if (!set)
+			return -ENOMEM;
+		set->refs = 1;
+		ret = ws_read(path, &rec, &set->runs, &set->nruns);
+		if (!ret)
+			ret = object_version(obj, &now);
+		if (!ret && !same_version(&rec, &now))
+			ret = -ESTALE;
+		if (!ret && !(set->sorted = malloc((set->nruns ? set->nruns : 1) *
+						   sizeof(*set->sorted))))
+			ret = -ENOMEM;
+		if (ret) {
+			uf_ws_set_put(set);
+			return ret;
+		}
+		memcpy(set->sorted, set->runs, set->nruns * sizeof(*set->runs));
+		qsort(set->sorted, set->nruns, sizeof(*set->sorted), cmp_run);
+	}
+	pthread_mutex_lock(&ws->lock);
+	if (ws->recording) {
+		old = set;	/* a record sees the faults a push would spare */
+		ret = -EBUSY;
+	} else {
+		old = ws->serve_set;
+		ws->serve_set = set;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	uf_ws_set_put(old);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
 /* The object's last put                                               */
 /* ------------------------------------------------------------------ */
 
@@ -967,6 +1144,8 @@ void uf_ws_release(struct uf_object *obj)
 		__ws_record_end(ws, &out);
 	pf = ws->pf;
 	__atomic_store_n(&ws->pf, NULL, __ATOMIC_RELEASE);
+	uf_ws_set_put(ws->serve_set);
+	ws->serve_set = NULL;
 	pthread_mutex_unlock(&ws->lock);
 	if (out.fd >= 0)
 		ws_out_write(&out);	/* (an error has no one to go to) */

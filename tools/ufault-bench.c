@@ -52,6 +52,7 @@
 #define _GNU_SOURCE
 #include <ufault.h>
 #include "bench-redis.h"
+#include "serve/bench-serve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1674,7 +1675,9 @@ static void usage(FILE *out)
 		"  --check          exit 1 when a goal is missed\n"
 		"  --only NAME      run only the cases NAME, or NAME-* (warm, cold, zipf, ...);\n"
 		"                   --only fork: a fork child's cold fault against the parent's,\n"
-		"                   fork() with a --size (default 1 GiB) mapping half cached\n"
+		"                   fork() with a --size (default 1 GiB) mapping half cached;\n"
+		"                   --only serve: a Firecracker-style client of\n"
+		"                   uf_object_serve_uffd (tools/serve/bench-serve.c)\n"
 		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
 		"  --tmpfs-dir DIR  where the tmpfs file lives (default /dev/shm)\n"
 		"  --store URL      objects in a Redis Cluster (redis://[[user]:password@]host:port\n"
@@ -1905,6 +1908,14 @@ int main(int argc, char **argv)
 	b.npages = b.size / PG;
 	if (b.only && !strcmp(b.only, "ws"))
 		return bench_ws(&b);
+	if (b.only && !strcmp(b.only, "serve")) {
+		struct bench_serve_opts so = {
+			.tmpfs_dir = b.file[STORE_TMPFS].dir, .repeat = (unsigned int)repeat,
+			.quick = quick, .check = b.check,
+		};
+
+		return bench_serve_main(&so);
+	}
 	/* 8 MiB over 80 MiB, 200000 accesses by default; the accesses scale
 	 * with the budget so that the cache turns over as many times */
 	b.zipf.budget = b.size / 8 < (1 << 20) ? 1 << 20 : b.size / 8;

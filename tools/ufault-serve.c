@@ -49,6 +49,7 @@ struct client {
 	pid_t pid;
 	uid_t uid;
 	bool served;		/* handshake done: the library serves it */
+	bool recorded;		/* --record: the client recorded */
 	size_t len;
 	char *buf;		/* the handshake so far */
 	int uffd;		/* received, not yet handed over; or -1 */
@@ -57,6 +58,8 @@ struct client {
 
 struct server {
 	const char *sock_path, *source, *pidfile;
+	const char *record, *prefetch;	/* --record, --prefetch FILE */
+	bool rec_armed;		/* the next client served is recorded */
 	int lfd, sfd;
 	struct uf_mm *mm;
 	struct uf_object *obj;
@@ -102,6 +105,10 @@ static void usage(FILE *f)
 "                    for the next one before SIGBUS (default 30)\n"
 "  --stats SECONDS   log a line of statistics every SECONDS\n"
 "  --threads N       fault handler threads (default 2)\n"
+"  --record FILE     record the pages the first client faults, in order,\n"
+"                    into FILE (written when it disconnects, or at exit)\n"
+"  --prefetch FILE   copy the pages recorded in FILE into each client\n"
+"                    ahead of its faults\n"
 "  --help            this text\n"
 "If this process dies, a supervisor (SOCKET.ctl) keeps its clients for a new\n"
 "ufault-serve on SOCKET and SOURCE; with none for --orphan-timeout: SIGBUS.\n"
@@ -314,15 +321,33 @@ static int parse_regions(struct json *j, struct region_in *r)
 /* Clients                                                             */
 /* ------------------------------------------------------------------ */
 
+/* --record: the record ends, and is written. */
+static void record_stop(struct server *s, const char *whose)
+{
+	int n = uf_object_record_stop(s->obj);
+
+	if (n >= 0)
+		logf_("record: %d pages of %s written to %s", n, whose, s->record);
+	else if (n == -ESRCH)
+		logf_("record: no client was served; %s not written", s->record);
+	else
+		logf_("record: %s: %s", s->record, strerror(-n));
+}
+
 static void client_close(struct server *s, unsigned int i, const char *why)
 {
 	struct client *c = s->clients[i];
+	char whose[64];
 
 	if (why)
 		logf_("client pid %d uid %u: %s; connection closed", (int)c->pid, (unsigned)c->uid,
 		      why);
 	else
 		logf_("client pid %d disconnected", (int)c->pid);
+	if (c->recorded) {
+		snprintf(whose, sizeof(whose), "client pid %d", (int)c->pid);
+		record_stop(s, whose);
+	}
 	if (c->uffd >= 0)
 		close(c->uffd);
 	close(c->fd);
@@ -383,7 +408,10 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 		return why;
 	}
 	c->uffd = -1;		/* the library's */
-	snprintf(why, sizeof(why), "%d region%s", n, n == 1 ? "" : "s");
+	c->recorded = s->rec_armed;	/* the first served since the record began */
+	s->rec_armed = false;
+	snprintf(why, sizeof(why), "%d region%s%s", n, n == 1 ? "" : "s",
+		 c->recorded ? ", recorded" : s->prefetch ? ", working set pushed" : "");
 	logf_("client pid %d: served, %s", (int)c->pid, why);
 	return NULL;
 }
@@ -627,6 +655,34 @@ static int take_clients(struct server *s, struct super_state *sup)
 	return 0;
 }
 
+/* --record, --prefetch.  A prefetch file that cannot be used is logged,
+ * and clients are served lazily. */
+static int start_ws(struct server *s)
+{
+	int ret;
+
+	if (s->prefetch) {
+		ret = uf_object_serve_prefetch(s->obj, s->prefetch);
+		if (ret) {
+			logf_("--prefetch %s: %s; clients are served lazily", s->prefetch,
+			      ret == -EINVAL ? "not a working-set file (Invalid argument)"
+					     : ret == -ESTALE ? "recorded from another version of "
+								"SOURCE (Stale file handle)"
+							      : strerror(-ret));
+			s->prefetch = NULL;
+		}
+	}
+	if (s->record) {
+		ret = uf_object_serve_record(s->obj, s->record);
+		if (ret) {
+			logf_("--record %s: %s", s->record, strerror(-ret));
+			return -1;
+		}
+		s->rec_armed = true;
+	}
+	return 0;
+}
+
 static void log_stats(struct server *s)
 {
 	struct uf_stats st;
@@ -714,6 +770,8 @@ int main(int argc, char **argv)
 		{ "stats", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
+		{ "record", required_argument, NULL, 'R' },
+		{ "prefetch", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -764,6 +822,12 @@ int main(int argc, char **argv)
 			}
 			s.orphan_s = (unsigned int)v;
 			break;
+		case 'R':
+			s.record = optarg;
+			break;
+		case 'P':
+			s.prefetch = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -774,6 +838,10 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 2) {
 		usage(stderr);
+		return 2;
+	}
+	if (s.record && s.prefetch) {
+		fprintf(stderr, "ufault-serve: --record and --prefetch: one or the other\n");
 		return 2;
 	}
 	s.sock_path = argv[optind];
@@ -790,7 +858,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (s.sfd < 0 || super_setup(&s, &sup) || open_source(&s, budget, threads) ||
-	    take_clients(&s, &sup)) {
+	    start_ws(&s) || take_clients(&s, &sup)) {
 		if (!sup.nclients)
 			super_bye();	/* no client to keep for the next server */
 		uf_object_put(s.obj);
@@ -811,6 +879,8 @@ int main(int argc, char **argv)
 	serve_loop(&s);
 	while (s.nclients)
 		client_close(&s, s.nclients - 1, "server exiting");
+	if (s.rec_armed)
+		record_stop(&s, "no client");
 	if (s.lfd >= 0) {
 		close(s.lfd);
 		unlink(s.sock_path);

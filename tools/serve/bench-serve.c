@@ -1,0 +1,716 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ufault-bench --only serve: what serving another process costs.
+ *
+ * The client is a Firecracker-style process forked for each run: guest
+ * memory mapped anonymous and private, its own userfaultfd (O_NONBLOCK,
+ * UFFD_FEATURE_EVENT_REMOVE) with the region registered MISSING, handed
+ * to this process over a socket with SCM_RIGHTS; this process serves it
+ * with uf_object_serve_uffd() from a fresh mm and object (an empty
+ * cache) over a tmpfs file.  The client touches one word per page and
+ * checks it against the page's tag; only its touches are timed, in the
+ * client, from after the server has taken its userfaultfd.
+ *
+ *   serve-cold-rand    the client's cold faults in a fixed random order,
+ *                      against the same faults in this process through a
+ *                      ufault mapping of a fresh object: goal <= 1.1x.
+ *                      Beside it, the same client served by a minimal
+ *                      handler thread of this process (poll, read, pread,
+ *                      UFFDIO_COPY): the floor of serving another process.
+ *   serve-restore-seq  a 256 MiB restore read in order by the client
+ *                      (the server copies a readahead window per fault),
+ *                      per page, against the kernel's cost per page of a
+ *                      private mapping of the warm tmpfs file: goal
+ *                      <= 1.5x.  In-process ufault for information.
+ *   serve-ws           a restore touching a recorded 4096-page working set
+ *                      (the one of --only ws) of the 256 MiB, served lazily,
+ *                      recorded (uf_object_serve_record), and with the
+ *                      record pushed into the client ahead of its faults
+ *                      (uf_object_serve_prefetch): the speedup over lazy,
+ *                      and the faults the client took.
+ *
+ * After one untimed warm-up round the variants of a row run interleaved,
+ * and each row prints once, with medians, when its rounds are done.
+ */
+#define _GNU_SOURCE
+#include "bench-serve.h"
+#include <ufault.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/userfaultfd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PG		4096UL
+#define SV_SIZE		(256UL << 20)
+#define SV_RAND		16384		/* cold random faults per run */
+#define SV_WS_RUN	16
+#define SV_WS_NRUNS	128
+#define SV_WS_NSINGLE	2048
+#define SV_WS_SET	(SV_WS_NRUNS * SV_WS_RUN + SV_WS_NSINGLE)
+#define SV_MAX_REPEAT	101
+#define EXIT_MISS	1
+#define EXIT_ERR	2
+#define EXIT_SKIP	77
+
+struct sv {
+	size_t size, npages;		/* the data, and the restore */
+	size_t nrand;
+	unsigned int repeat;
+	int fd;				/* the data file (unlinked) */
+	char path[64];			/* /proc/self/fd/N */
+	char rec[PATH_MAX];		/* the working-set record */
+	uint32_t *rand, *seq, *ws;	/* page orders */
+};
+
+/* What one client run reports. */
+struct sv_result {
+	uint64_t ns;			/* its touches */
+	uint64_t faults;		/* page faults it took meanwhile */
+	uint64_t bad;			/* pages with a wrong tag */
+	int err;			/* set-up failed: -errno */
+	unsigned int svc_us;		/* the server's median time per fault
+					   (event read to wake), upper bound */
+};
+
+/* The median of a run's fault latencies (uf_stats.lat_us), an upper bound
+ * in microseconds, or 0. */
+static unsigned int lat_median_us(struct uf_mm *mm)
+{
+	struct uf_stats st;
+	uint64_t n = 0, sum = 0;
+	int i;
+
+	if (uf_mm_stats(mm, &st))
+		return 0;
+	for (i = 0; i < UF_LAT_BUCKETS; i++)
+		n += st.lat_us[i];
+	for (i = 0; n && i < UF_LAT_BUCKETS; i++) {
+		sum += st.lat_us[i];
+		if (2 * sum >= n)
+			return 2U << i;
+	}
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t page_tag(uint64_t p)
+{
+	return 0x7566000000000000ULL | p;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t self_faults(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
+static __attribute__((noinline)) uint64_t touch(const char *base, const uint32_t *order, size_t n)
+{
+	uint64_t bad = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		bad += *(const volatile uint64_t *)(base + (size_t)order[i] * PG) !=
+		       page_tag(order[i]);
+	return bad;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[n / 2];
+}
+
+/* ------------------------------------------------------------------ */
+/* Set-up                                                              */
+/* ------------------------------------------------------------------ */
+
+static int data_create(struct sv *s, const char *dir)
+{
+	char tmpl[PATH_MAX];
+	size_t chunk = 1 << 20, off, i;
+	char *buf;
+	int ret = 0;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/ufault-bench-serve.XXXXXX", dir);
+	s->fd = mkostemp(tmpl, O_CLOEXEC);
+	if (s->fd < 0)
+		return -errno;
+	unlink(tmpl);
+	snprintf(s->path, sizeof(s->path), "/proc/self/fd/%d", s->fd);
+	buf = aligned_alloc(PG, chunk);
+	if (!buf)
+		return -ENOMEM;
+	memset(buf, 0xa5, chunk);
+	for (off = 0; off < s->size && !ret; off += chunk) {
+		for (i = 0; i < chunk; i += PG)
+			*(uint64_t *)(buf + i) = page_tag((off + i) / PG);
+		if (pwrite(s->fd, buf, chunk, (off_t)off) != (ssize_t)chunk)
+			ret = errno ? -errno : -EIO;
+	}
+	free(buf);
+	return ret;
+}
+
+/* The orders: random over the first nrand pages' worth of the data, in
+ * order over all of it, and the working set of --only ws (runs of 16 and
+ * singles, a page apart at least, shuffled). */
+static int orders_make(struct sv *s)
+{
+	uint64_t seed = 0x7566617574626e63ULL, ws = seed ^ 0x7773;
+	struct { uint32_t start, len; } *item, t;
+	uint8_t *used;
+	size_t i, k, n = 0;
+
+	s->rand = malloc(s->nrand * sizeof(*s->rand));
+	s->seq = malloc(s->npages * sizeof(*s->seq));
+	s->ws = malloc(SV_WS_SET * sizeof(*s->ws));
+	used = calloc(s->npages, 1);
+	item = malloc((SV_WS_NRUNS + SV_WS_NSINGLE) * sizeof(*item));
+	if (!s->rand || !s->seq || !s->ws || !used || !item) {
+		free(used);
+		free(item);
+		return -ENOMEM;
+	}
+	for (i = 0; i < s->npages; i++)
+		s->seq[i] = (uint32_t)i;
+	for (i = 0; i < s->nrand; i++)
+		s->rand[i] = (uint32_t)i;
+	for (i = s->nrand - 1; i > 0; i--) {
+		uint32_t x;
+
+		k = splitmix64(&seed) % (i + 1);
+		x = s->rand[i];
+		s->rand[i] = s->rand[k];
+		s->rand[k] = x;
+	}
+	for (i = 0; i < SV_WS_NRUNS + SV_WS_NSINGLE; i++) {
+		uint32_t len = i < SV_WS_NRUNS ? SV_WS_RUN : 1, p;
+
+		do {
+			p = (uint32_t)(1 + splitmix64(&ws) % (s->npages - SV_WS_RUN - 2));
+			for (k = 0; k < len + 2 && !used[p - 1 + k]; k++)
+				;
+		} while (k < len + 2);
+		memset(used + p, 1, len);
+		item[i].start = p;
+		item[i].len = len;
+	}
+	for (i = SV_WS_NRUNS + SV_WS_NSINGLE - 1; i > 0; i--) {
+		k = splitmix64(&ws) % (i + 1);
+		t = item[i];
+		item[i] = item[k];
+		item[k] = t;
+	}
+	for (i = 0; i < SV_WS_NRUNS + SV_WS_NSINGLE; i++)
+		for (k = 0; k < item[i].len; k++)
+			s->ws[n++] = item[i].start + (uint32_t)k;
+	free(used);
+	free(item);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The client                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * In the forked client: map @len bytes, register them on a userfaultfd of
+ * its own, hand it over with the region (Firecracker's handshake, in
+ * binary), wait for the go, touch @order, report.
+ */
+static void client_main(int sock, size_t len, const uint32_t *order, size_t n)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct sv_result res = { 0 };
+	char cbuf[CMSG_SPACE(sizeof(int))], go;
+	uint64_t region[2], f0, t0;
+	struct iovec iov = { region, sizeof(region) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	char *base;
+	int uffd;
+
+	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		    -1, 0);
+	if (uffd < 0 || base == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api) < 0) {
+		res.err = -errno;
+		goto report;
+	}
+	reg.range.start = (unsigned long)base;
+	reg.range.len = len;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0) {
+		res.err = -errno;
+		goto report;
+	}
+	region[0] = (uint64_t)(uintptr_t)base;
+	region[1] = len;
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
+	if (sendmsg(sock, &mh, 0) != (ssize_t)sizeof(region) || read(sock, &go, 1) != 1)
+		_exit(1);
+	f0 = self_faults();
+	t0 = now_ns();
+	res.bad = touch(base, order, n);
+	res.ns = now_ns() - t0;
+	res.faults = self_faults() - f0;
+report:
+	if (write(sock, &res, sizeof(res)) != sizeof(res))
+		_exit(1);
+	_exit(0);
+}
+
+enum sv_ws { SV_LAZY, SV_RECORD, SV_PREFETCH, SV_NMODES };
+static const char *const sv_ws_names[] = { "lazy", "record", "prefetch" };
+
+/* ------------------------------------------------------------------ */
+/* The floor: a minimal handler of the client's userfaultfd            */
+/* ------------------------------------------------------------------ */
+
+struct sv_min {
+	int uffd, stopfd, datafd;
+	uint64_t base;
+};
+
+/* poll, read one event, pread its page from the file, UFFDIO_COPY it
+ * (with its wake): what any handler of another process must do. */
+static void *min_handler(void *arg)
+{
+	struct sv_min *m = arg;
+	char *buf = aligned_alloc(PG, PG);
+
+	for (;;) {
+		struct pollfd pfd[2] = { { m->uffd, POLLIN, 0 }, { m->stopfd, POLLIN, 0 } };
+		struct uffd_msg msg;
+		struct uffdio_copy c;
+		uint64_t addr;
+
+		if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
+			break;
+		if (read(m->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		addr = msg.arg.pagefault.address & ~(PG - 1);
+		if (pread(m->datafd, buf, PG, (off_t)(addr - m->base)) != (ssize_t)PG)
+			break;
+		c = (struct uffdio_copy){ .dst = addr, .src = (uint64_t)(uintptr_t)buf, .len = PG };
+		ioctl(m->uffd, UFFDIO_COPY, &c);
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * One client run served by min_handler() in a thread of this process:
+ * the kernel's cost of serving another process, with no cache.
+ */
+static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_result *res)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	uint64_t region[2], one = 1;
+	struct iovec iov = { region, sizeof(region) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct sv_min m = { .uffd = -1, .datafd = s->fd };
+	struct cmsghdr *cm;
+	bool started = false;
+	pthread_t t;
+	int sv[2], ret = 0, st;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		client_main(sv[1], s->size, order, n);
+	}
+	close(sv[1]);
+	m.stopfd = eventfd(0, EFD_CLOEXEC);
+	if (recvmsg(sv[0], &mh, 0) != (ssize_t)sizeof(region))
+		ret = -EPROTO;
+	cm = ret ? NULL : CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&m.uffd, CMSG_DATA(cm), sizeof(int));
+	m.base = region[0];
+	if (!ret && (m.uffd < 0 || m.stopfd < 0))
+		ret = -EPROTO;
+	if (!ret && pthread_create(&t, NULL, min_handler, &m))
+		ret = -EAGAIN;
+	started = !ret;
+	if (!ret && write(sv[0], "g", 1) != 1)
+		ret = -EPIPE;
+	if (read(sv[0], res, sizeof(*res)) != sizeof(*res) && !ret)
+		ret = -EPROTO;
+	close(sv[0]);
+	if (waitpid(pid, &st, 0) != pid && !ret)
+		ret = -ECHILD;
+	if (started && write(m.stopfd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(t, NULL);
+	if (m.uffd >= 0)
+		close(m.uffd);
+	if (m.stopfd >= 0)
+		close(m.stopfd);
+	if (!ret && res->err)
+		ret = res->err;
+	return !ret && res->bad ? -EIO : ret;
+}
+
+/*
+ * One client run: fork the client, serve it from a fresh mm and object
+ * (recording or prefetching as @mode says), let it touch @order.
+ */
+static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws mode,
+		      struct sv_result *res)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	uint64_t region[2];
+	struct iovec iov = { region, sizeof(region) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct uf_serve_region r;
+	struct uf_object *obj = NULL;
+	struct uf_mm *mm = NULL;
+	struct cmsghdr *cm;
+	int sv[2], uffd = -1, ret, st;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	/* before the mm: the client is no child of ufault's */
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		close(sv[0]);
+		client_main(sv[1], s->size, order, n);
+	}
+	close(sv[1]);
+	ret = uf_mm_create(NULL, &mm);
+	if (!ret)
+		ret = uf_object_open(mm, s->path, O_RDONLY, &obj);
+	if (!ret && mode == SV_RECORD)
+		ret = uf_object_serve_record(obj, s->rec);
+	if (!ret && mode == SV_PREFETCH)
+		ret = uf_object_serve_prefetch(obj, s->rec);
+	if (!ret && recvmsg(sv[0], &mh, 0) != (ssize_t)sizeof(region))
+		ret = -EPROTO;
+	cm = ret ? NULL : CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&uffd, CMSG_DATA(cm), sizeof(int));
+	if (!ret && uffd < 0)
+		ret = -EPROTO;
+	if (!ret) {
+		r = (struct uf_serve_region){ .start = region[0], .len = region[1], .offset = 0 };
+		ret = uf_object_serve_uffd(obj, uffd, &r, 1);
+		if (ret)
+			close(uffd);
+	}
+	if (!ret && write(sv[0], "g", 1) != 1)
+		ret = -EPIPE;
+	if (read(sv[0], res, sizeof(*res)) != sizeof(*res) && !ret)
+		ret = -EPROTO;
+	close(sv[0]);
+	if (waitpid(pid, &st, 0) != pid && !ret)
+		ret = -ECHILD;
+	if (!ret && res->err)
+		ret = res->err;
+	if (!ret && res->bad)
+		ret = -EIO;
+	res->svc_us = lat_median_us(mm);
+	if (!ret && mode == SV_RECORD) {
+		int np = uf_object_record_stop(obj);
+
+		ret = np < 0 ? np : (size_t)np != n ? -EPROTO : 0;
+	}
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* References in this process                                          */
+/* ------------------------------------------------------------------ */
+
+/* ufault in this process: a fresh object, mapped, touched in @order. */
+static int inproc_run(struct sv *s, const uint32_t *order, size_t n, uint64_t *ns,
+		      unsigned int *svc_us)
+{
+	struct uf_object *obj = NULL;
+	struct uf_mm *mm = NULL;
+	uint64_t t0, bad = 0;
+	char *base = NULL;
+	int ret;
+
+	ret = uf_mm_create(NULL, &mm);
+	if (!ret)
+		ret = uf_object_open(mm, s->path, O_RDONLY, &obj);
+	if (!ret)
+		ret = uf_mmap(mm, s->size, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&base);
+	if (!ret) {
+		t0 = now_ns();
+		bad = touch(base, order, n);
+		*ns = now_ns() - t0;
+		*svc_us = lat_median_us(mm);
+		uf_munmap(mm, base, s->size);
+	}
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+	return ret ? ret : bad ? -EIO : 0;
+}
+
+/* The kernel: a private mapping of the warm tmpfs file, read in order. */
+static int kernel_run(struct sv *s, uint64_t *ns)
+{
+	char *base = mmap(NULL, s->size, PROT_READ, MAP_PRIVATE, s->fd, 0);
+	uint64_t t0, bad;
+
+	if (base == MAP_FAILED)
+		return -errno;
+	t0 = now_ns();
+	bad = touch(base, s->seq, s->npages);
+	*ns = now_ns() - t0;
+	munmap(base, s->size);
+	return bad ? -EIO : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Rows                                                                */
+/* ------------------------------------------------------------------ */
+
+static int row_rand(struct sv *s, bool *miss)
+{
+	uint64_t serve[SV_MAX_REPEAT], inproc[SV_MAX_REPEAT], floor[SV_MAX_REPEAT], ms, mi, mf;
+	uint64_t svc[2][SV_MAX_REPEAT];
+	struct sv_result res;
+	unsigned int r;
+	int ret = 0;
+
+	for (r = 0; r <= s->repeat && !ret; r++) {
+		uint64_t ns = 0;
+		unsigned int us = 0;
+
+		struct sv_result fl = { 0 };
+
+		ret = client_run(s, s->rand, s->nrand, SV_LAZY, &res);
+		if (!ret)
+			ret = inproc_run(s, s->rand, s->nrand, &ns, &us);
+		if (!ret)
+			ret = min_run(s, s->rand, s->nrand, &fl);
+		if (r) {
+			floor[r - 1] = fl.ns;
+			serve[r - 1] = res.ns;
+			inproc[r - 1] = ns;
+			svc[0][r - 1] = res.svc_us;
+			svc[1][r - 1] = us;
+		}
+	}
+	if (ret)
+		return ret;
+	ms = median(serve, s->repeat);
+	mi = median(inproc, s->repeat);
+	mf = median(floor, s->repeat);
+	*miss |= (double)ms / (double)mi > 1.1;
+	printf("%-20s %9.2f us/page  in-process ufault %9.2f us/page  %6.2fx (goal <= 1.10x) %s"
+	       "  [handler median <= %" PRIu64 " / %" PRIu64 " us; a minimal handler of the "
+	       "client's uffd: %.2f us/page, serve %.2fx it]\n",
+	       "serve-cold-rand", (double)ms / 1e3 / (double)s->nrand,
+	       (double)mi / 1e3 / (double)s->nrand, (double)ms / (double)mi,
+	       (double)ms / (double)mi > 1.1 ? "MISS" : "PASS", median(svc[0], s->repeat),
+	       median(svc[1], s->repeat), (double)mf / 1e3 / (double)s->nrand,
+	       (double)ms / (double)mf);
+	fflush(stdout);
+	return 0;
+}
+
+static int row_seq(struct sv *s, bool *miss)
+{
+	uint64_t serve[SV_MAX_REPEAT], kern[SV_MAX_REPEAT], inproc[SV_MAX_REPEAT], ms, mk, mi;
+	uint64_t faults = 0;
+	struct sv_result res;
+	unsigned int r;
+	int ret = 0;
+
+	for (r = 0; r <= s->repeat && !ret; r++) {
+		uint64_t nk = 0, ni = 0;
+		unsigned int us;
+
+		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
+		if (!ret)
+			ret = kernel_run(s, &nk);
+		if (!ret)
+			ret = inproc_run(s, s->seq, s->npages, &ni, &us);
+		if (r) {
+			serve[r - 1] = res.ns;
+			kern[r - 1] = nk;
+			inproc[r - 1] = ni;
+			faults = res.faults;
+		}
+	}
+	if (ret)
+		return ret;
+	ms = median(serve, s->repeat);
+	mk = median(kern, s->repeat);
+	mi = median(inproc, s->repeat);
+	*miss |= (double)ms / (double)mk > 1.5;
+	printf("%-20s %9.3f us/page  tmpfs warm %9.3f us/page  %6.2fx (goal <= 1.50x) %s"
+	       "  [%zu MiB; client faults %" PRIu64 "; in-process ufault cold %.3f us/page]\n",
+	       "serve-restore-seq", (double)ms / 1e3 / (double)s->npages,
+	       (double)mk / 1e3 / (double)s->npages, (double)ms / (double)mk,
+	       (double)ms / (double)mk > 1.5 ? "MISS" : "PASS", s->size >> 20, faults,
+	       (double)mi / 1e3 / (double)s->npages);
+	fflush(stdout);
+	return 0;
+}
+
+static int row_ws(struct sv *s)
+{
+	uint64_t t[SV_NMODES][SV_MAX_REPEAT], m[SV_NMODES], faults[SV_NMODES] = { 0 };
+	struct stat st;
+	unsigned int r, k;
+	int ret = 0, fd;
+
+	snprintf(s->rec, sizeof(s->rec), "/tmp/ufault-bench-serve-ws.XXXXXX");
+	fd = mkstemp(s->rec);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	/* round 0: warm-up, and the first record */
+	for (r = 0; r <= s->repeat && !ret; r++)
+		for (k = 0; k < SV_NMODES && !ret; k++) {
+			struct sv_result res;
+
+			ret = client_run(s, s->ws, SV_WS_SET, (enum sv_ws)k, &res);
+			if (ret)
+				fprintf(stderr, "ufault-bench: serve-ws %s: %s\n", sv_ws_names[k],
+					strerror(-ret));
+			if (r) {
+				t[k][r - 1] = res.ns;
+				faults[k] = res.faults;
+			}
+		}
+	if (!ret) {
+		for (k = 0; k < SV_NMODES; k++)
+			m[k] = median(t[k], s->repeat);
+		printf("%-20s lazy %9.0f us  record %9.0f us  prefetch %9.0f us  %6.2fx faster "
+		       "(info); record %.2fx lazy; client faults %" PRIu64 " / %" PRIu64 " / %" PRIu64
+		       "; record %ld bytes\n", "serve-ws", (double)m[SV_LAZY] / 1e3,
+		       (double)m[SV_RECORD] / 1e3, (double)m[SV_PREFETCH] / 1e3,
+		       (double)m[SV_LAZY] / (double)m[SV_PREFETCH],
+		       (double)m[SV_RECORD] / (double)m[SV_LAZY], faults[SV_LAZY],
+		       faults[SV_RECORD], faults[SV_PREFETCH],
+		       stat(s->rec, &st) == 0 ? (long)st.st_size : -1L);
+		fflush(stdout);
+	}
+	unlink(s->rec);
+	return ret;
+}
+
+int bench_serve_main(const struct bench_serve_opts *o)
+{
+	struct sv s = { .fd = -1 };
+	bool miss = false;
+	int ret, fd;
+
+	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		fprintf(stderr, "ufault-bench: serve: no userfaultfd here: %s\n", strerror(errno));
+		return EXIT_SKIP;
+	}
+	close(fd);
+	s.size = o->quick ? 64UL << 20 : SV_SIZE;
+	s.npages = s.size / PG;
+	s.nrand = o->quick ? 1024 : SV_RAND;
+	s.repeat = o->repeat ? o->repeat : o->quick ? 1 : 3;
+	if (s.repeat > SV_MAX_REPEAT)
+		s.repeat = SV_MAX_REPEAT;
+	ret = data_create(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm");
+	if (!ret)
+		ret = orders_make(&s);
+	if (ret) {
+		fprintf(stderr, "ufault-bench: serve: %s\n", strerror(-ret));
+		return EXIT_ERR;
+	}
+	printf("ufault-bench: serve: a Firecracker-style client (forked, anonymous memory, its "
+	       "own userfaultfd) served by uf_object_serve_uffd from a fresh mm and object over "
+	       "a %zu MiB tmpfs file; median of %u after a warm-up round\n", s.size >> 20,
+	       s.repeat);
+	fflush(stdout);
+	ret = row_rand(&s, &miss);
+	if (!ret)
+		ret = row_seq(&s, &miss);
+	if (!ret)
+		ret = row_ws(&s);
+	free(s.rand);
+	free(s.seq);
+	free(s.ws);
+	close(s.fd);
+	if (ret) {
+		fprintf(stderr, "ufault-bench: serve: %s\n", strerror(-ret));
+		return EXIT_ERR;
+	}
+	return miss && o->check ? EXIT_MISS : 0;
+}
