@@ -903,6 +903,10 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 {
 	if (!obj || __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	if (obj->attach && !uf_object_forked(obj)) {
+		uf_attach_free(obj);
+		return;
+	}
 	if (uf_object_forked(obj)) {
 		object_free_child(obj);
 		return;
@@ -939,6 +943,8 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 
 UF_EXPORT uint64_t uf_object_size(const struct uf_object *obj)
 {
+	if (obj && obj->attach)
+		return uf_attach_size(obj);
 	return obj ? __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) : 0;
 }
 
@@ -1058,6 +1064,8 @@ UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, 
 		return -ECHILD;
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
+	if (obj->attach)
+		return uf_attach_pread(obj, buf, len, offset);
 	return object_io(obj, buf, len, offset, read_chunk);
 }
 
@@ -1155,6 +1163,8 @@ UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_
 		len = (size_t)(UF_MAX_SIZE - offset);
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
+	if (obj->attach)
+		return uf_attach_pwrite(obj, buf, len, offset);
 
 	while (done < len) {
 		uint64_t end = offset + len;

@@ -375,7 +375,7 @@ UF_EXPORT int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 	unsigned int i, j;
 	int fl, ret;
 
-	if (!obj || !regions || uffd < 0 || uf_object_orphaned(obj))
+	if (!obj || !regions || uffd < 0 || uf_object_orphaned(obj) || obj->attach)
 		return -EINVAL;
 	if (uf_object_forked(obj))
 		return -ECHILD;
@@ -419,7 +419,7 @@ UF_EXPORT int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 		tmpl[i].obj = obj;
 		tp[i] = &tmpl[i];
 	}
-	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops);
+	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, NULL);
 out:
 	for (i = 0; i < n && r[i]; i++)
 		region_put(r[i]);

@@ -120,6 +120,32 @@ int uf_uffd_probe(bool user_mode_only, uint64_t *avail)
 	return ret;
 }
 
+/*
+ * uf_uffd_new_fd - a userfaultfd of this process (O_CLOEXEC | O_NONBLOCK)
+ * with the features of @want the kernel offers: what an attached object
+ * hands to its server (attach.c).  *got: the features granted.  Return
+ * the fd or -errno.
+ */
+int uf_uffd_new_fd(uint64_t want, uint64_t *got)
+{
+	uint64_t avail = 0;
+	int fd, ret;
+
+	ret = uf_uffd_probe(false, &avail);
+	if (ret)
+		return ret;
+	fd = uffd_open(false);
+	if (fd < 0)
+		return fd;
+	ret = uffd_api(fd, want & avail, got);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	*got = want & avail;
+	return fd;
+}
+
 static void reserve_room(struct uf_uffd *u);
 
 static void uffd_init_queues(struct uf_uffd *u)

@@ -465,6 +465,8 @@ UF_EXPORT int uf_object_record(struct uf_object *obj, const char *path)
 
 	if (!obj || !path || !*path || uf_object_orphaned(obj))
 		return -EINVAL;
+	if (obj->attach)
+		return -EOPNOTSUPP;	/* (the server's to do) */
 	if (uf_object_forked(obj))
 		return -ECHILD;
 	ws = ws_get(obj);
@@ -879,6 +881,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 
 	if (!obj || !path || uf_object_orphaned(obj))
 		return -EINVAL;
+	if (obj->attach)
+		return -EOPNOTSUPP;	/* (the server's to do) */
 	if (uf_object_forked(obj))
 		return -ECHILD;
 	ret = ws_read(path, &rec, &runs, &nruns);

@@ -517,6 +517,8 @@ void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff)
 
 UF_EXPORT int uf_object_sync(struct uf_object *obj)
 {
+	if (obj && obj->attach && !uf_object_forked(obj))
+		return uf_attach_sync(obj);
 	if (!obj || !obj->ops)
 		return -EINVAL;
 	if (uf_object_forked(obj))
@@ -549,6 +551,10 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 	end = start + ((len + PAGE_SIZE - 1) & PAGE_MASK);
 	if (end < start)
 		return -ENOMEM;
+	ret = uf_attach_msync(mm, start, end);
+	if (ret != 1)
+		return ret;
+	ret = 0;
 
 	uf_uffd_quiesce(&mm->uffd);
 	uf_vma_refresh(mm, start, end);

@@ -45,6 +45,8 @@ struct client {
 	pid_t pid;
 	uid_t uid;
 	bool served;		/* handshake done: the library serves it */
+	bool attached;		/* a ufault client (uf_object_attach): polled
+				   for its hang-up only */
 	size_t len;
 	char *buf;		/* the handshake so far */
 	int uffd;		/* received, not yet handed over; or -1 */
@@ -384,6 +386,22 @@ static void client_read(struct server *s, unsigned int i)
 	bool incomplete;
 	ssize_t n;
 
+	if (c->attached) {
+		client_close(s, i, NULL);	/* hung up (the library's thread ends) */
+		return;
+	}
+	if (!c->len) {
+		/* a ufault client's hello, or Firecracker's JSON (-EPROTO) */
+		int r = uf_object_serve_client(s->obj, c->fd, 0);
+
+		if (r == -EAGAIN)
+			return;
+		if (r == 0) {
+			c->served = c->attached = true;
+			logf_("client pid %d: a ufault client, served", (int)c->pid);
+			return;
+		}
+	}
 	if (c->served) {
 		/* never written: anything is read and dropped, EOF is gone */
 		n = recv(c->fd, drop, sizeof(drop), MSG_DONTWAIT);
@@ -465,6 +483,7 @@ static void client_accept(struct server *s)
 	if (!ok) {
 		logf_("client pid %d uid %u: uid not allowed; connection closed", (int)cred.pid,
 		      (unsigned)cred.uid);
+		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
 		close(fd);
 		return;
 	}
@@ -541,8 +560,12 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
-	else
-		ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
+	else {
+		/* writable when it can be: ufault clients may write (uf_object_attach) */
+		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
+		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY)
+			ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
+	}
 	if (ret) {
 		logf_("%s: %s", s->source, strerror(-ret));
 		return -1;
@@ -598,7 +621,8 @@ static void serve_loop(struct server *s)
 		pfd[np++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
 		pfd[np++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
 		for (i = 0; i < nc; i++)
-			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd, .events = POLLIN };
+			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd,
+						     .events = s->clients[i]->attached ? 0 : POLLIN };
 		if (s->stats_s) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			timeout = (int)((next.tv_sec - now.tv_sec) * 1000 +
