@@ -512,8 +512,14 @@ UF_EXPORT int uf_object_serve_client(struct uf_object *obj, int sock, int error)
 		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
 	if (n == 0 || memcmp(peek, ATT_MAGIC, (size_t)n))
 		return -EPROTO;
-	if ((size_t)n < sizeof(peek))
+	if ((size_t)n < sizeof(peek)) {
+		struct pollfd pf = { .fd = sock, .events = POLLRDHUP };
+
+		/* the rest may come; unless the peer has closed its end */
+		if (poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return -EPROTO;
 		return -EAGAIN;
+	}
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
