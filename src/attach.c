@@ -86,7 +86,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -103,13 +102,6 @@
 /* how long a client waits for the server's answer to its hello */
 #define ATT_HELLO_TIMEOUT_S	10
 
-/* UFFDIO_POISON (Linux 6.6), as uffd.c spells it */
-struct att_poison {
-	struct uffdio_range range;
-	uint64_t mode;
-	int64_t updated;
-};
-#define ATT_UFFDIO_POISON	_IOWR(UFFDIO, 0x08, struct att_poison)
 #ifndef UFFD_FEATURE_POISON
 #define UFFD_FEATURE_POISON	(1 << 14)
 #endif
@@ -629,7 +621,6 @@ static int64_t att_call_simple(struct uf_attach *a, uint32_t op, uint64_t x, uin
 /* Poison the pages of [s, e) the cache does not hold, then wake them. */
 static void att_poison_holes(struct uf_attach *a, unsigned long s, unsigned long e)
 {
-	struct uffdio_range wake = { .start = s, .len = e - s };
 	unsigned char vec[64];
 	unsigned long x;
 
@@ -638,17 +629,11 @@ static void att_poison_holes(struct uf_attach *a, unsigned long s, unsigned long
 
 		if (mincore((void *)x, n * PAGE_SIZE, vec) < 0)
 			memset(vec, 0, sizeof(vec));
-		for (k = 0; k < n; k++) {
-			struct att_poison p = {
-				.range = { x + k * PAGE_SIZE, PAGE_SIZE },
-				.mode = UFFDIO_COPY_MODE_DONTWAKE,
-			};
-
+		for (k = 0; k < n; k++)
 			if (!(vec[k] & 1))
-				ioctl(a->uffd, ATT_UFFDIO_POISON, &p);
-		}
+				uf_uffd_fd_poison(a->uffd, x + k * PAGE_SIZE, PAGE_SIZE);
 	}
-	ioctl(a->uffd, UFFDIO_WAKE, &wake);
+	uf_uffd_fd_wake(a->uffd, s, e - s);
 }
 
 /*
@@ -1053,7 +1038,6 @@ int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_
 	struct uf_attach *a = obj->attach;
 	bool shared = flags == UF_MAP_SHARED;
 	int mflags = shared && !obj->readonly ? MAP_SHARED : MAP_PRIVATE;
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 	struct att_req r = { .op = ATT_MAP };
 	struct att_map m;
 	void *p;
@@ -1076,10 +1060,8 @@ int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_
 		munmap(p, len);
 		return ret;
 	}
-	reg.range.start = (unsigned long)p;
-	reg.range.len = len;
-	if (ioctl(a->uffd, UFFDIO_REGISTER, &reg) < 0) {
-		ret = -errno;
+	ret = uf_uffd_fd_register(a->uffd, (unsigned long)p, len);
+	if (ret) {
 		munmap(p, len);
 		return ret;
 	}
@@ -1099,9 +1081,7 @@ int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_
 	pthread_mutex_unlock(&a->lock);
 	if (ret) {
 		/* (nobody has the address yet: unregistered, nothing faults) */
-		struct uffdio_range rr = { .start = m.start, .len = len };
-
-		ioctl(a->uffd, UFFDIO_UNREGISTER, &rr);
+		uf_uffd_fd_unregister(a->uffd, m.start, len);
 		munmap(p, len);
 		if (ret != -ENOTCONN)
 			att_call_simple(a, ATT_UNMAP, m.start, len, 0, 0);
@@ -1115,7 +1095,6 @@ int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_
 int uf_attach_munmap(struct uf_mm *mm, unsigned long s, unsigned long e)
 {
 	struct uf_attach *a = att_find(mm, s, e);
-	struct uffdio_range rr = { .start = s, .len = e - s };
 	size_t i, puts = 0;
 	int ret = 0;
 
@@ -1130,7 +1109,7 @@ int uf_attach_munmap(struct uf_mm *mm, unsigned long s, unsigned long e)
 	 * unregistered (waiters wake into PROT_NONE), unmapped with no
 	 * event to wait for, and the server told */
 	mprotect((void *)s, e - s, PROT_NONE);
-	ioctl(a->uffd, UFFDIO_UNREGISTER, &rr);
+	uf_uffd_fd_unregister(a->uffd, s, e - s);
 	munmap((void *)s, e - s);
 	{
 		struct att_req r = { .op = ATT_UNMAP, .a = s, .b = e - s };

@@ -146,6 +146,43 @@ int uf_uffd_new_fd(uint64_t want, uint64_t *got)
 	return fd;
 }
 
+/*
+ * Calls on a bare userfaultfd of this process that no engine here reads:
+ * an attached object's (attach.c), whose server reads it.  Register
+ * MISSING; unregister (which wakes the waiters); poison one range without
+ * waking (-errno: EEXIST where a page is); wake.
+ */
+int uf_uffd_fd_register(int fd, unsigned long start, unsigned long len)
+{
+	struct uffdio_register r = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	return ioctl(fd, UFFDIO_REGISTER, &r) < 0 ? -errno : 0;
+}
+
+void uf_uffd_fd_unregister(int fd, unsigned long start, unsigned long len)
+{
+	struct uffdio_range r = { .start = start, .len = len };
+
+	ioctl(fd, UFFDIO_UNREGISTER, &r);
+}
+
+int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len)
+{
+	struct uf_uffdio_poison p = { .range = { addr, len }, .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+	return ioctl(fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
+}
+
+void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len)
+{
+	struct uffdio_range r = { .start = addr, .len = len };
+
+	ioctl(fd, UFFDIO_WAKE, &r);
+}
+
 static void reserve_room(struct uf_uffd *u);
 
 static void uffd_init_queues(struct uf_uffd *u)
