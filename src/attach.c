@@ -938,7 +938,8 @@ void uf_attach_free(struct uf_object *obj)
 	pthread_mutex_lock(&mm->attach_lock);
 	for (pp = &mm->attached; *pp; pp = &(*pp)->next) {
 		if (*pp == a) {
-			*pp = a->next;
+			/* (mm->attached is read unlocked: att_snapshot) */
+			__atomic_store_n(pp, a->next, __ATOMIC_RELEASE);
 			break;
 		}
 	}

@@ -61,9 +61,11 @@ int main(void)
 	unsigned char *p;
 	int i;
 
-	ut_watchdog(120);
+	/* the clients first: no thread of the test's may be there at a fork
+	 * (ThreadSanitizer) */
 	ut_server_start(&srv, SIZE, NULL);
 	ut_client_start(&r, reader, srv.sock);
+	ut_watchdog(120);
 	if (ut_hear(r.from) < 0)
 		return ut_client_wait(&r) == UT_SKIP ? UT_SKIP : UT_FAIL;
 	obj = ut_attach(&mm, srv.sock, O_RDWR);

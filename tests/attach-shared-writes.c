@@ -58,10 +58,12 @@ int main(void)
 	struct ut_client a, b;
 	int ra, rb;
 
-	ut_watchdog(120);
+	/* the clients first: no thread of the test's may be there at a fork
+	 * (ThreadSanitizer) */
 	ut_server_start(&srv, SIZE, NULL);
 	ut_client_start(&a, client, srv.sock);
 	ut_client_start(&b, client, srv.sock);
+	ut_watchdog(120);
 	if (ut_hear(a.from) < 0 || ut_hear(b.from) < 0) {
 		ra = ut_client_wait(&a);
 		rb = ut_client_wait(&b);

@@ -11,6 +11,16 @@
 
 #include "serve-test.h"
 
+/* ThreadSanitizer (make SAN=thread): a client forked after the test's
+ * watchdog thread started makes an mm, and with it threads; the runtime
+ * refuses that unless told (a client is a process of its own from there
+ * on: it shares no memory with the test). */
+const char *__tsan_default_options(void);
+__attribute__((used)) const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+
 /* A client process: @fn runs in it, with @in to read the test's words
  * from and @out to write its own to. */
 struct ut_client {
