@@ -819,7 +819,8 @@ int uf_object_serve_uffd(struct uf_object *obj, int uffd,
  * client's mappings (SIGBUS past the end).  The mappings are not
  * inherited by fork() (MADV_DONTFORK), uf_find_vma() does not return them
  * and uf_remap_file_pages() does not apply; record and prefetch are the
- * server's (-EOPNOTSUPP here).  If the server goes away, every page the
+ * server's (-EOPNOTSUPP here); unmap them with uf_munmap(), never
+ * munmap() or mremap().  If the server goes away, every page the
  * cache does not hold takes SIGBUS on its next access (the poison marker,
  * Linux 6.6+), never zeros, never a hang; calls to it fail with
  * -ENOTCONN.

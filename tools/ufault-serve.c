@@ -564,8 +564,11 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	else {
 		/* writable when it can be: ufault clients may write (uf_object_attach) */
 		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
-		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY)
+		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY) {
+			logf_("%s: read-only (%s): ufault clients attach O_RDONLY only", s->source,
+			      strerror(-ret));
 			ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
+		}
 	}
 	if (ret) {
 		logf_("%s: %s", s->source, strerror(-ret));
