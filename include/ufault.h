@@ -912,6 +912,73 @@ int uf_object_serve_record(struct uf_object *obj, const char *path);
  */
 int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
 
+/**
+ * uf_object_attach - an object served by another process: the one that
+ * listens on the Unix socket @socket (ufault-serve(1), or any program
+ * that passes its connections to uf_object_serve_client()).
+ * @mm: the mm of this process that the object belongs to.
+ * @socket: the server's socket path.
+ * @oflags: O_RDONLY or O_RDWR.
+ * @objp: set to the object (one reference) on success.
+ *
+ * uf_mmap() it like any object.  Its mappings map the server's cache
+ * itself (its memfd): a page that any client or the server has cached is
+ * mapped by the kernel with no fault, and N clients hold one copy of each
+ * page.  Misses are served by the server, to which this process hands a
+ * userfaultfd of its own.  Shared writes are seen by every client and
+ * the server at once; they reach the store at any client's uf_msync() or
+ * uf_object_sync(), or the server's own sync: the server takes every
+ * cached page a client's shared writable mapping shows as dirty (more
+ * writeback, no write lost).  uf_mmap(), uf_munmap() and uf_mprotect()
+ * tell the server before they return; uf_object_pread(), _pwrite(),
+ * _truncate(), _punch_hole() and _sync() are calls to it;
+ * uf_object_size() is the cache's size.  A truncate reaches every
+ * client's mappings (SIGBUS past the end).  The mappings are not
+ * inherited by fork() (MADV_DONTFORK), uf_find_vma() does not return them
+ * and uf_remap_file_pages() does not apply; record and prefetch are the
+ * server's (-EOPNOTSUPP here); unmap them with uf_munmap(), never
+ * munmap() or mremap().  If the server goes away, every page the
+ * cache does not hold takes SIGBUS on its next access (the poison marker,
+ * Linux 6.6+), never zeros, never a hang; calls to it fail with
+ * -ENOTCONN.
+ *
+ * Return: 0, or -EINVAL (NULL argument, other @oflags, @mm destroyed),
+ * -ENOENT (no such socket), -ECONNREFUSED (nobody listening), -EACCES
+ * (the server does not allow this process's uid, or the socket's mode),
+ * -EROFS (O_RDWR, and the server's object is read-only), -EPROTO (not a
+ * ufault server: it answered something else, or closed), -ETIMEDOUT (no
+ * answer within 10 s), -ENAMETOOLONG, -ECHILD (in a fork child), -ENOMEM,
+ * -EOPNOTSUPP (no userfaultfd for shared memory here), or the error of
+ * socket(2) or connect(2).
+ */
+int uf_object_attach(struct uf_mm *mm, const char *socket, int oflags, struct uf_object **objp);
+
+/**
+ * uf_object_serve_client - serve @obj to the ufault client (a process in
+ * uf_object_attach()) that connected to the server's socket @sock.
+ * @obj: the object served.
+ * @sock: an accepted Unix stream socket.  On success ufault has its own
+ *	duplicate, set blocking; the caller may close its fd, or poll it
+ *	with no events to learn when the client has gone (POLLHUP).
+ * @error: 0, or a negative errno to refuse the client with: it is sent
+ *	at once (-EACCES: the peer's uid is not allowed; the client's
+ *	uf_object_attach() returns it) and returned.
+ *
+ * Call it when @sock is readable, before reading anything from it: it
+ * peeks at the bytes there.  A client is served by a thread of @obj's
+ * mm until it goes (each client costs nothing once gone: its address
+ * space and fds are freed) or until uf_mm_destroy(), which first gives
+ * every page a client has not received the poison marker.
+ *
+ * Return: 0 (served), -EAGAIN (the first bytes have not all come: call
+ * again when readable), -EPROTO (not a ufault client: nothing was read,
+ * the bytes are another protocol's, e.g. Firecracker's JSON), @error
+ * when refusing, -EINVAL (NULL @obj, bad @sock or @error, @obj attached
+ * itself, or its mm destroyed), -ECHILD (in a fork child), -ENOMEM, or
+ * the error of recv(2).
+ */
+int uf_object_serve_client(struct uf_object *obj, int sock, int error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -477,7 +477,7 @@ void uf_as_reap(struct uf_mm *mm, bool force)
 		return;
 	pthread_mutex_lock(&mm->as_lock);
 	for (pp = &mm->children; (as = *pp);) {
-		if (!uf_uffd_alive(&as->uffd)) {
+		if (!as->owned && !uf_uffd_alive(&as->uffd)) {
 			*pp = as->next;
 			__atomic_sub_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
 			as->next = gone;
@@ -666,14 +666,19 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
  * events go to @ops with the new address space as owner.  It lives as a
  * fork child does: freed once its process is gone (uf_as_reap), its
  * holes poisoned at uf_mm_destroy().  On success @fd is the address
- * space's (closed with it); on failure the caller keeps it.  With
- * @heldp, *@heldp is the address space, held: it is not freed until
- * uf_as_unhold() (NULL if the mm was destroyed meanwhile).
- * Return: 0, -ENODEV (the mm is being destroyed), -ENOMEM.
+ * space's (closed with it); on failure the caller keeps it, except after
+ * -ECANCELED.  At most one of these:
+ *  - with @heldp, *@heldp is the address space, held: it is not freed
+ *    until uf_as_unhold() (NULL if the mm was destroyed meanwhile);
+ *  - with @asp it is the caller's instead (an attached client, attach.c):
+ *    never reaped, freed by uf_as_release(), which the caller must call
+ *    before uf_mm_destroy() frees the children.
+ * Return: 0, -ENODEV (the mm is being destroyed), -ENOMEM, -ECANCELED
+ * (with @asp: the mm was destroyed meanwhile, and @fd closed).
  * Locking: none held.
  */
 int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
-		const struct uf_uffd_ops *ops, struct uf_as **heldp)
+		const struct uf_uffd_ops *ops, struct uf_as **heldp, struct uf_as **asp)
 {
 	struct uf_vma *opened = NULL;
 	struct uf_as *as;
@@ -686,6 +691,7 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 	if (!as)
 		return -ENOMEM;
 	as->mm = mm;
+	as->owned = asp != NULL;
 	pthread_rwlock_init(&as->vma_lock, NULL);
 	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, ops, as);
@@ -712,7 +718,7 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 		*heldp = NULL;
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
 		as_free(as, true, true);
-		return 0;
+		return asp ? -ECANCELED : 0;	/* (the fd is taken: closed) */
 	}
 	if (heldp) {
 		/* before anyone can find it to free it */
@@ -724,6 +730,8 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 	mm->children = as;
 	__atomic_add_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&mm->as_lock);
+	if (asp)
+		*asp = as;
 	return 0;
 }
 
@@ -735,4 +743,102 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 void uf_as_unhold(struct uf_as *as)
 {
 	uf_uffd_guest_unhold(&as->uffd);
+}
+
+/*
+ * uf_as_release - free an address space uf_as_adopt() gave its caller:
+ * off the list, its writes marked dirty, every page it has not received
+ * poisoned (nobody serves it any more: SIGBUS, never zeros), its fd
+ * closed.  Waits for handlers serving it.
+ * Locking: takes mm->as_lock; none held; not from a handler.
+ */
+void uf_as_release(struct uf_as *as)
+{
+	struct uf_mm *mm = as->mm;
+	struct uf_as **pp;
+
+	pthread_mutex_lock(&mm->as_lock);
+	for (pp = &mm->children; *pp; pp = &(*pp)->next) {
+		if (*pp == as) {
+			*pp = as->next;
+			__atomic_sub_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mm->as_lock);
+	as_free(as, true, true);
+}
+
+/*
+ * uf_as_map - the process mapped [tmpl->start, tmpl->end) (an attached
+ * client's uf_mmap()): a copy of @tmpl goes into its table, in place of
+ * whatever the table showed there.  Return 0 or -ENOMEM.
+ * Locking: takes as->vma_lock exclusive; none held.
+ */
+int uf_as_map(struct uf_as *as, const struct uf_vma *tmpl)
+{
+	struct uf_vma *opened = NULL, *released = NULL, *v;
+	int ret = 0;
+
+	v = as_vma_copy(as, tmpl, tmpl->start, tmpl->end);
+	if (!v)
+		return -ENOMEM;
+	pthread_rwlock_wrlock(&as->vma_lock);
+	__as_unmap_range(as, tmpl->start, tmpl->end, &opened, &released);
+	if (__as_link(as, v)) {
+		ret = -ENOMEM;
+		v->ev_next = released;
+		released = v;
+	} else {
+		v->refs++;
+		v->ev_next = opened;
+		opened = v;
+	}
+	pthread_rwlock_unlock(&as->vma_lock);
+	as_lists_finish(opened, released);
+	return ret;
+}
+
+/*
+ * uf_as_unmap - the process unmapped [start, end) (an attached client's
+ * uf_munmap()): what it may have written there is dirty, the table
+ * forgets the range.
+ * Locking: takes as->vma_lock exclusive; none held.
+ */
+void uf_as_unmap(struct uf_as *as, unsigned long start, unsigned long end)
+{
+	struct uf_vma *opened = NULL, *released = NULL;
+
+	pthread_rwlock_wrlock(&as->vma_lock);
+	__as_unmap_range(as, start, end, &opened, &released);
+	pthread_rwlock_unlock(&as->vma_lock);
+	as_lists_finish(opened, released);
+}
+
+/*
+ * uf_as_protect - the process changed the protection of [start, end) (an
+ * attached client's uf_mprotect()): its VMAs there, split at the edges,
+ * take @prot.  Return 0 or -ENOMEM (nothing changed).
+ * Locking: takes as->vma_lock exclusive; none held.
+ */
+int uf_as_protect(struct uf_as *as, unsigned long start, unsigned long end, int prot)
+{
+	struct uf_vma *opened = NULL;
+	int ret = 0;
+	size_t i;
+
+	pthread_rwlock_wrlock(&as->vma_lock);
+	i = __as_index(as, start);
+	if (i < as->nvmas && as->vmas[i]->start < start &&
+	    !__as_split(as, as->vmas[i], start, &opened))
+		ret = -ENOMEM;
+	i = __as_index(as, end - 1);
+	if (!ret && i < as->nvmas && as->vmas[i]->start < end && as->vmas[i]->end > end &&
+	    !__as_split(as, as->vmas[i], end, &opened))
+		ret = -ENOMEM;
+	for (i = __as_index(as, start); !ret && i < as->nvmas && as->vmas[i]->start < end; i++)
+		as->vmas[i]->prot = prot;
+	pthread_rwlock_unlock(&as->vma_lock);
+	as_lists_finish(opened, NULL);
+	return ret;
 }

@@ -861,6 +861,8 @@ UF_EXPORT ssize_t uf_object_pread(struct uf_object *obj, void *buf, size_t len, 
 		return -ECHILD;
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
+	if (obj->attach)
+		return obj->remote->pread(obj, buf, len, offset);
 	return object_io(obj, buf, len, offset, read_chunk);
 }
 
@@ -958,6 +960,8 @@ UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_
 		len = (size_t)(UF_MAX_SIZE - offset);
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
+	if (obj->attach)
+		return obj->remote->pwrite(obj, buf, len, offset);
 
 	while (done < len) {
 		uint64_t end = offset + len;

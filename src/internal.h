@@ -62,7 +62,8 @@
  *
  * Taken with no other ufault lock held, nothing taken under them:
  *   mm->inflight_lock (fault.c), ra->lock (readahead.c), u->lock (uffd.c:
- *   starting handler threads).
+ *   starting handler threads), mm->attach_lock and an attached object's
+ *   a->lock (attach.c: one at a time).
  *
  * `make LOCKDEP=1 test` (and the UndefinedBehaviorSanitizer build) checks
  * this order as the library runs: lockdep.c.
@@ -115,7 +116,7 @@ enum uf_lock_class {
 	UF_LK_COPY, UF_LK_EV,
 	UF_LK_CHARGE, UF_LK_OBJ, UF_LK_ZAP, UF_LK_WS, UF_LK_PREFETCH, UF_LK_WORKER,
 	UF_LK_GUEST,
-	UF_LK_INFLIGHT, UF_LK_RA, UF_LK_START,
+	UF_LK_INFLIGHT, UF_LK_RA, UF_LK_START, UF_LK_ATTACH,
 	UF_LK_NCLASSES
 };
 
@@ -254,6 +255,11 @@ struct uf_uffd {
 int uf_uffd_probe(bool user_mode_only, uint64_t *avail);
 bool uf_uffd_probe_feature(bool user_mode_only, uint64_t feature);
 int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want);
+int uf_uffd_new_fd(uint64_t want, uint64_t *got);
+int uf_uffd_fd_register(int fd, unsigned long start, unsigned long len);
+void uf_uffd_fd_unregister(int fd, unsigned long start, unsigned long len);
+int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len);
+void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len);
 int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
 		  void *owner);
 void uf_uffd_stop(struct uf_uffd *u);
@@ -400,6 +406,13 @@ struct uf_mm {
 	struct uf_range *zaps;
 	size_t nzaps, zaps_cap;
 
+	/* attach.c, under attach_lock: objects attached to a server (this
+	 * process a client), and clients served (this process a server) */
+	pthread_mutex_t attach_lock;
+	pthread_cond_t attach_cond;
+	struct uf_attach *attached;
+	struct uf_attach_srv *served;
+
 	size_t ra_max;			/* readahead pages */
 	struct uf_worker *worker;	/* background work (worker.c) */
 	struct uf_huge *huge;		/* huge extents (huge.c); NULL: off */
@@ -471,6 +484,8 @@ struct uf_as {
 	struct uf_vma **vmas;		/* sorted by start, under vma_lock */
 	size_t nvmas, vmas_cap;
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
+	bool owned;			/* an attached client's (attach.c): freed
+					   by its owner, never reaped */
 };
 
 /*
@@ -515,8 +530,12 @@ void uf_as_destroy_all(struct uf_mm *mm);
 void uf_as_collect_writes(struct uf_object *obj);
 bool __uf_as_collect_writes_try(struct uf_object *obj);
 int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
-		const struct uf_uffd_ops *ops, struct uf_as **heldp);
+		const struct uf_uffd_ops *ops, struct uf_as **heldp, struct uf_as **asp);
 void uf_as_unhold(struct uf_as *as);
+void uf_as_release(struct uf_as *as);
+int uf_as_map(struct uf_as *as, const struct uf_vma *tmpl);
+void uf_as_unmap(struct uf_as *as, unsigned long start, unsigned long end);
+int uf_as_protect(struct uf_as *as, unsigned long start, unsigned long end, int prot);
 
 /* A sparse map of per-page bits (pagemap.c): the root node, with the
  * tree's height in its low bits. */
@@ -572,7 +591,39 @@ struct uf_object {
 	struct uf_object *mm_next;	/* under mm->obj_lock */
 	bool dead;			/* unused: nothing sets or reads it */
 	struct uf_ws *ws;		/* record and replay (workingset.c) */
+	/* served by a ufault-serve (uf_object_attach, attach.c): none of the
+	 * cache state above is used, every call goes to the server */
+	struct uf_attach *attach;
+	const struct uf_remote_ops *remote;	/* with @attach: its calls */
 };
+
+/*
+ * The calls of an object served by another process (attach.c, above the
+ * page cache): the page cache's own entry points (uf_object_put, size,
+ * pread, pwrite, truncate, punch_hole, sync) hand an attached object to
+ * these, with no ufault lock held.
+ */
+struct uf_remote_ops {
+	void (*free)(struct uf_object *obj);		/* the last put */
+	uint64_t (*size)(const struct uf_object *obj);
+	ssize_t (*pread)(struct uf_object *obj, void *buf, size_t len, uint64_t off);
+	ssize_t (*pwrite)(struct uf_object *obj, const void *buf, size_t len, uint64_t off);
+	int (*truncate)(struct uf_object *obj, uint64_t size);
+	int (*punch_hole)(struct uf_object *obj, uint64_t off, uint64_t len);
+	int (*sync)(struct uf_object *obj);
+};
+
+/* attach.c: objects served by another process, and serving them */
+struct uf_attach;
+struct uf_attach_srv;
+int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_object *obj,
+		   uint64_t offset, void **addrp);
+/* the calls on addresses: 1 when no attached mapping is in the range
+ * (the caller goes on), else 0 or -errno */
+int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
+int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
+int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
+void uf_attach_destroy_all(struct uf_mm *mm);
 
 /* pid.c: is this a fork child of the process that made @mm, @obj? */
 pid_t uf_pid(void);

@@ -81,6 +81,7 @@ static const char *const ld_names[UF_LK_NCLASSES] = {
 	[UF_LK_RA] = "ra->lock",
 	[UF_LK_WORKER] = "worker->lock",
 	[UF_LK_START] = "u->lock",
+	[UF_LK_ATTACH] = "mm->attach_lock, a->lock",
 };
 
 static size_t ld_hash(uintptr_t a)

@@ -171,6 +171,9 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	uf_lockdep_class(&mm->zap_lock, UF_LK_ZAP);
 	pthread_mutex_init(&mm->as_lock, NULL);
 	uf_lockdep_class(&mm->as_lock, UF_LK_AS);
+	pthread_mutex_init(&mm->attach_lock, NULL);
+	uf_lockdep_class(&mm->attach_lock, UF_LK_ATTACH);
+	pthread_cond_init(&mm->attach_cond, NULL);
 	pthread_mutex_init(&mm->inflight_lock, NULL);
 	uf_lockdep_class(&mm->inflight_lock, UF_LK_INFLIGHT);
 	pthread_cond_init(&mm->inflight_cond, NULL);
@@ -216,6 +219,8 @@ void uf_mm_put(struct uf_mm *mm)
 	pthread_mutex_destroy(&mm->zap_lock);
 	free(mm->zaps);
 	pthread_mutex_destroy(&mm->as_lock);
+	pthread_mutex_destroy(&mm->attach_lock);
+	pthread_cond_destroy(&mm->attach_cond);
 	pthread_mutex_destroy(&mm->inflight_lock);
 	pthread_cond_destroy(&mm->inflight_cond);
 	free(mm);
@@ -265,6 +270,8 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	}
 	/* object calls starting from now fail; those under way complete */
 	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
+	/* attached clients let go, attached objects' mappings unmapped */
+	uf_attach_destroy_all(mm);
 	/* fork children still alive: SIGBUS for what they have not got */
 	uf_as_destroy_all(mm);
 	uf_unmap_all(mm);

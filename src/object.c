@@ -192,6 +192,10 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 {
 	if (!obj || __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	if (obj->attach && !uf_object_forked(obj)) {
+		obj->remote->free(obj);
+		return;
+	}
 	if (uf_object_forked(obj)) {
 		object_free_child(obj);
 		return;
@@ -228,6 +232,8 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 
 UF_EXPORT uint64_t uf_object_size(const struct uf_object *obj)
 {
+	if (obj && obj->attach)
+		return obj->remote->size(obj);
 	return obj ? __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) : 0;
 }
 

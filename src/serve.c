@@ -661,7 +661,7 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	uint64_t rec;
 	int fl, ret;
 
-	if (!obj || !regions || uffd < 0 || uf_object_orphaned(obj) ||
+	if (!obj || !regions || uffd < 0 || uf_object_orphaned(obj) || obj->attach ||
 	    (opts && opts->nremoved && !opts->removed))
 		return -EINVAL;
 	if (uf_object_forked(obj))
@@ -724,7 +724,7 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	 * messages wait for this mm's handlers (see the top of the file) */
 	for (i = 0; i < n; i++)
 		uf_uffd_wake_fd(uffd, s[i].start, s[i].len);
-	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, set ? &as : NULL);
+	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, set ? &as : NULL, NULL);
 out:
 	for (i = 0; i < n && r[i]; i++)
 		region_put(r[i]);

@@ -192,6 +192,8 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 {
 	int ret;
 
+	if (obj && obj->attach && !uf_object_orphaned(obj) && !uf_object_forked(obj))
+		return size > UF_MAX_SIZE ? -EFBIG : obj->remote->truncate(obj, size);
 	if (!obj || !obj->ops || uf_object_orphaned(obj))
 		return -EINVAL;
 	if (uf_object_forked(obj))
@@ -214,6 +216,8 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 	uint64_t end, first, last;
 	int ret = 0;
 
+	if (obj && obj->attach && !uf_object_orphaned(obj) && len && !uf_object_forked(obj))
+		return obj->remote->punch_hole(obj, offset, len);
 	if (!obj || !obj->ops || uf_object_orphaned(obj) || !len)
 		return -EINVAL;
 	if (uf_object_forked(obj))

@@ -120,6 +120,69 @@ int uf_uffd_probe(bool user_mode_only, uint64_t *avail)
 	return ret;
 }
 
+/*
+ * uf_uffd_new_fd - a userfaultfd of this process (O_CLOEXEC | O_NONBLOCK)
+ * with the features of @want the kernel offers: what an attached object
+ * hands to its server (attach.c).  *got: the features granted.  Return
+ * the fd or -errno.
+ */
+int uf_uffd_new_fd(uint64_t want, uint64_t *got)
+{
+	uint64_t avail = 0;
+	int fd, ret;
+
+	ret = uf_uffd_probe(false, &avail);
+	if (ret)
+		return ret;
+	fd = uffd_open(false);
+	if (fd < 0)
+		return fd;
+	ret = uffd_api(fd, want & avail, got);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	*got = want & avail;
+	return fd;
+}
+
+/*
+ * Calls on a bare userfaultfd of this process that no engine here reads:
+ * an attached object's (attach.c), whose server reads it.  Register
+ * MISSING; unregister (which wakes the waiters); poison one range without
+ * waking (-errno: EEXIST where a page is); wake.
+ */
+int uf_uffd_fd_register(int fd, unsigned long start, unsigned long len)
+{
+	struct uffdio_register r = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	return ioctl(fd, UFFDIO_REGISTER, &r) < 0 ? -errno : 0;
+}
+
+void uf_uffd_fd_unregister(int fd, unsigned long start, unsigned long len)
+{
+	struct uffdio_range r = { .start = start, .len = len };
+
+	ioctl(fd, UFFDIO_UNREGISTER, &r);
+}
+
+int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len)
+{
+	struct uf_uffdio_poison p = { .range = { addr, len }, .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+	return ioctl(fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
+}
+
+void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len)
+{
+	struct uffdio_range r = { .start = addr, .len = len };
+
+	ioctl(fd, UFFDIO_WAKE, &r);
+}
+
 static void reserve_room(struct uf_uffd *u);
 
 static void uffd_init_queues(struct uf_uffd *u)

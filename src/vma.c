@@ -1126,6 +1126,8 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 		return -EOVERFLOW;
 	if (obj->readonly && flags == UF_MAP_SHARED && (prot & PROT_WRITE))
 		return -EACCES;
+	if (obj->attach)
+		return uf_attach_mmap(mm, len, prot, flags, obj, offset, addrp);
 
 	vma = uf_vma_alloc(mm, len, prot);
 	if (!vma)
@@ -1240,12 +1242,18 @@ UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 {
 	unsigned long start = (unsigned long)addr, a;
 	struct uf_vma *vma, *gone = NULL;
+	int ret;
 
 	if (!mm || !PAGE_ALIGNED(start) || !len)
 		return -EINVAL;
 	if (uf_forked(mm))
 		return -ECHILD;
 	len = (len + PAGE_SIZE - 1) & PAGE_MASK;
+	if (start + len < start)
+		return -EINVAL;
+	ret = uf_attach_munmap(mm, start, start + len);
+	if (ret != 1)
+		return ret;
 
 	/* what the program did to the range with the system's calls first:
 	 * never unmap what is no longer ufault's */
@@ -1345,6 +1353,10 @@ UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 	if (len > ULONG_MAX - PAGE_SIZE || s + ((len + PAGE_SIZE - 1) & PAGE_MASK) < s)
 		return -ENOMEM;
 	e = s + ((len + PAGE_SIZE - 1) & PAGE_MASK);
+	ret = uf_attach_mprotect(mm, s, e, prot);
+	if (ret != 1)
+		return ret;
+	ret = 0;
 
 	uf_uffd_quiesce(&mm->uffd);
 	uf_vma_refresh(mm, s, e);
@@ -1407,6 +1419,10 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 	end = start + ((len + PAGE_SIZE - 1) & PAGE_MASK);
 	if (end < start)
 		return -ENOMEM;
+	ret = uf_attach_msync(mm, start, end);
+	if (ret != 1)
+		return ret;
+	ret = 0;
 
 	uf_uffd_quiesce(&mm->uffd);
 	uf_vma_refresh(mm, start, end);

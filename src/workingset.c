@@ -515,6 +515,8 @@ static int ws_record_start(struct uf_object *obj, const char *path, bool serve_o
 
 	if (!obj || !path || !*path || uf_object_orphaned(obj))
 		return -EINVAL;
+	if (obj->attach)
+		return -EOPNOTSUPP;	/* (the server's to do) */
 	if (uf_object_forked(obj))
 		return -ECHILD;
 	ws = ws_get(obj);
@@ -946,6 +948,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 
 	if (!obj || !path || uf_object_orphaned(obj))
 		return -EINVAL;
+	if (obj->attach)
+		return -EOPNOTSUPP;	/* (the server's to do) */
 	if (uf_object_forked(obj))
 		return -ECHILD;
 	ret = ws_read(path, &rec, &runs, &nruns);

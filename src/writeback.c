@@ -518,6 +518,8 @@ void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff)
 
 UF_EXPORT int uf_object_sync(struct uf_object *obj)
 {
+	if (obj && obj->attach && !uf_object_forked(obj))
+		return obj->remote->sync(obj);
 	if (!obj || !obj->ops)
 		return -EINVAL;
 	if (uf_object_forked(obj))
@@ -525,4 +527,5 @@ UF_EXPORT int uf_object_sync(struct uf_object *obj)
 	if (obj->readonly)
 		return 0;
 	return uf_object_sync_range(obj, 0, UINT64_MAX, true);
+
 }

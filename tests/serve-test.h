@@ -102,7 +102,7 @@ static int ut_connect(const char *path)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	CHECK(fd >= 0, "socket: %s", strerror(errno));
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%.*s", (int)sizeof(a.sun_path) - 1, path);
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		close(fd);
 		return -1;

@@ -17,7 +17,7 @@ src=${1:-$top/src}
 # The layers, top to bottom (docs/design.md's table).  "shared" is below
 # everything: every layer may call it, and it calls no layer.
 layers='
-1 address-space	mm.c vma.c nonlinear.c as.c serve.c
+1 address-space	mm.c vma.c nonlinear.c as.c serve.c attach.c
 2 fault-path	fault.c
 3 page-cache	object.c rmap.c filemap.c readahead.c truncate.c writeback.c
 		reclaim.c huge.c populate.c pagemap.c worker.c workingset.c

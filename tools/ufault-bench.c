@@ -1678,6 +1678,8 @@ static void usage(FILE *out)
 		"                   fork() with a --size (default 1 GiB) mapping half cached;\n"
 		"                   --only serve: a Firecracker-style client of\n"
 		"                   uf_object_serve_uffd (tools/serve/bench-serve.c)\n"
+		"                   --only attach: a second ufault client's warm reads against\n"
+		"                   the kernel's tmpfs mapping, and 16 clients of one object\n"
 		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
 		"  --tmpfs-dir DIR  where the tmpfs file lives (default /dev/shm)\n"
 		"  --store URL      objects in a Redis Cluster (redis://[[user]:password@]host:port\n"
@@ -1686,6 +1688,8 @@ static void usage(FILE *out)
 		"                   cost per page of each layout in the cluster (default 16 MiB)\n"
 		"exit: 0 done, 1 goal missed (--check), 2 error, 77 no userfaultfd\n");
 }
+
+int bench_attach(const char *dir, size_t size, unsigned int repeat, bool quick, bool check);
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *v)
 {
@@ -1902,6 +1906,10 @@ int main(int argc, char **argv)
 	}
 	if (b.only && !strcmp(b.only, "fork"))
 		return bench_fork(&b, (size_t)(size_mib ? size_mib : 1024) << 20);
+	if (b.only && !strcmp(b.only, "attach"))	/* tools/bench/attach.c */
+		return bench_attach(b.file[STORE_TMPFS].dir,
+				    (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20,
+				    (unsigned int)repeat, quick, b.check);
 	o.quick = quick;
 	b.size = (size_t)(size_mib ? size_mib : quick ? 8 : 64) << 20;
 	b.repeat = (unsigned int)(repeat ? repeat : quick ? 1 : 3);

@@ -50,6 +50,8 @@ struct client {
 	uid_t uid;
 	bool served;		/* handshake done: the library serves it */
 	bool recorded;		/* --record: the client recorded */
+	bool attached;		/* a ufault client (uf_object_attach): polled
+				   for its hang-up only */
 	size_t len;
 	char *buf;		/* the handshake so far */
 	int uffd;		/* received, not yet handed over; or -1 */
@@ -97,7 +99,8 @@ static void usage(FILE *f)
 "usage: ufault-serve [options] SOCKET SOURCE\n"
 "Serve SOURCE (a file, or a redis:// URL) to processes that connect to the\n"
 "Unix socket SOCKET and hand over their userfaultfd: Firecracker's UFFD\n"
-"memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}).\n"
+"memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
+"and ufault programs (uf_object_attach).\n"
 "  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
 "  --allow-uid UID   peers allowed (repeatable; default root and this uid)\n"
 "  --pidfile FILE    write the pid of the serving process there\n"
@@ -428,6 +431,22 @@ static void client_read(struct server *s, unsigned int i)
 	bool incomplete;
 	ssize_t n;
 
+	if (c->attached) {
+		client_close(s, i, NULL);	/* hung up (the library's thread ends) */
+		return;
+	}
+	if (!c->len) {
+		/* a ufault client's hello, or Firecracker's JSON (-EPROTO) */
+		int r = uf_object_serve_client(s->obj, c->fd, 0);
+
+		if (r == -EAGAIN)
+			return;
+		if (r == 0) {
+			c->served = c->attached = true;
+			logf_("client pid %d: a ufault client, served", (int)c->pid);
+			return;
+		}
+	}
 	if (c->served) {
 		/* never written: anything is read and dropped, EOF is gone */
 		n = recv(c->fd, drop, sizeof(drop), MSG_DONTWAIT);
@@ -509,6 +528,7 @@ static void client_accept(struct server *s)
 	if (!ok) {
 		logf_("client pid %d uid %u: uid not allowed; connection closed", (int)cred.pid,
 		      (unsigned)cred.uid);
+		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
 		close(fd);
 		return;
 	}
@@ -585,8 +605,15 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
-	else
-		ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
+	else {
+		/* writable when it can be: ufault clients may write (uf_object_attach) */
+		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
+		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY) {
+			logf_("%s: read-only (%s): ufault clients attach O_RDONLY only", s->source,
+			      strerror(-ret));
+			ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
+		}
+	}
 	if (ret) {
 		logf_("%s: %s", s->source, strerror(-ret));
 		return -1;
@@ -735,7 +762,8 @@ static void serve_loop(struct server *s)
 		pfd[np++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
 		pfd[np++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
 		for (i = 0; i < nc; i++)
-			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd, .events = POLLIN };
+			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd,
+						     .events = s->clients[i]->attached ? 0 : POLLIN };
 		if (s->stats_s) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			timeout = (int)((next.tv_sec - now.tv_sec) * 1000 +

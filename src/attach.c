@@ -1,0 +1,1245 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Objects served by another process: uf_object_attach() (the client) and
+ * uf_object_serve_client() (the server, ufault-serve).  The protocol lives
+ * in this file only.
+ *
+ * A client's mappings of an attached object map the server's cache
+ * itself: the memfd, passed over the socket.  A page any client or the
+ * server has cached is mapped by the kernel with no round trip, and N
+ * clients hold one copy of each page.  Misses go to the server: the
+ * client makes a userfaultfd for the object, registers its mappings of
+ * it there (MISSING) and hands it over once; the server adopts the client
+ * as an address space, as it does a fork child (as.c): its handlers read
+ * that userfaultfd, a fault is served with the client's VMA (the fill
+ * path, filemap.c: the page goes into the memfd through the server's
+ * cache_map, then the client's thread is woken and its retry maps it).
+ * Each uf_mmap(), uf_munmap() and uf_mprotect() of an attached object
+ * tells the server before it returns, so its copy of the client's table
+ * is the client's.  Truncate, punch and reclaim act on the memfd, and so
+ * reach every client by themselves (past EOF the kernel raises SIGBUS).
+ *
+ * Writes.  Shared writable mappings write the memfd: every client and the
+ * server see them at once.  The server cannot see a client's page tables,
+ * so it takes, as for a fork child, every cached page a client's shared
+ * writable mapping shows as dirty at each sync (any client's uf_msync()
+ * or uf_object_sync(), or the server's own), before reclaim, and when the
+ * client unmaps or goes: more writeback, no write lost.
+ *
+ * The server gone (killed, or exited): the client's watcher thread sees
+ * the socket hang up, puts the kernel's poison marker on every page of
+ * its mappings the cache does not hold and wakes them (SIGBUS, never
+ * zeros: with no userfaultfd registered, the kernel would fill a hole
+ * with zeros into the cache the other clients share), and from then on
+ * answers each fault on the userfaultfd the same way.  A client gone
+ * costs the server nothing: the socket's end frees its address space
+ * (its writes marked dirty, its fd closed) and its thread.
+ *
+ * Wire format, version 1 (one host: native byte order, fixed sizes).
+ *
+ *   client -> server, hello, 16 bytes:
+ *	0  "UFATTACH"		magic; its first byte, 'U', is never the
+ *				first of Firecracker's JSON handshake ('['
+ *				or white space): uf_object_serve_client()
+ *				peeks at it, and ufault-serve passes any
+ *				other connection to its JSON parser
+ *	8  u8 version		1
+ *	9  u8 pad[3]
+ *	12 u32 oflags		O_RDONLY or O_RDWR
+ *   server -> client, answer, 24 bytes, with the memfd as SCM_RIGHTS
+ *   when status is 0 (read-only for an O_RDONLY client):
+ *	0  "UFSERVED"
+ *	8  u8 version		the server's
+ *	9  u8 pad[3]
+ *	12 s32 status		0, or -errno: -EACCES (the peer's uid is not
+ *				allowed: sent at once, before the hello is
+ *				read), -EROFS (O_RDWR, the object read-only),
+ *				-EPROTONOSUPPORT (another version)
+ *	16 u32 flags		ATT_READONLY: the object is read-only
+ *	20 u32 pad
+ *   then requests, client -> server, each answered before the next:
+ *	0  u32 op, u32 pad, u64 a, b, c, d	(40 bytes)
+ *	ATT_UFFD	the client's userfaultfd as SCM_RIGHTS (once, first)
+ *	ATT_MAP		a start, b length, c first page, d prot | ATT_SHARED
+ *	ATT_UNMAP	a start, b length
+ *	ATT_PROTECT	a start, b length, c prot
+ *	ATT_PREAD	a offset, b length (at most ATT_MAX_IO)
+ *	ATT_PWRITE	a offset, b length (at most ATT_MAX_IO), then the bytes
+ *	ATT_TRUNCATE	a size
+ *	ATT_PUNCH	a offset, b length
+ *	ATT_SYNC	-
+ *   answer, server -> client: s64 ret (0, bytes, or -errno), u64 pad;
+ *   after ATT_PREAD's, ret bytes.
+ *
+ * Locking: mm->attach_lock (the lists) and an attached object's a->lock
+ * (its socket and table of mappings) are each taken with no other ufault
+ * lock held, and never one under the other (internal.h).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define ATT_VERSION	1
+#define ATT_MAGIC	"UFATTACH"
+#define ATT_MAGIC_SRV	"UFSERVED"
+#define ATT_MAGIC_LEN	8
+#define ATT_READONLY	0x1
+#define ATT_SHARED	0x100
+#define ATT_MAX_IO	(1U << 20)
+/* how long a client waits for the server's answer to its hello */
+#define ATT_HELLO_TIMEOUT_S	10
+
+#ifndef UFFD_FEATURE_POISON
+#define UFFD_FEATURE_POISON	(1 << 14)
+#endif
+
+enum att_op {
+	ATT_UFFD = 1, ATT_MAP, ATT_UNMAP, ATT_PROTECT, ATT_PREAD, ATT_PWRITE,
+	ATT_TRUNCATE, ATT_PUNCH, ATT_SYNC,
+};
+
+struct att_hello {
+	char magic[ATT_MAGIC_LEN];
+	uint8_t version, pad[3];
+	uint32_t oflags;
+};
+
+struct att_answer {
+	char magic[ATT_MAGIC_LEN];
+	uint8_t version, pad[3];
+	int32_t status;
+	uint32_t flags, pad2;
+};
+
+struct att_req {
+	uint32_t op, pad;
+	uint64_t a, b, c, d;
+};
+
+struct att_rep {
+	int64_t ret;
+	uint64_t pad;
+};
+
+_Static_assert(sizeof(struct att_hello) == 16, "hello: 16 bytes");
+_Static_assert(sizeof(struct att_answer) == 24, "answer: 24 bytes");
+_Static_assert(sizeof(struct att_req) == 40, "request: 40 bytes");
+_Static_assert(sizeof(struct att_rep) == 16, "reply: 16 bytes");
+
+/* ------------------------------------------------------------------ */
+/* Both ends                                                           */
+/* ------------------------------------------------------------------ */
+
+/* All of @len bytes, or -errno (-ECONNRESET at the end of the stream). */
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = recv(fd, (char *)buf + done, len - done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* Send @len bytes with @pass (>= 0) as SCM_RIGHTS. */
+static int send_fd(int sock, const void *buf, size_t len, int pass)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	if (pass >= 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+	}
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* (the rest without the fd, should the kernel take a part) */
+	return (size_t)n < len ? write_full(sock, (const char *)buf + n, len - (size_t)n) : 0;
+}
+
+/* Receive @len bytes and at most one fd (*fdp, -1 if none came; any
+ * other is closed).  -ECONNRESET at the end of the stream. */
+static int recv_fd(int sock, void *buf, size_t len, int *fdp)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*fdp = -1;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		int fds[4], k, nfd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		memcpy(fds, CMSG_DATA(cm), (size_t)nfd * sizeof(int));
+		for (k = 0; k < nfd; k++) {
+			if (*fdp < 0)
+				*fdp = fds[k];
+			else
+				close(fds[k]);
+		}
+	}
+	if (n == 0) {
+		if (*fdp >= 0)
+			close(*fdp);
+		*fdp = -1;
+		return -ECONNRESET;
+	}
+	if ((size_t)n < len) {
+		int ret = read_full(sock, (char *)buf + n, len - (size_t)n);
+
+		if (ret && *fdp >= 0) {
+			close(*fdp);
+			*fdp = -1;
+		}
+		return ret;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The server                                                          */
+/* ------------------------------------------------------------------ */
+
+struct uf_attach_srv {
+	struct uf_object *obj;
+	int sock;
+	bool readonly;			/* the client attached O_RDONLY */
+	struct uf_as *as;		/* its address space, once it sent its fd */
+	struct uf_attach_srv *next;	/* mm->served, under attach_lock */
+};
+
+/* A client's object mappings: served as a fork child's are (filemap.c). */
+static const struct uf_remote_ops att_remote_ops;
+
+static const struct uf_vm_operations attach_vm_ops = {
+	.fault	= uf_filemap_fault,
+};
+
+/* Is @fd a userfaultfd?  Its link in /proc names its anonymous inode. */
+static bool is_userfaultfd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[userfaultfd]") == 0;
+}
+
+static bool range_ok(uint64_t start, uint64_t len)
+{
+	return len && PAGE_ALIGNED(start) && PAGE_ALIGNED(len) && start + len > start &&
+	       start + len <= (1ULL << 63);
+}
+
+/* The client's fd: its address space is served from now on. */
+static int srv_uffd(struct uf_attach_srv *c, int fd)
+{
+	int fl;
+
+	if (c->as)
+		return -EEXIST;
+	if (fd < 0 || !is_userfaultfd(fd))
+		return -EBADF;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
+		return -EBADF;
+	/* (-ECANCELED: the fd was taken, and closed) */
+	return uf_as_adopt(c->obj->mm, fd, NULL, 0, &uf_as_uffd_ops, NULL, &c->as);
+}
+
+static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
+{
+	struct uf_object *obj = c->obj;
+	struct uf_vma t;
+	int prot = (int)(r->d & 0xff);
+
+	if (!c->as)
+		return -ENOTCONN;
+	if (!range_ok(r->a, r->b) || r->c > (UINT64_MAX >> PAGE_SHIFT) - (r->b >> PAGE_SHIFT))
+		return -EINVAL;
+	memset(&t, 0, sizeof(t));
+	t.start = (unsigned long)r->a;
+	t.end = (unsigned long)(r->a + r->b);
+	t.pgoff = r->c;
+	t.prot = prot;
+	if (r->d & ATT_SHARED) {
+		t.flags = VMA_SHARED;
+		if (c->readonly || obj->readonly)
+			t.flags |= VMA_PRIV_MAP;
+	} else {
+		t.flags = VMA_PRIVATE;
+	}
+	t.vm_ops = &attach_vm_ops;
+	t.obj = obj;
+	return uf_as_map(c->as, &t);
+}
+
+/* One request; its answer is sent.  An error to send ends the client. */
+static int srv_request(struct uf_attach_srv *c, const struct att_req *r, int fd)
+{
+	struct uf_object *obj = c->obj;
+	struct att_rep rep = { 0 };
+	void *buf = NULL;
+	int ret;
+
+	if (fd >= 0 && r->op != ATT_UFFD) {
+		close(fd);
+		fd = -1;
+	}
+	switch (r->op) {
+	case ATT_UFFD:
+		rep.ret = srv_uffd(c, fd);
+		if (rep.ret && rep.ret != -ECANCELED && fd >= 0)
+			close(fd);
+		break;
+	case ATT_MAP:
+		rep.ret = srv_map(c, r);
+		break;
+	case ATT_UNMAP:
+		if (!c->as || !range_ok(r->a, r->b))
+			rep.ret = -EINVAL;
+		else
+			uf_as_unmap(c->as, (unsigned long)r->a, (unsigned long)(r->a + r->b));
+		break;
+	case ATT_PROTECT:
+		if (!c->as || !range_ok(r->a, r->b))
+			rep.ret = -EINVAL;
+		else
+			rep.ret = uf_as_protect(c->as, (unsigned long)r->a,
+						(unsigned long)(r->a + r->b), (int)r->c);
+		break;
+	case ATT_PREAD:
+	case ATT_PWRITE:
+		if (r->b > ATT_MAX_IO)
+			return -EPROTO;
+		buf = malloc(r->b ? r->b : 1);
+		if (!buf)
+			return -ENOMEM;
+		if (r->op == ATT_PWRITE) {
+			ret = read_full(c->sock, buf, r->b);
+			if (ret) {
+				free(buf);
+				return ret;
+			}
+			rep.ret = c->readonly ? -EROFS : uf_object_pwrite(obj, buf, r->b, r->a);
+		} else {
+			rep.ret = uf_object_pread(obj, buf, r->b, r->a);
+		}
+		break;
+	case ATT_TRUNCATE:
+		rep.ret = c->readonly ? -EROFS : uf_object_truncate(obj, r->a);
+		break;
+	case ATT_PUNCH:
+		rep.ret = c->readonly ? -EROFS : uf_object_punch_hole(obj, r->a, r->b);
+		break;
+	case ATT_SYNC:
+		rep.ret = uf_object_sync(obj);
+		break;
+	default:
+		return -EPROTO;
+	}
+	ret = write_full(c->sock, &rep, sizeof(rep));
+	if (!ret && r->op == ATT_PREAD && rep.ret > 0)
+		ret = write_full(c->sock, buf, (size_t)rep.ret);
+	free(buf);
+	return ret;
+}
+
+/* The hello and its answer (with the memfd). */
+static int srv_hello(struct uf_attach_srv *c)
+{
+	struct att_hello h;
+	struct att_answer a = { .magic = ATT_MAGIC_SRV, .version = ATT_VERSION };
+	int acc, fd = -1, ret;
+
+	ret = read_full(c->sock, &h, sizeof(h));
+	if (ret)
+		return ret;
+	if (memcmp(h.magic, ATT_MAGIC, ATT_MAGIC_LEN))
+		return -EPROTO;
+	acc = (int)(h.oflags & O_ACCMODE);
+	if (h.version != ATT_VERSION)
+		a.status = -EPROTONOSUPPORT;
+	else if ((h.oflags & ~(uint32_t)O_ACCMODE) || (acc != O_RDONLY && acc != O_RDWR))
+		a.status = -EINVAL;
+	else if (acc == O_RDWR && c->obj->readonly)
+		a.status = -EROFS;
+	c->readonly = acc == O_RDONLY;
+	a.flags = c->obj->readonly ? ATT_READONLY : 0;
+	if (!a.status) {
+		char path[64];
+
+		/* a read-only client gets a read-only file of the cache */
+		if (c->readonly) {
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", c->obj->memfd);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				a.status = -errno;
+		} else {
+			fd = c->obj->memfd;
+		}
+	}
+	ret = send_fd(c->sock, &a, sizeof(a), a.status ? -1 : fd);
+	if (c->readonly && fd >= 0)
+		close(fd);
+	return ret ? ret : a.status;
+}
+
+static void *srv_thread(void *arg)
+{
+	struct uf_attach_srv *c = arg, **pp;
+	struct uf_object *obj = c->obj;
+	struct uf_mm *mm = obj->mm;
+	struct att_req r;
+	int fd;
+
+	if (srv_hello(c) == 0) {
+		while (recv_fd(c->sock, &r, sizeof(r), &fd) == 0)
+			if (srv_request(c, &r, fd))
+				break;
+	}
+	/* gone, or stopped: nobody serves its faults from now on */
+	if (c->as)
+		uf_as_release(c->as);
+	pthread_mutex_lock(&mm->attach_lock);
+	for (pp = &mm->served; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	close(c->sock);		/* (under the lock: uf_attach_destroy_all()) */
+	pthread_cond_broadcast(&mm->attach_cond);
+	pthread_mutex_unlock(&mm->attach_lock);
+	free(c);
+	uf_object_put(obj);
+	return NULL;
+}
+
+UF_EXPORT int uf_object_serve_client(struct uf_object *obj, int sock, int error)
+{
+	struct uf_attach_srv *c;
+	char peek[ATT_MAGIC_LEN];
+	pthread_attr_t at;
+	pthread_t t;
+	ssize_t n;
+	int fl, ret;
+
+	if (!obj || sock < 0 || error > 0 || obj->attach || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	if (error) {
+		struct att_answer a = { .magic = ATT_MAGIC_SRV, .version = ATT_VERSION,
+					.status = error };
+
+		/* (a peer that does not read it, Firecracker, loses nothing) */
+		if (send(sock, &a, sizeof(a), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			return -errno;
+		return error;
+	}
+	n = recv(sock, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -EAGAIN : -errno;
+	if (n == 0 || memcmp(peek, ATT_MAGIC, (size_t)n))
+		return -EPROTO;
+	if ((size_t)n < sizeof(peek)) {
+		struct pollfd pf = { .fd = sock, .events = POLLRDHUP };
+
+		/* the rest may come; unless the peer has closed its end */
+		if (poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return -EPROTO;
+		return -EAGAIN;
+	}
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->obj = obj;
+	c->sock = fcntl(sock, F_DUPFD_CLOEXEC, 3);
+	if (c->sock < 0) {
+		ret = -errno;
+		free(c);
+		return ret;
+	}
+	/* the thread reads and writes blocking (the caller only polls) */
+	fl = fcntl(c->sock, F_GETFL);
+	if (fl >= 0 && (fl & O_NONBLOCK))
+		fcntl(c->sock, F_SETFL, fl & ~O_NONBLOCK);
+	uf_object_get(obj);
+	pthread_mutex_lock(&obj->mm->attach_lock);
+	if (__atomic_load_n(&obj->mm->dead, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&obj->mm->attach_lock);
+		ret = -EINVAL;
+		goto fail;
+	}
+	c->next = obj->mm->served;
+	obj->mm->served = c;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&t, &at, srv_thread, c);
+	pthread_attr_destroy(&at);
+	if (ret)
+		obj->mm->served = c->next;
+	pthread_mutex_unlock(&obj->mm->attach_lock);
+	if (!ret)
+		return 0;
+fail:
+	close(c->sock);
+	free(c);
+	uf_object_put(obj);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* The client                                                          */
+/* ------------------------------------------------------------------ */
+
+struct att_map {
+	unsigned long start, end;
+	uint64_t pgoff;
+	int prot;
+	bool shared;
+};
+
+struct uf_attach {
+	struct uf_object *obj;
+	int sock;
+	int uffd;
+	int stopfd;			/* eventfd: the watcher exits */
+	bool dead;			/* the server is gone (atomic) */
+	bool server_readonly;
+	pthread_t watcher;
+	pthread_mutex_t lock;		/* the socket, the table below */
+	struct att_map *maps;		/* sorted by start */
+	size_t nmaps, maps_cap;
+	struct uf_attach *next;		/* mm->attached, under attach_lock */
+};
+
+/* One request and its answer (with @out for ATT_PREAD, @in for
+ * ATT_PWRITE).  Locking: a->lock held. */
+static int64_t att_call(struct uf_attach *a, const struct att_req *r, const void *in,
+			void *out)
+{
+	struct att_rep rep;
+	int ret;
+
+	if (__atomic_load_n(&a->dead, __ATOMIC_ACQUIRE))
+		return -ENOTCONN;
+	ret = write_full(a->sock, r, sizeof(*r));
+	if (!ret && r->op == ATT_PWRITE)
+		ret = write_full(a->sock, in, r->b);
+	if (!ret)
+		ret = read_full(a->sock, &rep, sizeof(rep));
+	if (!ret && r->op == ATT_PREAD && rep.ret > 0) {
+		if ((uint64_t)rep.ret > r->b)
+			ret = -EPROTO;
+		else
+			ret = read_full(a->sock, out, (size_t)rep.ret);
+	}
+	if (ret) {
+		/* the stream is out of step, or the server gone */
+		shutdown(a->sock, SHUT_RDWR);
+		return -ENOTCONN;
+	}
+	return rep.ret;
+}
+
+static int64_t att_call_simple(struct uf_attach *a, uint32_t op, uint64_t x, uint64_t y,
+			       uint64_t z, uint64_t w)
+{
+	struct att_req r = { .op = op, .a = x, .b = y, .c = z, .d = w };
+	int64_t ret;
+
+	pthread_mutex_lock(&a->lock);
+	ret = att_call(a, &r, NULL, NULL);
+	pthread_mutex_unlock(&a->lock);
+	return ret;
+}
+
+/* Poison the pages of [s, e) the cache does not hold, then wake them. */
+static void att_poison_holes(struct uf_attach *a, unsigned long s, unsigned long e)
+{
+	unsigned char vec[64];
+	unsigned long x;
+
+	for (x = s; x < e; x += 64 * PAGE_SIZE) {
+		unsigned long n = (e - x) / PAGE_SIZE < 64 ? (e - x) / PAGE_SIZE : 64, k;
+
+		if (mincore((void *)x, n * PAGE_SIZE, vec) < 0)
+			memset(vec, 0, sizeof(vec));
+		for (k = 0; k < n; k++)
+			if (!(vec[k] & 1))
+				uf_uffd_fd_poison(a->uffd, x + k * PAGE_SIZE, PAGE_SIZE);
+	}
+	uf_uffd_fd_wake(a->uffd, s, e - s);
+}
+
+/*
+ * The watcher: waits for the server to hang up.  Then every hole of the
+ * object's mappings here takes SIGBUS, and each fault the fd still
+ * reports is answered so (events are read and dropped: their threads go
+ * on).  Until att_free() stops it.
+ */
+static void *att_watcher(void *arg)
+{
+	struct uf_attach *a = arg;
+	struct pollfd p[2] = {
+		{ .fd = a->sock, .events = POLLRDHUP },
+		{ .fd = a->stopfd, .events = POLLIN },
+	};
+	size_t i;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents)
+			return NULL;
+		if (p[0].revents)
+			break;
+	}
+	__atomic_store_n(&a->dead, true, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&a->lock);
+	for (i = 0; i < a->nmaps; i++)
+		att_poison_holes(a, a->maps[i].start, a->maps[i].end);
+	pthread_mutex_unlock(&a->lock);
+	p[0] = (struct pollfd){ .fd = a->uffd, .events = POLLIN };
+	for (;;) {
+		struct uffd_msg m[16];
+		ssize_t n;
+		int k;
+
+		if (poll(p, 2, -1) < 0)
+			continue;
+		if (p[1].revents)
+			return NULL;
+		n = read(a->uffd, m, sizeof(m));
+		for (k = 0; n > 0 && k < (int)(n / (ssize_t)sizeof(m[0])); k++) {
+			unsigned long pa;
+
+			if (m[k].event != UFFD_EVENT_PAGEFAULT)
+				continue;
+			pa = (unsigned long)m[k].arg.pagefault.address & PAGE_MASK;
+			att_poison_holes(a, pa, pa + PAGE_SIZE);
+		}
+	}
+}
+
+/* Locking: a->lock held.  The first map entry whose end is above @addr. */
+static size_t __att_index(struct uf_attach *a, unsigned long addr)
+{
+	size_t i = 0;
+
+	while (i < a->nmaps && a->maps[i].end <= addr)
+		i++;
+	return i;
+}
+
+static int __att_insert(struct uf_attach *a, size_t i, const struct att_map *m)
+{
+	if (a->nmaps == a->maps_cap) {
+		size_t cap = a->maps_cap ? 2 * a->maps_cap : 8;
+		struct att_map *p = realloc(a->maps, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		a->maps = p;
+		a->maps_cap = cap;
+	}
+	memmove(&a->maps[i + 1], &a->maps[i], (a->nmaps - i) * sizeof(*a->maps));
+	a->maps[i] = *m;
+	a->nmaps++;
+	return 0;
+}
+
+/* Is [s, e) all mappings of @a?  Locking: a->lock held. */
+static bool __att_covers(struct uf_attach *a, unsigned long s, unsigned long e)
+{
+	size_t i = __att_index(a, s);
+	unsigned long at = s;
+
+	for (; i < a->nmaps && at < e; i++) {
+		if (a->maps[i].start > at)
+			return false;
+		at = a->maps[i].end;
+	}
+	return at >= e;
+}
+
+/* Split the entry across @addr, if one is.  Locking: a->lock held. */
+static int __att_split(struct uf_attach *a, unsigned long addr)
+{
+	size_t i = __att_index(a, addr);
+	struct att_map m;
+
+	if (i >= a->nmaps || a->maps[i].start >= addr)
+		return 0;
+	m = a->maps[i];
+	m.pgoff += (addr - m.start) >> PAGE_SHIFT;
+	m.start = addr;
+	if (__att_insert(a, i + 1, &m))
+		return -ENOMEM;
+	a->maps[i].end = addr;
+	uf_object_get(a->obj);		/* each entry holds one */
+	return 0;
+}
+
+/*
+ * The attached objects of @mm, each with a reference, in *listp (NULL
+ * when none): how many.  An object in its last put is left out.
+ * Locking: takes mm->attach_lock.
+ */
+static size_t att_snapshot(struct uf_mm *mm, struct uf_attach ***listp)
+{
+	struct uf_attach *a, **list = NULL;
+	size_t n = 0, cap = 0;
+
+	*listp = NULL;
+	if (!__atomic_load_n(&mm->attached, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&mm->attach_lock);
+	for (a = mm->attached; a; a = a->next)
+		cap++;
+	list = calloc(cap ? cap : 1, sizeof(*list));
+	/* (its free takes it off the list first: under the lock, @a and
+	 * its object are still there) */
+	for (a = mm->attached; list && a; a = a->next)
+		if (uf_object_tryget(a->obj))
+			list[n++] = a;
+	pthread_mutex_unlock(&mm->attach_lock);
+	*listp = list;
+	return n;
+}
+
+/* The attached object with a mapping in [s, e), with a reference. */
+static struct uf_attach *att_find(struct uf_mm *mm, unsigned long s, unsigned long e)
+{
+	struct uf_attach **list, *found = NULL;
+	size_t n = att_snapshot(mm, &list), i, k;
+
+	for (k = 0; k < n; k++) {
+		struct uf_attach *a = list[k];
+
+		if (!found) {
+			pthread_mutex_lock(&a->lock);
+			i = __att_index(a, s);
+			if (i < a->nmaps && a->maps[i].start < e)
+				found = a;
+			pthread_mutex_unlock(&a->lock);
+			if (found == a)
+				continue;
+		}
+		uf_object_put(a->obj);
+	}
+	free(list);
+	return found;
+}
+
+UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int oflags,
+			       struct uf_object **objp)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct att_hello h = { .magic = ATT_MAGIC, .version = ATT_VERSION };
+	struct att_answer ans;
+	struct timeval tv = { .tv_sec = ATT_HELLO_TIMEOUT_S };
+	struct uf_attach *a;
+	struct uf_object *obj;
+	struct att_req r = { .op = ATT_UFFD };
+	uint64_t got;
+	int acc = oflags & O_ACCMODE, ret, memfd = -1;
+	int64_t r64;
+
+	if (!mm || !socket_path || !objp || (oflags & ~O_ACCMODE) ||
+	    (acc != O_RDONLY && acc != O_RDWR))
+		return -EINVAL;
+	if (uf_forked(mm))
+		return -ECHILD;
+	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
+		return -EINVAL;
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, socket_path);
+	a = calloc(1, sizeof(*a));
+	obj = calloc(1, sizeof(*obj));
+	if (!a || !obj) {
+		free(a);
+		free(obj);
+		return -ENOMEM;
+	}
+	a->uffd = a->stopfd = -1;
+	pthread_mutex_init(&a->lock, NULL);
+	uf_lockdep_class(&a->lock, UF_LK_ATTACH);
+	a->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (a->sock < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	if (connect(a->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	/* a socket that never answers is not a server: bounded wait */
+	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	h.oflags = (uint32_t)acc;
+	/* refused at once (uid), the server may have closed already: its
+	 * answer is still there to read */
+	(void)write_full(a->sock, &h, sizeof(h));
+	ret = recv_fd(a->sock, &ans, sizeof(ans), &memfd);
+	if (ret == -EAGAIN || ret == -EWOULDBLOCK) {
+		ret = -ETIMEDOUT;
+		goto fail;
+	}
+	if (ret || memcmp(ans.magic, ATT_MAGIC_SRV, ATT_MAGIC_LEN)) {
+		ret = -EPROTO;
+		goto fail;
+	}
+	if (ans.status) {
+		ret = ans.status < 0 && ans.status > -4096 ? ans.status : -EPROTO;
+		goto fail;
+	}
+	if (memfd < 0) {
+		ret = -EPROTO;
+		goto fail;
+	}
+	tv.tv_sec = 0;
+	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	a->server_readonly = ans.flags & ATT_READONLY;
+
+	/* the fd the server reads our faults from */
+	ret = uf_uffd_new_fd(UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EVENT_UNMAP |
+			     UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |
+			     UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_POISON, &got);
+	if (ret < 0)
+		goto fail;
+	a->uffd = ret;
+	if (!(got & UFFD_FEATURE_MISSING_SHMEM)) {
+		ret = -EOPNOTSUPP;
+		goto fail;
+	}
+	r.a = got;
+	ret = send_fd(a->sock, &r, sizeof(r), a->uffd);
+	if (!ret) {
+		struct att_rep rep;
+
+		ret = read_full(a->sock, &rep, sizeof(rep));
+		r64 = ret ? -EPROTO : rep.ret;
+		ret = r64 < 0 && r64 > -4096 ? (int)r64 : r64 ? -EPROTO : 0;
+	}
+	if (ret)
+		goto fail;
+
+	a->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (a->stopfd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	obj->mm = mm;
+	obj->pid = mm->pid;
+	obj->refs = 1;
+	obj->readonly = acc == O_RDONLY || a->server_readonly;
+	obj->memfd = memfd;
+	obj->cache_map = MAP_FAILED;
+	obj->attach = a;
+	obj->remote = &att_remote_ops;
+	a->obj = obj;
+	ret = -pthread_create(&a->watcher, NULL, att_watcher, a);
+	if (ret)
+		goto fail;
+	memfd = -1;
+	__atomic_add_fetch(&mm->refs, 1, __ATOMIC_RELAXED);	/* the object's */
+	pthread_mutex_lock(&mm->attach_lock);
+	a->next = mm->attached;
+	__atomic_store_n(&mm->attached, a, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&mm->attach_lock);
+	*objp = obj;
+	return 0;
+fail:
+	if (a->stopfd >= 0)
+		close(a->stopfd);
+	if (a->uffd >= 0)
+		close(a->uffd);
+	if (a->sock >= 0)
+		close(a->sock);
+	if (memfd >= 0)
+		close(memfd);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+	free(obj);
+	return ret;
+}
+
+/* The last put (uf_object_put): no mapping is left (each held one). */
+static void att_free(struct uf_object *obj)
+{
+	struct uf_attach *a = obj->attach, **pp;
+	struct uf_mm *mm = obj->mm;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&mm->attach_lock);
+	for (pp = &mm->attached; *pp; pp = &(*pp)->next) {
+		if (*pp == a) {
+			/* (mm->attached is read unlocked: att_snapshot) */
+			__atomic_store_n(pp, a->next, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mm->attach_lock);
+	if (write(a->stopfd, &one, sizeof(one)) != sizeof(one)) {
+		/* (an eventfd write of 1 does not fail) */
+	}
+	pthread_join(a->watcher, NULL);
+	/* the server sees the end, and frees what it held for us */
+	close(a->sock);
+	close(a->uffd);
+	close(a->stopfd);
+	close(obj->memfd);
+	pthread_mutex_destroy(&a->lock);
+	free(a->maps);
+	free(a);
+	free(obj);
+	uf_mm_put(mm);
+}
+
+static uint64_t att_size(const struct uf_object *obj)
+{
+	struct stat st;
+
+	/* the cache's size is i_size (truncate.c keeps them equal) */
+	return fstat(obj->memfd, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+static ssize_t att_pread(struct uf_object *obj, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		size_t n = len - done < ATT_MAX_IO ? len - done : ATT_MAX_IO;
+		struct att_req r = { .op = ATT_PREAD, .a = off + done, .b = n };
+		int64_t ret;
+
+		pthread_mutex_lock(&obj->attach->lock);
+		ret = att_call(obj->attach, &r, NULL, (char *)buf + done);
+		pthread_mutex_unlock(&obj->attach->lock);
+		if (ret < 0)
+			return done ? (ssize_t)done : (ssize_t)ret;
+		done += (size_t)ret;
+		if ((size_t)ret < n)
+			break;
+	}
+	return (ssize_t)done;
+}
+
+static ssize_t att_pwrite(struct uf_object *obj, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	if (obj->readonly)
+		return -EROFS;
+	while (done < len) {
+		size_t n = len - done < ATT_MAX_IO ? len - done : ATT_MAX_IO;
+		struct att_req r = { .op = ATT_PWRITE, .a = off + done, .b = n };
+		int64_t ret;
+
+		pthread_mutex_lock(&obj->attach->lock);
+		ret = att_call(obj->attach, &r, (const char *)buf + done, NULL);
+		pthread_mutex_unlock(&obj->attach->lock);
+		if (ret < 0)
+			return done ? (ssize_t)done : (ssize_t)ret;
+		done += (size_t)ret;
+		if ((size_t)ret < n)
+			break;
+	}
+	return (ssize_t)done;
+}
+
+static int att_truncate(struct uf_object *obj, uint64_t size)
+{
+	if (obj->readonly)
+		return -EROFS;
+	return (int)att_call_simple(obj->attach, ATT_TRUNCATE, size, 0, 0, 0);
+}
+
+static int att_punch_hole(struct uf_object *obj, uint64_t off, uint64_t len)
+{
+	if (obj->readonly)
+		return -EROFS;
+	return (int)att_call_simple(obj->attach, ATT_PUNCH, off, len, 0, 0);
+}
+
+static int att_sync(struct uf_object *obj)
+{
+	if (obj->readonly)
+		return 0;
+	return (int)att_call_simple(obj->attach, ATT_SYNC, 0, 0, 0, 0);
+}
+
+/* What the page cache's entry points hand an attached object to. */
+static const struct uf_remote_ops att_remote_ops = {
+	.free		= att_free,
+	.size		= att_size,
+	.pread		= att_pread,
+	.pwrite		= att_pwrite,
+	.truncate	= att_truncate,
+	.punch_hole	= att_punch_hole,
+	.sync		= att_sync,
+};
+
+int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_object *obj,
+		   uint64_t offset, void **addrp)
+{
+	struct uf_attach *a = obj->attach;
+	bool shared = flags == UF_MAP_SHARED;
+	int mflags = shared && !obj->readonly ? MAP_SHARED : MAP_PRIVATE;
+	struct att_req r = { .op = ATT_MAP };
+	struct att_map m;
+	void *p;
+	int ret;
+
+	(void)mm;
+	if (obj->readonly && shared && (prot & PROT_WRITE))
+		return -EACCES;
+	if (__atomic_load_n(&a->dead, __ATOMIC_ACQUIRE))
+		return -ENOTCONN;
+	/* at the file offset modulo 2 MiB: the server's huge extents map
+	 * with one PMD here too */
+	p = uf_mmap_aligned(len, prot, mflags | MAP_NORESERVE, obj->memfd, offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	/* a fork child would not be served: it must not have them (its
+	 * kernel would fill holes with zeros, into the shared cache) */
+	if (madvise(p, len, MADV_DONTFORK) < 0) {
+		ret = -errno;
+		munmap(p, len);
+		return ret;
+	}
+	ret = uf_uffd_fd_register(a->uffd, (unsigned long)p, len);
+	if (ret) {
+		munmap(p, len);
+		return ret;
+	}
+	m.start = (unsigned long)p;
+	m.end = m.start + len;
+	m.pgoff = offset >> PAGE_SHIFT;
+	m.prot = prot;
+	m.shared = shared;
+	r.a = m.start;
+	r.b = len;
+	r.c = m.pgoff;
+	r.d = (uint64_t)prot | (shared ? ATT_SHARED : 0);
+	pthread_mutex_lock(&a->lock);
+	ret = (int)att_call(a, &r, NULL, NULL);
+	if (!ret)
+		ret = __att_insert(a, __att_index(a, m.start), &m);
+	pthread_mutex_unlock(&a->lock);
+	if (ret) {
+		/* (nobody has the address yet: unregistered, nothing faults) */
+		uf_uffd_fd_unregister(a->uffd, m.start, len);
+		munmap(p, len);
+		if (ret != -ENOTCONN)
+			att_call_simple(a, ATT_UNMAP, m.start, len, 0, 0);
+		return ret;
+	}
+	uf_object_get(obj);		/* the mapping's */
+	*addrp = p;
+	return 0;
+}
+
+int uf_attach_munmap(struct uf_mm *mm, unsigned long s, unsigned long e)
+{
+	struct uf_attach *a = att_find(mm, s, e);
+	size_t i, puts = 0;
+	int ret = 0;
+
+	if (!a)
+		return 1;
+	pthread_mutex_lock(&a->lock);
+	if (!__att_covers(a, s, e) || __att_split(a, s) || __att_split(a, e)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	/* no access from here (SIGSEGV, as after the unmap); then
+	 * unregistered (waiters wake into PROT_NONE), unmapped with no
+	 * event to wait for, and the server told */
+	mprotect((void *)s, e - s, PROT_NONE);
+	uf_uffd_fd_unregister(a->uffd, s, e - s);
+	munmap((void *)s, e - s);
+	{
+		struct att_req r = { .op = ATT_UNMAP, .a = s, .b = e - s };
+
+		att_call(a, &r, NULL, NULL);
+	}
+	i = __att_index(a, s);
+	while (i < a->nmaps && a->maps[i].start < e) {
+		memmove(&a->maps[i], &a->maps[i + 1], (a->nmaps - i - 1) * sizeof(*a->maps));
+		a->nmaps--;
+		puts++;
+	}
+out:
+	pthread_mutex_unlock(&a->lock);
+	while (puts--)
+		uf_object_put(a->obj);
+	uf_object_put(a->obj);		/* att_find's */
+	return ret;
+}
+
+int uf_attach_mprotect(struct uf_mm *mm, unsigned long s, unsigned long e, int prot)
+{
+	struct uf_attach *a = att_find(mm, s, e);
+	size_t i;
+	int ret = 0;
+
+	if (!a)
+		return 1;
+	pthread_mutex_lock(&a->lock);
+	if (!__att_covers(a, s, e)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = __att_index(a, s); (prot & PROT_WRITE) && i < a->nmaps && a->maps[i].start < e;
+	     i++)
+		if (a->maps[i].shared && a->obj->readonly) {
+			ret = -EACCES;
+			goto out;
+		}
+	if (__att_split(a, s) || __att_split(a, e)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (mprotect((void *)s, e - s, prot) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	for (i = __att_index(a, s); i < a->nmaps && a->maps[i].start < e; i++)
+		a->maps[i].prot = prot;
+	{
+		struct att_req r = { .op = ATT_PROTECT, .a = s, .b = e - s, .c = (uint64_t)prot };
+		int64_t r64 = att_call(a, &r, NULL, NULL);
+
+		if (r64 && r64 != -ENOTCONN)
+			ret = (int)r64;
+	}
+out:
+	pthread_mutex_unlock(&a->lock);
+	uf_object_put(a->obj);
+	return ret;
+}
+
+int uf_attach_msync(struct uf_mm *mm, unsigned long s, unsigned long e)
+{
+	struct uf_attach *a = att_find(mm, s, e);
+	bool covered;
+	int ret;
+
+	if (!a)
+		return 1;
+	pthread_mutex_lock(&a->lock);
+	covered = __att_covers(a, s, e);
+	pthread_mutex_unlock(&a->lock);
+	/* (the server writes back every page of the object it takes as
+	 * dirty: this range's among them) */
+	ret = !covered ? -ENOMEM : att_sync(a->obj);
+	uf_object_put(a->obj);
+	return ret;
+}
+
+/*
+ * uf_attach_destroy_all - uf_mm_destroy(): the clients this mm serves are
+ * let go (their threads end: every page a client has not received takes
+ * SIGBUS there), and the mappings of objects attached here are unmapped.
+ * Locking: takes mm->attach_lock, a->lock; none held.
+ */
+void uf_attach_destroy_all(struct uf_mm *mm)
+{
+	struct uf_attach_srv *c;
+
+	pthread_mutex_lock(&mm->attach_lock);
+	for (c = mm->served; c; c = c->next)
+		shutdown(c->sock, SHUT_RDWR);
+	while (mm->served)
+		pthread_cond_wait(&mm->attach_cond, &mm->attach_lock);
+	pthread_mutex_unlock(&mm->attach_lock);
+
+	for (;;) {
+		struct uf_attach **list;
+		size_t n = att_snapshot(mm, &list), k;
+		unsigned long s = 0, e = 0;
+
+		for (k = 0; k < n; k++) {
+			struct uf_attach *a = list[k];
+
+			pthread_mutex_lock(&a->lock);
+			if (!e && a->nmaps) {
+				s = a->maps[0].start;
+				e = a->maps[0].end;
+			}
+			pthread_mutex_unlock(&a->lock);
+			uf_object_put(a->obj);
+		}
+		free(list);
+		if (!e || uf_attach_munmap(mm, s, e))
+			return;
+	}
+}

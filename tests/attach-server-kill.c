@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+/* Description: a ufault client whose ufault-serve is killed (SIGKILL) or exits takes SIGBUS at its next access to a page the cache does not hold, never zeros and never a hang; pages cached before still read right, and calls to the server fail with -ENOTCONN */
+#include "attach-test.h"
+
+#define SIZE	(8 << 20)
+#define PG	4096
+
+static void run(int sig)
+{
+	struct ut_server srv;
+	struct uf_mm *mm;
+	struct uf_object *obj;
+	unsigned char *p, v;
+	struct ut_fault f;
+	char c;
+	int i, st;
+
+	ut_server_start(&srv, SIZE, NULL);
+	obj = ut_attach(&mm, srv.sock, O_RDWR);
+	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ | PROT_WRITE, UF_MAP_SHARED, obj, 0, (void **)&p), 0);
+	for (i = 0; i < 16; i++)
+		CHECK(p[i * PG] == ut_pattern(i * PG), "page %d before", i);
+	p[PG + 1] = 0xEE;
+
+	CHECK(kill(srv.pid, sig) == 0, "kill: %s", strerror(errno));
+	CHECK(waitpid(srv.pid, &st, 0) == srv.pid, "waitpid: %s", strerror(errno));
+	srv.pid = 0;
+	ut_server_atexit.pid = 0;
+
+	/* the cache is ours still: what it holds reads right */
+	CHECK(p[PG + 1] == 0xEE, "a written page");
+	CHECK(p[3 * PG + 9] == ut_pattern(3 * PG + 9), "a cached page");
+	/* holes: SIGBUS, each time, far and near (readahead may have brought
+	 * the next window in: go well past it) */
+	for (i = 0; i < 3; i++) {
+		size_t off = SIZE - PG - (size_t)i * 64 * PG;
+
+		CHECK_RET(ut_read(p + off, &v, &f), SIGBUS);
+		CHECK(f.addr == p + off, "si_addr %p, want %p", f.addr, (void *)(p + off));
+		CHECK_RET(ut_write(p + off, 1, &f), SIGBUS);
+	}
+	CHECK_RET(uf_object_pread(obj, &c, 1, 0), -ENOTCONN);
+	CHECK_RET(uf_object_sync(obj), -ENOTCONN);
+	CHECK_RET(uf_munmap(mm, p, SIZE), 0);
+	CHECK_RET(uf_mmap(mm, PG, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&p), -ENOTCONN);
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+}
+
+int main(void)
+{
+	ut_watchdog(120);
+	ut_catch_signals();
+	run(SIGKILL);
+	/* an orderly exit (SIGINT: at once, clients left to SIGBUS) */
+	run(SIGINT);
+	return UT_PASS;
+}
