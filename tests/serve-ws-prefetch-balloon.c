@@ -2,6 +2,7 @@
 /* Description: ufault-serve --prefetch does not copy pages a Firecracker client's balloon removed (MADV_DONTNEED: they read zeros), and copies the rest of the working set */
 #define _GNU_SOURCE
 #include "serve-test.h"
+#include "ws-test.h"
 
 #include <pthread.h>
 
@@ -71,22 +72,13 @@ static bool in_madvise(pid_t tid)
 
 static void make_record(const char *src, const char *rec)
 {
-	struct uf_object *obj;
-	struct uf_mm *mm;
-	size_t i, k;
-	char *m;
+	uint64_t pages[SRC_SIZE / 4096];
+	size_t i, k, n = 0;
 
-	CHECK_RET(uf_mm_create(NULL, &mm), 0);
-	CHECK_RET(uf_object_open(mm, src, O_RDONLY, &obj), 0);
-	CHECK_RET(uf_mmap(mm, SRC_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
-	CHECK_RET(uf_object_record(obj, rec), 0);
 	for (i = 0; i < NRUNS; i++)
 		for (k = 0; k < set_runs[i][1]; k++)
-			(void)*(volatile char *)(m + ((set_runs[i][0] + k) << 12));
-	CHECK(uf_object_record_stop(obj) > 0, "record_stop");
-	CHECK_RET(uf_munmap(mm, m, SRC_SIZE), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
+			pages[n++] = set_runs[i][0] + k;
+	CHECK(ws_record_pages(src, SRC_SIZE, rec, pages, n) > 0, "record_stop");
 }
 
 int main(void)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Description: ufault-serve --prefetch with a working set four times its --budget copies the whole set into a Firecracker-style client, right bytes, while the server's cache stays inside the budget */
 #include "serve-test.h"
+#include "ws-test.h"
 
 #define SRC_SIZE	(32UL << 20)
 #define NSET		4096		/* pages: 16 MiB */
@@ -13,11 +14,9 @@ static uint32_t set[NSET];
  * in runs of 8. */
 static void make_record(const char *src, const char *rec)
 {
-	struct uf_object *obj;
-	struct uf_mm *mm;
+	static uint64_t pages[NSET];
 	uint64_t x = 777;
 	size_t i, j, k;
-	char *m;
 
 	for (i = 0; i < NSET; i++)
 		set[i] = (uint32_t)(2 * i);
@@ -31,16 +30,9 @@ static void make_record(const char *src, const char *rec)
 			set[k * 8 + j] = t;
 		}
 	}
-	CHECK_RET(uf_mm_create(NULL, &mm), 0);
-	CHECK_RET(uf_object_open(mm, src, O_RDONLY, &obj), 0);
-	CHECK_RET(uf_mmap(mm, SRC_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
-	CHECK_RET(uf_object_record(obj, rec), 0);
 	for (i = 0; i < NSET; i++)
-		(void)*(volatile char *)(m + (size_t)set[i] * 4096);
-	CHECK_RET(uf_object_record_stop(obj), NSET);
-	CHECK_RET(uf_munmap(mm, m, SRC_SIZE), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
+		pages[i] = set[i];
+	CHECK_RET(ws_record_pages(src, SRC_SIZE, rec, pages, NSET), NSET);
 }
 
 /* The stats lines of the server's log so far, and the largest "cached"

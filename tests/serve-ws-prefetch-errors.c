@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Description: ufault-serve --prefetch with no file, a file that is no working set, or a record of another version of SOURCE logs why and serves its Firecracker clients lazily, with the right bytes */
 #include "serve-test.h"
+#include "ws-test.h"
 
 #include <sys/stat.h>
 
@@ -9,22 +10,12 @@
 /* A record of pages of @src made in this process (the library's own). */
 static void make_record(const char *src, const char *rec)
 {
-	struct uf_object *obj;
-	struct uf_mm *mm;
-	char *m;
-	int i;
+	uint64_t pages[64];
+	size_t i;
 
-	CHECK_RET(uf_mm_create(NULL, &mm), 0);
-	CHECK_RET(uf_object_open(mm, src, O_RDONLY, &obj), 0);
-	CHECK_RET(uf_mmap(mm, SRC_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
-	CHECK_RET(uf_object_record(obj, rec), 0);
 	for (i = 0; i < 64; i++)
-		CHECK((unsigned char)m[(size_t)i * 7 * 4096] == ut_pattern((uint64_t)i * 7 * 4096),
-		      "in-process page %d", i * 7);
-	CHECK_RET(uf_object_record_stop(obj), 64);
-	CHECK_RET(uf_munmap(mm, m, SRC_SIZE), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
+		pages[i] = i * 7;
+	CHECK_RET(ws_record_pages(src, SRC_SIZE, rec, pages, 64), 64);
 }
 
 /* A server with --prefetch @rec: its log says @why, a client is served. */

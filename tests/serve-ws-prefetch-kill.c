@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Description: Firecracker-style clients killed with SIGKILL while ufault-serve --prefetch copies their working set cost the server nothing (its fds come back, a new client gets the right bytes), and the server exits on SIGTERM, SIGTERM while a set is being copied */
 #include "serve-test.h"
+#include "ws-test.h"
 
 #define SRC_SIZE	(32UL << 20)
 #define NSET		4096
@@ -9,24 +10,15 @@
 /* A record of NSET pages of @src scattered in a random order. */
 static void make_record(const char *src, const char *rec)
 {
-	struct uf_object *obj;
-	struct uf_mm *mm;
+	static uint64_t pages[NSET];
 	uint64_t x = 12345;
-	char *m;
-	int i;
+	size_t i;
 
-	CHECK_RET(uf_mm_create(NULL, &mm), 0);
-	CHECK_RET(uf_object_open(mm, src, O_RDONLY, &obj), 0);
-	CHECK_RET(uf_mmap(mm, SRC_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
-	CHECK_RET(uf_object_record(obj, rec), 0);
 	for (i = 0; i < NSET; i++) {
 		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		(void)*(volatile char *)(m + ((x >> 33) % (SRC_SIZE / 4096)) * 4096);
+		pages[i] = (x >> 33) % (SRC_SIZE / 4096);
 	}
-	CHECK(uf_object_record_stop(obj) > NSET / 2, "record_stop");
-	CHECK_RET(uf_munmap(mm, m, SRC_SIZE), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
+	CHECK(ws_record_pages(src, SRC_SIZE, rec, pages, NSET) > NSET / 2, "record_stop");
 }
 
 /* A client: handshake, tell the parent, touch pages until killed. */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #define WS_HDR	56
 
@@ -114,6 +115,35 @@ static inline uint64_t ws_cache_pages(struct uf_mm *mm)
 
 	CHECK_RET(uf_mm_stats(mm, &st), 0);
 	return st.cache_pages;
+}
+
+/*
+ * Record into @rec, in a throwaway mm, the working set of the file @src
+ * (@size bytes, made by ut_make_file) that touching @pages[0..@n) in that
+ * order gives, each page's first byte checked against the pattern.
+ * Returns what uf_object_record_stop() returned.
+ */
+static inline int ws_record_pages(const char *src, uint64_t size, const char *rec,
+				  const uint64_t *pages, size_t n)
+{
+	struct uf_object *obj;
+	struct uf_mm *mm;
+	unsigned char *m;
+	size_t i;
+	int ret;
+
+	CHECK_RET(uf_mm_create(NULL, &mm), 0);
+	CHECK_RET(uf_object_open(mm, src, O_RDONLY, &obj), 0);
+	CHECK_RET(uf_mmap(mm, size, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
+	CHECK_RET(uf_object_record(obj, rec), 0);
+	for (i = 0; i < n; i++)
+		CHECK(m[pages[i] * UF_PAGE_SIZE] == ut_pattern(pages[i] * UF_PAGE_SIZE),
+		      "recording: page %lu", (unsigned long)pages[i]);
+	ret = uf_object_record_stop(obj);
+	CHECK_RET(uf_munmap(mm, m, size), 0);
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+	return ret;
 }
 
 #endif

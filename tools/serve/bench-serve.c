@@ -352,57 +352,92 @@ static void *min_handler(void *arg)
 }
 
 /*
- * One client run served by min_handler() in a thread of this process:
- * the kernel's cost of serving another process, with no cache.
+ * Fork a client that will touch @order (client_main): *@sock is this end
+ * of its socket, *@pid the client, which client_end() reaps.  0, or
+ * -errno with no client made.
  */
-static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_result *res)
+static int client_start(struct sv *s, const uint32_t *order, size_t n, int *sock, pid_t *pid)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	uint64_t region[2], one = 1;
-	struct iovec iov = { region, sizeof(region) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct sv_min m = { .uffd = -1, .datafd = s->fd };
-	struct cmsghdr *cm;
-	bool started = false;
-	pthread_t t;
-	int sv[2], ret = 0, st;
-	pid_t pid;
+	int sv[2], ret;
 
-	memset(res, 0, sizeof(*res));
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
+	*pid = fork();
+	if (*pid < 0) {
 		ret = -errno;
 		close(sv[0]);
 		close(sv[1]);
 		return ret;
 	}
-	if (pid == 0) {
+	if (*pid == 0) {
 		close(sv[0]);
 		client_main(sv[1], s->size, order, n);
 	}
 	close(sv[1]);
-	m.stopfd = eventfd(0, EFD_CLOEXEC);
-	if (recvmsg(sv[0], &mh, 0) != (ssize_t)sizeof(region))
-		ret = -EPROTO;
-	cm = ret ? NULL : CMSG_FIRSTHDR(&mh);
+	*sock = sv[0];
+	return 0;
+}
+
+/* The client's handshake on @sock: its region and its userfaultfd. */
+static int client_handshake(int sock, uint64_t region[2], int *uffd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { region, 2 * sizeof(region[0]) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+
+	*uffd = -1;
+	if (recvmsg(sock, &mh, 0) != (ssize_t)(2 * sizeof(region[0])))
+		return -EPROTO;
+	cm = CMSG_FIRSTHDR(&mh);
 	if (cm && cm->cmsg_type == SCM_RIGHTS)
-		memcpy(&m.uffd, CMSG_DATA(cm), sizeof(int));
+		memcpy(uffd, CMSG_DATA(cm), sizeof(int));
+	return *uffd < 0 ? -EPROTO : 0;
+}
+
+/* Unless @ret: tell the client to go, and read its result into @res;
+ * then reap it.  The first error of @ret and these. */
+static int client_end(int sock, pid_t pid, int ret, struct sv_result *res)
+{
+	int st;
+
+	if (!ret && write(sock, "g", 1) != 1)
+		ret = -EPIPE;
+	if (read(sock, res, sizeof(*res)) != sizeof(*res) && !ret)
+		ret = -EPROTO;
+	close(sock);
+	if (waitpid(pid, &st, 0) != pid && !ret)
+		ret = -ECHILD;
+	return ret;
+}
+
+/*
+ * One client run served by min_handler() in a thread of this process:
+ * the kernel's cost of serving another process, with no cache.
+ */
+static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_result *res)
+{
+	uint64_t region[2], one = 1;
+	struct sv_min m = { .uffd = -1, .datafd = s->fd };
+	bool started = false;
+	pthread_t t;
+	int sock, ret;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	ret = client_start(s, order, n, &sock, &pid);
+	if (ret)
+		return ret;
+	m.stopfd = eventfd(0, EFD_CLOEXEC);
+	ret = client_handshake(sock, region, &m.uffd);
 	m.base = region[0];
-	if (!ret && (m.uffd < 0 || m.stopfd < 0))
+	if (!ret && m.stopfd < 0)
 		ret = -EPROTO;
 	if (!ret && pthread_create(&t, NULL, min_handler, &m))
 		ret = -EAGAIN;
 	started = !ret;
-	if (!ret && write(sv[0], "g", 1) != 1)
-		ret = -EPIPE;
-	if (read(sv[0], res, sizeof(*res)) != sizeof(*res) && !ret)
-		ret = -EPROTO;
-	close(sv[0]);
-	if (waitpid(pid, &st, 0) != pid && !ret)
-		ret = -ECHILD;
+	ret = client_end(sock, pid, ret, res);
 	if (started && write(m.stopfd, &one, sizeof(one)) == sizeof(one))
 		pthread_join(t, NULL);
 	if (m.uffd >= 0)
@@ -421,34 +456,18 @@ static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_resu
 static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws mode,
 		      struct sv_result *res)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	uint64_t region[2];
-	struct iovec iov = { region, sizeof(region) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
 	struct uf_serve_region r;
 	struct uf_object *obj = NULL;
 	struct uf_mm *mm = NULL;
-	struct cmsghdr *cm;
-	int sv[2], uffd = -1, ret, st;
+	uint64_t region[2];
+	int sock, uffd, ret;
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
 	/* before the mm: the client is no child of ufault's */
-	pid = fork();
-	if (pid < 0) {
-		ret = -errno;
-		close(sv[0]);
-		close(sv[1]);
+	ret = client_start(s, order, n, &sock, &pid);
+	if (ret)
 		return ret;
-	}
-	if (pid == 0) {
-		close(sv[0]);
-		client_main(sv[1], s->size, order, n);
-	}
-	close(sv[1]);
 	ret = uf_mm_create(NULL, &mm);
 	if (!ret)
 		ret = uf_object_open(mm, s->path, O_RDONLY, &obj);
@@ -456,26 +475,15 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 		ret = uf_object_serve_record(obj, s->rec);
 	if (!ret && mode == SV_PREFETCH)
 		ret = uf_object_serve_prefetch(obj, s->rec);
-	if (!ret && recvmsg(sv[0], &mh, 0) != (ssize_t)sizeof(region))
-		ret = -EPROTO;
-	cm = ret ? NULL : CMSG_FIRSTHDR(&mh);
-	if (cm && cm->cmsg_type == SCM_RIGHTS)
-		memcpy(&uffd, CMSG_DATA(cm), sizeof(int));
-	if (!ret && uffd < 0)
-		ret = -EPROTO;
+	if (!ret)
+		ret = client_handshake(sock, region, &uffd);
 	if (!ret) {
 		r = (struct uf_serve_region){ .start = region[0], .len = region[1], .offset = 0 };
 		ret = uf_object_serve_uffd(obj, uffd, &r, 1);
 		if (ret)
 			close(uffd);
 	}
-	if (!ret && write(sv[0], "g", 1) != 1)
-		ret = -EPIPE;
-	if (read(sv[0], res, sizeof(*res)) != sizeof(*res) && !ret)
-		ret = -EPROTO;
-	close(sv[0]);
-	if (waitpid(pid, &st, 0) != pid && !ret)
-		ret = -ECHILD;
+	ret = client_end(sock, pid, ret, res);
 	if (!ret && res->err)
 		ret = res->err;
 	if (!ret && res->bad)
