@@ -31,36 +31,6 @@ static void toucher(int in, int out, void *arg)
 	}
 }
 
-/* The server's fds but its handlers' epoll sets (a spare handler the
- * engine starts while every one is busy stays, with its set). */
-static int client_fds(struct ut_server *s)
-{
-	char path[64], fd[400], link[128];
-	struct dirent *d;
-	DIR *dir;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)s->pid);
-	dir = opendir(path);
-	CHECK(dir, "%s: %s", path, strerror(errno));
-	while ((d = readdir(dir))) {
-		ssize_t k;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(fd, sizeof(fd), "%s/%s", path, d->d_name);
-		k = readlink(fd, link, sizeof(link) - 1);
-		if (k > 0) {
-			link[k] = '\0';
-			if (!strcmp(link, "anon_inode:[eventpoll]"))
-				continue;
-		}
-		n++;
-	}
-	closedir(dir);
-	return n;
-}
-
 /* Connect and send half a hello, then wait to be killed. */
 static void half(int in, int out, void *arg)
 {
@@ -85,7 +55,7 @@ int main(void)
 	ut_watchdog(150);
 	ut_server_start(&srv, SIZE, NULL);
 	usleep(100 * 1000);
-	base = client_fds(&srv);
+	base = ut_server_fd_count(&srv, true);
 	for (r = 0; r < ROUNDS; r++) {
 		ut_client_start(&c, r % 3 == 2 ? half : toucher, srv.sock);
 		if (ut_hear(c.from) < 0)
@@ -95,7 +65,7 @@ int main(void)
 		CHECK_RET(ut_client_wait(&c), 128 + SIGKILL);
 	}
 	/* everything of theirs freed (the server closes as it notices) */
-	while (client_fds(&srv) != base)
+	while (ut_server_fd_count(&srv, true) != base)
 		usleep(10 * 1000);
 	/* and another client is served the right bytes */
 	obj = ut_attach(&mm, srv.sock, O_RDONLY);

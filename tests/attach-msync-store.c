@@ -46,13 +46,6 @@ static void client(int in, int out, void *arg)
 	uf_mm_destroy(mm);
 }
 
-static long ask(struct ut_client *c, long w, long k)
-{
-	ut_say(c->to, w);
-	ut_say(c->to, k);
-	return ut_hear(c->from);
-}
-
 int main(void)
 {
 	struct ut_server srv;
@@ -71,14 +64,14 @@ int main(void)
 	}
 	CHECK(file_byte(srv.src, 7 * PG) == ut_pattern(7 * PG), "SOURCE before");
 	/* a client's uf_msync */
-	CHECK_RET(ask(&a, 1, 7), 0);
+	CHECK_RET(ut_ask(&a, 1, 7), 0);
 	CHECK(file_byte(srv.src, 7 * PG + 100) == 0x5A + 7, "msync'ed page not in SOURCE");
 	/* written by A, synced by B's uf_object_sync */
-	CHECK_RET(ask(&a, 2, 9), 0);
-	CHECK_RET(ask(&b, 3, 0), 0);
+	CHECK_RET(ut_ask(&a, 2, 9), 0);
+	CHECK_RET(ut_ask(&b, 3, 0), 0);
 	CHECK(file_byte(srv.src, 9 * PG + 5) == 0x5A + 9, "A's page not in SOURCE after B's sync");
 	/* written, never synced by a client: the server's sync at exit */
-	CHECK_RET(ask(&b, 2, 11), 0);
+	CHECK_RET(ut_ask(&b, 2, 11), 0);
 	ut_say(a.to, 0);
 	ut_say(b.to, 0);
 	CHECK_RET(ut_client_wait(&a), 0);

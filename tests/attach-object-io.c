@@ -44,13 +44,6 @@ static void reader(int in, int out, void *arg)
 	uf_mm_destroy(mm);
 }
 
-static long ask(struct ut_client *c, long w, long k)
-{
-	ut_say(c->to, w);
-	ut_say(c->to, k);
-	return ut_hear(c->from);
-}
-
 int main(void)
 {
 	struct ut_server srv;
@@ -78,13 +71,13 @@ int main(void)
 	CHECK_RET(uf_object_pread(obj, buf, sizeof(buf), SIZE - 100), 100);
 	CHECK_RET(uf_object_pread(obj, buf, 10, SIZE + PG), 0);
 	/* the reader has the pages cached before the changes */
-	CHECK_RET(ask(&r, 1, 5 * PG), ut_pattern(5 * PG));
-	CHECK_RET(ask(&r, 1, 3 * PG + 7), ut_pattern(3 * PG + 7));
-	CHECK_RET(ask(&r, 1, SIZE - PG), ut_pattern(SIZE - PG));
+	CHECK_RET(ut_ask(&r, 1, 5 * PG), ut_pattern(5 * PG));
+	CHECK_RET(ut_ask(&r, 1, 3 * PG + 7), ut_pattern(3 * PG + 7));
+	CHECK_RET(ut_ask(&r, 1, SIZE - PG), ut_pattern(SIZE - PG));
 
 	/* pwrite: in the reader's mapping at once, and in pread */
 	CHECK_RET(uf_object_pwrite(obj, "hello", 5, 5 * PG), 5);
-	CHECK_RET(ask(&r, 1, 5 * PG + 1), 'e');
+	CHECK_RET(ut_ask(&r, 1, 5 * PG + 1), 'e');
 	CHECK_RET(uf_object_pread(obj, buf, 5, 5 * PG), 5);
 	CHECK(!memcmp(buf, "hello", 5), "pread after pwrite");
 	/* and through this client's own mapping */
@@ -93,22 +86,22 @@ int main(void)
 
 	/* punch: zeros in the reader's mapping */
 	CHECK_RET(uf_object_punch_hole(obj, 3 * PG, PG), 0);
-	CHECK_RET(ask(&r, 1, 3 * PG + 7), 0);
-	CHECK_RET(ask(&r, 1, 4 * PG + 7), ut_pattern(4 * PG + 7));
+	CHECK_RET(ut_ask(&r, 1, 3 * PG + 7), 0);
+	CHECK_RET(ut_ask(&r, 1, 4 * PG + 7), ut_pattern(4 * PG + 7));
 
 	/* truncate: SIGBUS past the end in the reader, the size there too */
 	CHECK_RET(uf_object_truncate(obj, SIZE / 2), 0);
 	CHECK_RET(uf_object_size(obj), SIZE / 2);
-	CHECK_RET(ask(&r, 2, 0), SIZE / 2);
-	CHECK_RET(ask(&r, 1, SIZE - PG), -SIGBUS);
-	CHECK_RET(ask(&r, 1, SIZE / 2 + 10), -SIGBUS);
-	CHECK_RET(ask(&r, 1, SIZE / 2 - 10), ut_pattern(SIZE / 2 - 10));
+	CHECK_RET(ut_ask(&r, 2, 0), SIZE / 2);
+	CHECK_RET(ut_ask(&r, 1, SIZE - PG), -SIGBUS);
+	CHECK_RET(ut_ask(&r, 1, SIZE / 2 + 10), -SIGBUS);
+	CHECK_RET(ut_ask(&r, 1, SIZE / 2 - 10), ut_pattern(SIZE / 2 - 10));
 
 	/* pwrite past the end extends */
 	CHECK_RET(uf_object_pwrite(obj, "tail", 4, SIZE / 2 + PG), 4);
 	CHECK_RET(uf_object_size(obj), SIZE / 2 + PG + 4);
-	CHECK_RET(ask(&r, 1, SIZE / 2 + PG + 2), 'i');
-	CHECK_RET(ask(&r, 1, SIZE / 2 + 8), 0);	/* the gap reads zeros */
+	CHECK_RET(ut_ask(&r, 1, SIZE / 2 + PG + 2), 'i');
+	CHECK_RET(ut_ask(&r, 1, SIZE / 2 + 8), 0);	/* the gap reads zeros */
 
 	ut_say(r.to, 0);
 	CHECK_RET(ut_client_wait(&r), 0);

@@ -45,13 +45,6 @@ static void client(int in, int out, void *arg)
 	uf_mm_destroy(mm);
 }
 
-static long ask(struct ut_client *c, long w, long k)
-{
-	ut_say(c->to, w);
-	ut_say(c->to, k);
-	return ut_hear(c->from);
-}
-
 int main(void)
 {
 	struct ut_server srv;
@@ -72,15 +65,15 @@ int main(void)
 		CHECK(0, "a client failed to start: %d %d", ra, rb);
 	}
 	/* each writes, the other sees it at once (no sync in between) */
-	CHECK_RET(ask(&a, 1, 0), 0);
-	CHECK_RET(ask(&b, 2, 0), 0);
-	CHECK_RET(ask(&b, 1, 1), 0);
-	CHECK_RET(ask(&a, 2, 1), 0);
+	CHECK_RET(ut_ask(&a, 1, 0), 0);
+	CHECK_RET(ut_ask(&b, 2, 0), 0);
+	CHECK_RET(ut_ask(&b, 1, 1), 0);
+	CHECK_RET(ut_ask(&a, 2, 1), 0);
 	/* A brings 64 pages into the cache; with the server stopped, B maps
 	 * them: no fault reaches the server (one would hang B: watchdog) */
-	CHECK_RET(ask(&a, 3, 64), 0);
+	CHECK_RET(ut_ask(&a, 3, 64), 0);
 	CHECK(kill(srv.pid, SIGSTOP) == 0, "SIGSTOP: %s", strerror(errno));
-	CHECK_RET(ask(&b, 3, 64), 0);
+	CHECK_RET(ut_ask(&b, 3, 64), 0);
 	CHECK(kill(srv.pid, SIGCONT) == 0, "SIGCONT: %s", strerror(errno));
 	ut_say(a.to, 0);
 	ut_say(b.to, 0);

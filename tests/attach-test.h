@@ -66,6 +66,14 @@ static __attribute__((unused)) long ut_hear(int fd)
 	return v;
 }
 
+/* Ask client @c to do @w with @k; its answer. */
+static __attribute__((unused)) long ut_ask(struct ut_client *c, long w, long k)
+{
+	ut_say(c->to, w);
+	ut_say(c->to, k);
+	return ut_hear(c->from);
+}
+
 /* The client's exit status (UT_SKIP passes through). */
 static __attribute__((unused)) int ut_client_wait(struct ut_client *c)
 {
