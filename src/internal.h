@@ -33,8 +33,10 @@
  *                             They change with mm->vma_lock and this lock
  *                             held exclusive (link, unlink, split, trim,
  *                             move, growth, write-protect added), so
- *                             either lock held shared keeps them still;
- *                             shared here: a fill's or pwrite's protect of
+ *                             either lock held shared keeps them still.
+ *                             Shared: every walk of obj->vmas
+ *                             (uf_rmap_foreach, checked by lockdep.c),
+ *                             among them a fill's or pwrite's protect of
  *                             the holes it fills (filemap.c), which must
  *                             not wait for vma_lock.  Taken with vma_lock
  *                             held or not, under invalidate_lock or not.
@@ -130,6 +132,8 @@ int uf_ld_rwlock_wrlock(pthread_rwlock_t *l, const char *file, int line);
 int uf_ld_rwlock_tryrdlock(pthread_rwlock_t *l, const char *file, int line);
 int uf_ld_rwlock_trywrlock(pthread_rwlock_t *l, const char *file, int line);
 int uf_ld_rwlock_unlock(pthread_rwlock_t *l);
+void uf_ld_assert_held(const void *lock, const char *what, const char *file, int line);
+#define uf_lockdep_assert_held(l, what)	uf_ld_assert_held(l, what, __FILE__, __LINE__)
 #ifndef UF_LOCKDEP_SELF
 #define pthread_mutex_lock(m)		uf_ld_mutex_lock(m, __FILE__, __LINE__)
 #define pthread_mutex_trylock(m)	uf_ld_mutex_trylock(m, __FILE__, __LINE__)
@@ -146,6 +150,7 @@ static inline void uf_lockdep_class(const void *lock, enum uf_lock_class cls)
 	(void)lock;
 	(void)cls;
 }
+#define uf_lockdep_assert_held(l, what)	((void)(l))
 #endif
 
 /* Counters shared by struct uf_mm and struct uf_vma; updated atomically. */
@@ -502,12 +507,14 @@ uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
  * The object's mappings (obj->vmas): the mm's own VMAs of it; a child's
  * are in the child's table only.  Linked and unlinked with mm->vma_lock
  * and obj->rmap_lock held exclusive; every walk is uf_rmap_foreach(),
- * with either lock held (any mode).
+ * with obj->rmap_lock held (any mode), as the kernel walks i_mmap under
+ * i_mmap_rwsem; a LOCKDEP build checks that it is.
  */
 void __uf_rmap_link(struct uf_vma *vma);
 void __uf_rmap_unlink(struct uf_vma *vma);
-#define uf_rmap_foreach(vma, obj) \
-	for ((vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
+#define uf_rmap_foreach(vma, obj)						\
+	for (uf_lockdep_assert_held(&(obj)->rmap_lock, "obj->vmas"),		\
+	     (vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
 
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
 {

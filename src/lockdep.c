@@ -241,4 +241,23 @@ int uf_ld_rwlock_unlock(pthread_rwlock_t *l)
 	return pthread_rwlock_unlock(l);
 }
 
+/*
+ * A walk that needs @lock held: report and abort if this thread does not
+ * hold it (in any mode).  A thread holding more than LD_HELD locks may
+ * hold it unnoted: then nothing is said.
+ */
+void uf_ld_assert_held(const void *lock, const char *what, const char *file, int line)
+{
+	unsigned int i;
+
+	if (ld_nheld >= LD_HELD)
+		return;
+	for (i = 0; i < ld_nheld; i++)
+		if (ld_held[i].lock == lock)
+			return;
+	fprintf(stderr, "ufault lockdep: %s (%s:%d) walked without %s\n", what, file, line,
+		ld_names[ld_class(lock)]);
+	abort();
+}
+
 #endif /* UF_LOCKDEP */

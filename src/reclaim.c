@@ -85,7 +85,8 @@ out:
 
 /*
  * Mark referenced every page that a shared mapping of @obj has mapped now.
- * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive; takes
+ * obj->rmap_lock shared.
  */
 static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, uint64_t end)
 {
@@ -94,6 +95,7 @@ static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, ui
 
 	if (mm->pagemap_fd < 0)
 		return;
+	pthread_rwlock_rdlock(&obj->rmap_lock);
 	uf_rmap_foreach(vma, obj) {
 		struct page_region vec[64];
 		struct pm_scan_arg arg = {
@@ -130,6 +132,7 @@ static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, ui
 			start = arg.walk_end;
 		}
 	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
 }
 
 /* Ranges to unmap, gathered so that one uf_vma_zap() call (one helper
@@ -143,11 +146,13 @@ struct zap_list {
  * (at the end of the pass), so the next access (a kernel minor fault)
  * shows whether a page is still in use.  Out of memory, pages just stay
  * mapped.
- * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive. */
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive; takes
+ * obj->rmap_lock shared. */
 static void __unmap_pages(struct uf_object *obj, uint64_t lo, uint64_t hi, struct zap_list *z)
 {
 	struct uf_vma *vma;
 
+	pthread_rwlock_rdlock(&obj->rmap_lock);
 	uf_rmap_foreach(vma, obj) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 		uint64_t a = lo > vma->pgoff ? lo : vma->pgoff, b = hi < vend ? hi : vend;
@@ -159,26 +164,34 @@ static void __unmap_pages(struct uf_object *obj, uint64_t lo, uint64_t hi, struc
 			struct uf_range *r = realloc(z->r, cap * sizeof(*r));
 
 			if (!r)
-				return;
+				break;
 			z->r = r;
 			z->cap = cap;
 		}
 		z->r[z->n++] = (struct uf_range){ vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
 						  vma->start + ((b - vma->pgoff) << PAGE_SHIFT) };
 	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
 }
 
-/* Can pages of @obj be evicted without losing a write? */
+/* Can pages of @obj be evicted without losing a write?
+ * Locking: obj->invalidate_lock held exclusive; takes obj->rmap_lock shared. */
 static bool __evictable(struct uf_object *obj)
 {
 	struct uf_vma *vma;
+	bool ok = true;
 
 	if (obj->mm->wp_sync)
 		return true;
-	uf_rmap_foreach(vma, obj)
-		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE))
-			return false;
-	return true;
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	uf_rmap_foreach(vma, obj) {
+		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
+			ok = false;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	return ok;
 }
 
 /* Pick up to @want victims into @vict (sorted by the caller).

@@ -103,18 +103,21 @@ static int zero_memfd(struct uf_object *obj, uint64_t off, uint64_t len)
  * pwrite is protected before it is in the cache (filemap.c); what stayed
  * cached from @first on (a huge extent's pages the kernel could not
  * split away) is protected again here.  Cost: what is cached.
- * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
+ * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive; takes
+ * obj->rmap_lock shared.
  */
 static void reprotect(struct uf_object *obj, uint64_t first)
 {
 	uint64_t end = DIV_ROUND_UP(obj->size, PAGE_SIZE), p, q;
 
+	pthread_rwlock_rdlock(&obj->rmap_lock);
 	for (p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, first, end); p < end;
 	     p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, q, end)) {
 		for (q = p + 1; q < end && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q); q++)
 			;
 		__uf_object_protect(obj, p, q - p);
 	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
 }
 
 static int store_truncate(struct uf_object *obj, uint64_t size)

@@ -906,30 +906,51 @@ int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end)
 
 /*
  * uf_vma_refresh_object - uf_vma_refresh() for the mappings of @obj only
- * (before a sync of the object).
- * Locking: takes mm->vma_lock exclusive; none held.
+ * (before a sync of the object).  Where they lie is read under
+ * obj->rmap_lock, then each is refreshed by its place in the table (a
+ * refresh takes rmap_lock exclusive to change one); the table lock held
+ * exclusive throughout keeps them there.  Return as uf_vma_refresh().
+ * Locking: takes mm->vma_lock exclusive, obj->rmap_lock; none held.
  */
 int uf_vma_refresh_object(struct uf_object *obj)
 {
 	struct uf_mm *mm = obj->mm;
+	unsigned long *starts = NULL;
+	size_t n = 0, cap = 0, i;
 	struct uf_vma *v;
 	struct kview kv;
 	int changed = 0, ret;
 
-	pthread_rwlock_rdlock(&mm->vma_lock);
+	pthread_rwlock_rdlock(&obj->rmap_lock);
 	v = obj->vmas;
-	pthread_rwlock_unlock(&mm->vma_lock);
+	pthread_rwlock_unlock(&obj->rmap_lock);
 	if (!v)
 		return 0;
 	ret = kview_open(mm, &kv);
 	if (ret)
 		return ret;
 	pthread_rwlock_wrlock(&mm->vma_lock);
-	uf_rmap_foreach(v, obj)
-		changed += __vma_refresh_one(mm, __vma_index(mm, v->start), &kv, 0);
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	uf_rmap_foreach(v, obj) {
+		if (n == cap) {
+			unsigned long *s = realloc(starts, (cap ? 2 * cap : 8) * sizeof(*s));
+
+			if (!s) {
+				ret = -ENOMEM;
+				break;
+			}
+			starts = s;
+			cap = cap ? 2 * cap : 8;
+		}
+		starts[n++] = v->start;
+	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	for (i = 0; !ret && i < n; i++)
+		changed += __vma_refresh_one(mm, __vma_index(mm, starts[i]), &kv, 0);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);
-	return changed;
+	free(starts);
+	return ret ? ret : changed;
 }
 
 /*

@@ -292,6 +292,30 @@ static int collect_range(struct uf_vma *vma, unsigned long start, unsigned long 
 }
 
 /*
+ * The work of uf_vma_collect_dirty(), below, once its locks are taken.
+ * Locking: obj->invalidate_lock held shared, copies in flight done.
+ */
+static int __collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
+{
+	struct uf_object *obj = vma->obj;
+	uint64_t pg0, p, e, q;
+	int ret = 0;
+
+	if (vma->nl_pgoff)
+		return collect_range(vma, start, end);	/* windows show any page */
+	pg0 = p = __uf_vma_pgoff(vma, start);
+	e = pg0 + ((end - start) >> PAGE_SHIFT);
+	while (!ret && p < e) {
+		q = next_cached_run(obj, &p, e);
+		if (p < q)
+			ret = collect_range(vma, start + ((p - pg0) << PAGE_SHIFT),
+					    start + ((q - pg0) << PAGE_SHIFT));
+		p = q;
+	}
+	return ret;
+}
+
+/*
  * Move the "written" state of [start, end) of a shared writable object
  * mapping into the dirty bits (obj->pages), write-protecting the pages
  * again.  Only the cached runs are scanned: a scan that matches
@@ -307,53 +331,49 @@ static int collect_range(struct uf_vma *vma, unsigned long start, unsigned long 
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
 {
 	struct uf_object *obj = vma->obj;
-	uint64_t pg0, p, e, q;
-	int ret = 0;
+	int ret;
 
 	if (vma->mm->wp_sync)
 		return 0;	/* the dirty bits are kept exact by write faults */
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	pthread_rwlock_wrlock(&obj->rmap_lock);
 	pthread_rwlock_unlock(&obj->rmap_lock);
-	if (vma->nl_pgoff) {
-		ret = collect_range(vma, start, end);	/* windows show any page */
-	} else {
-		pg0 = p = __uf_vma_pgoff(vma, start);
-		e = pg0 + ((end - start) >> PAGE_SHIFT);
-		while (!ret && p < e) {
-			q = next_cached_run(obj, &p, e);
-			if (p < q)
-				ret = collect_range(vma, start + ((p - pg0) << PAGE_SHIFT),
-						    start + ((q - pg0) << PAGE_SHIFT));
-			p = q;
-		}
-	}
+	ret = __collect_dirty(vma, start, end);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	return ret;
 }
 
 /* Collect the written pages of every shared writable mapping of @obj.
- * Locking: mm->vma_lock held shared. */
+ * Locking: mm->vma_lock held shared; takes obj->invalidate_lock and
+ * obj->rmap_lock shared, as uf_vma_collect_dirty() does. */
 static int __object_collect_dirty(struct uf_object *obj)
 {
 	struct uf_vma *vma;
 	int ret = 0;
 
+	if (obj->mm->wp_sync)
+		return 0;
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	pthread_rwlock_wrlock(&obj->rmap_lock);		/* copies in flight done */
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	pthread_rwlock_rdlock(&obj->rmap_lock);
 	uf_rmap_foreach(vma, obj) {
 		if ((vma->flags & VMA_SHARED) && (vma->prot & PROT_WRITE)) {
-			int r = uf_vma_collect_dirty(vma, vma->start, vma->end);
+			int r = __collect_dirty(vma, vma->start, vma->end);
 
 			if (r && !ret)
 				ret = r;
 		}
 	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
 	return ret;
 }
 
 /*
  * Synchronous write-protect: protect object pages [first, first + n) again
  * in every shared writable mapping, so the next write to them faults.
- * Locking: mm->vma_lock held shared.
+ * Locking: mm->vma_lock and obj->rmap_lock held shared.
  */
 void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n)
 {
@@ -414,8 +434,10 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		p = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, p, last + 1);
 		if (p > last)
 			break;
-		if (sync_wp)
+		if (sync_wp) {
+			pthread_rwlock_rdlock(&obj->rmap_lock);
 			pthread_mutex_lock(&obj->page_lock);
+		}
 		for (run = 0; p + run <= last && run < WB_BATCH &&
 		     uf_pagemap_clear(&obj->pages, UF_PG_DIRTY, p + run); run++)
 			;
@@ -423,6 +445,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 			if (run)
 				__uf_object_protect(obj, p, run);
 			pthread_mutex_unlock(&obj->page_lock);
+			pthread_rwlock_unlock(&obj->rmap_lock);
 		}
 		if (!run) {		/* cleaned meanwhile */
 			p++;
