@@ -979,6 +979,52 @@ int uf_object_attach(struct uf_mm *mm, const char *socket, int oflags, struct uf
  */
 int uf_object_serve_client(struct uf_object *obj, int sock, int error);
 
+/**
+ * uf_object_cache_fd - a file descriptor of @obj's page cache (a memfd),
+ * for another process to adopt with uf_object_adopt_cache().
+ * @obj: an object of this process (not attached).
+ *
+ * The fd (close-on-exec) refers to the cache itself: the pages ufault
+ * filled, and every write made to them, as long as any fd or mapping of
+ * it lives.  Keep it, do not read or write it, and never map it: a touch
+ * of a page the cache does not hold would put zeros there.  ufault-serve
+ * hands it to its supervisor, so that the next server keeps the cache its
+ * ufault clients map.
+ *
+ * Return: the new fd, or -EINVAL (NULL @obj, an attached object, the mm
+ * destroyed), -ECHILD (in a fork child), or the error of fcntl(2).
+ */
+int uf_object_cache_fd(struct uf_object *obj);
+
+/**
+ * uf_object_adopt_cache - make the memfd @fd, which uf_object_cache_fd()
+ * gave for an earlier object of the same store (in a process since
+ * gone), @obj's page cache in place of its own.
+ * @obj: the object, just opened: not mapped, nothing cached, and no
+ *	process served by its mm yet.
+ * @fd: the memfd, open for reading and writing.  ufault makes its own
+ *	duplicate: the caller keeps @fd.
+ *
+ * Every page @fd holds is taken as present, and, when @obj is writable,
+ * as dirty (which of them the earlier process had written back is not
+ * known): each reaches the store at the next sync, so no write made to
+ * the cache is lost, at the cost of writing back what was clean.  Holes
+ * are filled from the store as usual.  If @fd's size differs from the
+ * store's (a truncate the earlier process had not finished), the store's
+ * size is taken.  The pages count against the cache budget, and full 2 MiB
+ * extents are collapsed as if filled.  The store must hold what it held
+ * when the earlier process died: nothing checks that no other program
+ * wrote it meanwhile.
+ *
+ * Return: 0 (also when @fd is already @obj's cache), -EINVAL (NULL @obj,
+ * bad @fd, not a memfd, an attached object, the mm destroyed), -EBADF
+ * (@fd not open for writing), -EBUSY (@obj is mapped or caches pages, or
+ * its mm serves a process), -ESTALE (@obj is read-only and @fd's size is
+ * not the store's), -EFBIG, -ECHILD, -ENOMEM.  On -EBUSY, -ESTALE and the
+ * argument errors nothing changed; on -ENOMEM the object must be put.
+ */
+int uf_object_adopt_cache(struct uf_object *obj, int fd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -145,7 +145,7 @@ struct super_poison {
 
 enum {
 	M_HELLO = 1, M_REFUSE, M_WELCOME, M_CLIENT, M_RANGES, M_END,
-	M_ADOPT, M_REMOVED, M_FORGET, M_FAIL, M_STOPPING, M_BYE, M_LISTEN,
+	M_ADOPT, M_REMOVED, M_FORGET, M_FAIL, M_STOPPING, M_BYE, M_LISTEN, M_CACHE,
 };
 
 struct smsg {
@@ -294,6 +294,7 @@ static int take_over(int fd, const char *source, unsigned int orphan_s, struct s
 
 	memset(st, 0, sizeof(*st));
 	st->lfd = -1;
+	st->cache_fd = -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (send_msg(fd, &h, source, h.n, NULL, 0) < 0)
 		goto broken;
@@ -342,6 +343,11 @@ static int take_over(int fd, const char *source, unsigned int orphan_s, struct s
 			c->nremoved += m->n;
 			break;
 		}
+		case M_CACHE:
+			if (nfds != 1 || st->cache_fd >= 0)
+				goto broken;
+			st->cache_fd = fds[0];
+			break;
 		case M_END:
 			tv.tv_sec = 0;
 			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -483,6 +489,14 @@ void super_listen(int lfd)
 		srv_lost();
 }
 
+void super_cache(int fd)
+{
+	struct smsg h = { .type = M_CACHE };
+
+	if (srv_ctl >= 0 && send_msg(srv_ctl, &h, NULL, 0, &fd, 1) < 0)
+		srv_lost();
+}
+
 void super_stopping(void)
 {
 	srv_send(M_STOPPING, 0, 0, 0);
@@ -520,6 +534,7 @@ struct super {
 	const char *sock, *ctl, *source;
 	int cl, lfd, sfd;
 	int srv;		/* the server's connection, or -1 */
+	int cache;		/* the object's cache (a memfd), or -1 */
 	pid_t srv_pid;
 	bool stopping;		/* the server was SIGTERM'd: SOCKET closed */
 	bool failed;		/* no server in time: every client poisoned */
@@ -744,6 +759,11 @@ static void fail_all(struct super *s, const char *why)
 		s->lfd = -1;
 		unlink(s->sock);	/* a VMM started now is refused, not left waiting */
 	}
+	/* the ufault clients waiting in SOCKET's queue were reset with it:
+	 * they fail closed, and nobody needs their cache any more */
+	if (s->cache >= 0)
+		close(s->cache);
+	s->cache = -1;
 	for (i = 0; i < s->nc; i++)
 		if (!s->c[i]->failed)
 			fail_client(s->c[i]);
@@ -837,6 +857,12 @@ static bool server_read(struct super *s)
 			break;
 		if (m->type == M_LISTEN && nfds == 1 && s->lfd < 0 && !s->stopping) {
 			s->lfd = fds[0];
+			continue;
+		}
+		if (m->type == M_CACHE && nfds == 1) {
+			if (s->cache >= 0)
+				close(s->cache);
+			s->cache = fds[0];
 			continue;
 		}
 		if (m->type != M_ADOPT)
@@ -955,6 +981,10 @@ static int hand_over(struct super *s, int fd)
 		ret = send_msg(fd, &ch, c->r, c->n * sizeof(c->r[0]), fds, 2);
 		if (!ret)
 			ret = send_removed(fd, c);
+	}
+	if (!ret && s->cache >= 0) {
+		h = (struct smsg){ .type = M_CACHE };
+		ret = send_msg(fd, &h, NULL, 0, &s->cache, 1);
 	}
 	if (!ret) {
 		h = (struct smsg){ .type = M_END };
@@ -1143,6 +1173,7 @@ static void super_main(int cl, int lfd, const char *sock, const char *ctl, const
 	s.cl = cl;
 	s.lfd = lfd;
 	s.srv = -1;
+	s.cache = -1;
 	s.orphan_s = orphan_s;
 	s.next_id = 1;
 	/* the server that started it connects at once */
