@@ -937,10 +937,22 @@ int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
  * inherited by fork() (MADV_DONTFORK), uf_find_vma() does not return them
  * and uf_remap_file_pages() does not apply; record and prefetch are the
  * server's (-EOPNOTSUPP here); unmap them with uf_munmap(), never
- * munmap() or mremap().  If the server goes away, every page the
- * cache does not hold takes SIGBUS on its next access (the poison marker,
- * Linux 6.6+), never zeros, never a hang; calls to it fail with
- * -ENOTCONN.
+ * munmap() or mremap().
+ *
+ * The object survives a restart of its server (ufault-serve(1)): when
+ * the server hangs up, a thread of this process connects to @socket
+ * again and waits in its queue (the supervisor keeps the listening
+ * socket); if the next server answers with the cache this process maps
+ * (uf_object_adopt_cache()), the mappings and the userfaultfd are handed
+ * to it again and threads asleep in a fault are woken.  Meanwhile faults
+ * on holes of the cache wait, and so do the calls to the server, which
+ * are sent again (each may be done twice); map, unmap and mprotect do
+ * not wait.  No server for good -- nobody listens on @socket, or it is
+ * gone, or the supervisor gave up (--orphan-timeout: the waiting
+ * connection is reset), or a server with another cache -- and every page
+ * the cache does not hold takes SIGBUS on its next access, in the thread
+ * that makes it (the poison marker, Linux 6.6+), never zeros, never a
+ * hang; calls to it fail with -ENOTCONN.
  *
  * Return: 0, or -EINVAL (NULL argument, other @oflags, @mm destroyed),
  * -ENOENT (no such socket), -ECONNREFUSED (nobody listening), -EACCES

@@ -26,14 +26,36 @@
  * or uf_object_sync(), or the server's own), before reclaim, and when the
  * client unmaps or goes: more writeback, no write lost.
  *
- * The server gone (killed, or exited): the client's watcher thread sees
- * the socket hang up, puts the kernel's poison marker on every page of
- * its mappings the cache does not hold and wakes them (SIGBUS, never
- * zeros: with no userfaultfd registered, the kernel would fill a hole
- * with zeros into the cache the other clients share), and from then on
- * answers each fault on the userfaultfd the same way.  A client gone
- * costs the server nothing: the socket's end frees its address space
- * (its writes marked dirty, its fd closed) and its thread.
+ * The server gone (killed, or upgraded): the client keeps its
+ * userfaultfd, so its faults on holes wait there, unread.  Its watcher
+ * thread sees the socket hang up and looks for the next server
+ * (att_resume): it connects to the socket again -- ufault-serve's
+ * supervisor keeps the listening socket while no server runs, so the
+ * connection waits in its queue -- and sends the hello.  The next server
+ * answers with its cache, which must be the memfd the client maps (the
+ * supervisor kept it, and the server adopted it: uf_object_adopt_cache,
+ * object.c); then the client sends its table of mappings (ATT_MAP, before
+ * any fd: the server keeps them for the address space it makes), then
+ * the userfaultfd (ATT_UFFD: the address space starts with that table,
+ * so no fault waiting on the fd is read before its VMA is known), and
+ * wakes every mapping: a thread asleep in a fault the dead server had
+ * read faults again.  Meanwhile a map, unmap or mprotect changes only
+ * the client's table (the next server gets it whole); any other request
+ * waits for the next server and is sent again, so a request the dead
+ * server read and may have done is done twice: each may be (the same
+ * bytes to the same place, the same size, a punch, a sync, a read).
+ *
+ * No server for good: nobody listens, the socket is gone (a server that
+ * exits on purpose removes it), the supervisor gave up (--orphan-timeout:
+ * closing the listening socket resets the queued connection), or a
+ * server with another cache answers.  Then the watcher puts the kernel's
+ * poison marker on every page of the mappings the cache does not hold
+ * and wakes them (SIGBUS, never zeros: with no userfaultfd registered,
+ * the kernel would fill a hole with zeros into the cache the other
+ * clients share), answers each later fault on the userfaultfd the same
+ * way, and calls fail with -ENOTCONN.  A client gone costs the server
+ * nothing: the socket's end frees its address space (its writes marked
+ * dirty, its fd closed) and its thread.
  *
  * Wire format, version 1 (one host: native byte order, fixed sizes).
  *
@@ -59,7 +81,9 @@
  *	20 u32 pad
  *   then requests, client -> server, each answered before the next:
  *	0  u32 op, u32 pad, u64 a, b, c, d	(40 bytes)
- *	ATT_UFFD	the client's userfaultfd as SCM_RIGHTS (once, first)
+ *	ATT_UFFD	the client's userfaultfd as SCM_RIGHTS (once; first,
+ *			but for the ATT_MAPs of a client resuming, which
+ *			the address space then starts with)
  *	ATT_MAP		a start, b length, c first page, d prot | ATT_SHARED
  *	ATT_UNMAP	a start, b length
  *	ATT_PROTECT	a start, b length, c prot

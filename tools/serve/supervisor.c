@@ -30,7 +30,8 @@
  *     WELCOME  {supervisor pid, the next client id, stopping, clients}
  *              + SOCKET's listening socket (none once stopping or failed)
  *     CLIENT   {id, pid, uid, regions} + its userfaultfd and connection,
- *     RANGES   {id, ranges it removed} (as many as needed), then
+ *     RANGES   {id, ranges it removed} (as many as needed),
+ *     CACHE    + the object's cache (a memfd), if one is kept, then
  *     END.     The server serves each client with the removed ranges
  *              (uf_object_serve_uffd_opts), which first wakes every
  *              region: threads asleep in a fault the dead server read
@@ -44,6 +45,8 @@
  *              over that this server cannot serve: poison it now,
  *     LISTEN   + a listening socket: SOCKET made anew (the supervisor
  *              had closed it, failing closed),
+ *     CACHE    + its object's cache (uf_object_cache_fd), which the
+ *              supervisor keeps in place of the one it had,
  *     STOPPING: SIGTERM; the server has closed SOCKET,
  *     BYE:     exiting on purpose, every client gone or poisoned by the
  *              server itself: the supervisor exits too.
@@ -90,21 +93,19 @@
  * serving without a supervisor; without one, after failing closed.
  * SIGUSR1: log a status line ("status N:" with the value sigqueue() sent).
  *
- * ufault clients (uf_object_attach) are not handed over yet.  They map
- * the server's cache, a memfd, and ask it for misses through their
- * userfaultfd and for the rest (pread, pwrite, sync, truncate) through
- * their control socket.  Taking them over will need the supervisor to
- * keep, besides those two (an ADOPT of another kind), the cache's memfd
- * itself, handed over in WELCOME: the pages every client maps, which the
- * next server must adopt as its object's cache -- not refill, and for a
- * writable object take every page as dirty until synced, since the dead
- * server's dirty bits are lost -- and each client's mappings as offsets
- * in it.  A request the dead server had read from a control socket and
- * not answered dies with it, and the client cannot tell (its socket's
- * other end stays open: the supervisor's duplicate): the new server will
- * need to announce itself on every kept control socket, and clients to
- * send again what is unanswered (pread, pwrite of the same bytes and sync
- * can be repeated).  The wake of the userfaultfd is the same.
+ * ufault clients (uf_object_attach) are not kept here: each holds its own
+ * userfaultfd (its faults wait there while no server runs) and its table
+ * of mappings, and when its connection hangs up it connects to SOCKET
+ * again and waits in the queue of the listening socket kept here (see
+ * src/attach.c).  What it needs kept is the cache: its mappings map the
+ * object's memfd, which must outlive the server.  So each server sends
+ * CACHE once it has its object, and the next one adopts the cache given
+ * in the handover (uf_object_adopt_cache: every page there present, and
+ * dirty for a writable object -- the dead server's dirty bits are lost,
+ * so more is written back and nothing is lost) and answers the queued
+ * clients with it; a client checks it is the memfd it maps.  Failing
+ * closed closes SOCKET, which resets the queued connections: those
+ * clients poison their holes themselves, and the cache is dropped.
  */
 #define _GNU_SOURCE
 #include "supervisor.h"
