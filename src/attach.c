@@ -296,7 +296,7 @@ struct uf_attach_srv {
 };
 
 /* How many mappings a client may tell before its fd. */
-#define ATT_MAX_PEND	65536
+#define ATT_MAX_PEND	4096
 
 /* A client's object mappings: served as a fork child's are (filemap.c). */
 static const struct uf_remote_ops att_remote_ops;
@@ -792,7 +792,7 @@ static int att_answer(int sock, int *memfdp, uint32_t *flagsp)
 }
 
 /* Hand @sock's server the userfaultfd; 0 or -errno (its refusal, or
- * -EPROTO when the stream broke). */
+ * -EPROTO when the stream broke: the server gone). */
 static int att_send_uffd(struct uf_attach *a, int sock, uint64_t features)
 {
 	struct att_req r = { .op = ATT_UFFD, .a = features };
@@ -803,7 +803,10 @@ static int att_send_uffd(struct uf_attach *a, int sock, uint64_t features)
 		ret = read_full(sock, &rep, sizeof(rep));
 	if (ret)
 		return -EPROTO;
-	return rep.ret < 0 && rep.ret > -4096 ? (int)rep.ret : rep.ret ? -EPROTO : 0;
+	if (!rep.ret)
+		return 0;
+	/* (-EPROTO is the broken stream's alone: att_resume tries again) */
+	return rep.ret < 0 && rep.ret > -4096 && rep.ret != -EPROTO ? (int)rep.ret : -EINVAL;
 }
 
 /* Wait up to @timeout_ms (-1: for ever) for @events on @fd (-1: none):
@@ -889,6 +892,8 @@ static int att_resume(struct uf_attach *a)
 			close(sock);
 			return ret;
 		}
+		/* -EPROTO from here: the stream broke (that server went
+		 * too: the next one); another error is the server's answer */
 		pthread_mutex_lock(&a->lock);
 		for (i = 0; !ret && i < a->nmaps; i++) {
 			const struct att_map *m = &a->maps[i];
@@ -897,9 +902,10 @@ static int att_resume(struct uf_attach *a)
 					     .d = (uint64_t)m->prot | (m->shared ? ATT_SHARED : 0) };
 			int64_t rep;
 
-			ret = att_exchange(sock, &r, NULL, NULL, &rep);
-			if (!ret && rep)
+			if (att_exchange(sock, &r, NULL, NULL, &rep))
 				ret = -EPROTO;
+			else if (rep)
+				ret = rep < 0 && rep > -4096 && rep != -EPROTO ? (int)rep : -EINVAL;
 		}
 		if (!ret)
 			ret = att_send_uffd(a, sock, 0);

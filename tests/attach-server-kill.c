@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: a ufault client whose ufault-serve is killed (SIGKILL) and no new server comes within --orphan-timeout, or whose server exits (SIGINT), takes SIGBUS at its next access to a page the cache does not hold (after the wait: the access made while waiting too), never zeros and never a hang; pages cached before still read right, and calls to the server fail with -ENOTCONN */
+/* Description: a ufault client whose ufault-serve is killed (SIGKILL) and no new server comes within --orphan-timeout, or whose server and supervisor are both killed, or whose server exits (SIGINT), takes SIGBUS at its next access to a page the cache does not hold (after the wait: the access made while waiting too), never zeros and never a hang; pages cached before still read right, and calls to the server fail with -ENOTCONN */
 #include "attach-test.h"
 
 #include <pthread.h>
@@ -22,7 +22,7 @@ static void *pread_thread(void *arg)
 	return NULL;
 }
 
-static void run(int sig, const char *const *opts)
+static void run(int sig, const char *const *opts, bool super_too)
 {
 	struct ut_server srv;
 	struct uf_mm *mm;
@@ -45,6 +45,8 @@ static void run(int sig, const char *const *opts)
 	CHECK(waitpid(srv.pid, &st, 0) == srv.pid, "waitpid: %s", strerror(errno));
 	srv.pid = 0;
 	ut_server_atexit.pid = 0;
+	if (super_too)
+		ut_super_stop(&srv);	/* nobody keeps SOCKET: no wait */
 	rd.obj = obj;
 	CHECK(pthread_create(&th, NULL, pread_thread, &rd) == 0, "pthread_create");
 
@@ -77,8 +79,11 @@ int main(void)
 	ut_catch_signals();
 	static const char *const orphan[] = { "--orphan-timeout", "1", NULL };
 
-	run(SIGKILL, orphan);
+	run(SIGKILL, orphan, false);
+	/* the supervisor killed too (the default --orphan-timeout: what ends
+	 * the wait is SOCKET with nobody listening) */
+	run(SIGKILL, NULL, true);
 	/* an orderly exit (SIGINT: at once, clients left to SIGBUS) */
-	run(SIGINT, NULL);
+	run(SIGINT, NULL, false);
 	return UT_PASS;
 }
