@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: ufault-serve killed with SIGKILL and started again on the same SOCKET and SOURCE: its ufault clients (O_RDONLY and O_RDWR) go on without restarting -- pages cached before read right, pages never cached are faulted in from the new server (a fault and a pread made while no server ran wait and complete), and a shared write and a pwrite made before the kill reach SOURCE at a sync after the restart */
+/* Description: ufault-serve killed with SIGKILL and started again on the same SOCKET and SOURCE (twice, the second under a cache budget): its ufault clients (O_RDONLY and O_RDWR) go on without restarting -- pages cached before read right, pages never cached are faulted in from the new server (a fault and a pread made while no server ran wait and complete), and a shared write and a pwrite made before the kill reach SOURCE at a sync after the restart */
 #include "attach-test.h"
 
 #define SIZE	(8 << 20)
@@ -16,7 +16,7 @@ static unsigned char file_byte(const char *path, uint64_t off)
 	return c;
 }
 
-enum { READ = 1, WRITE, SYNC, PREAD, PWRITE, CHECK_ALL };
+enum { READ = 1, WRITE, SYNC, PREAD, PWRITE, CHECK_ALL, WRITE20 };
 
 struct cl_arg {
 	const char *sock;
@@ -25,9 +25,9 @@ struct cl_arg {
 
 /* READ k: byte 1 of page k through the mapping; WRITE k: 0x5A + k over
  * page k; SYNC: uf_object_sync; PREAD k: byte 3 of page k by
- * uf_object_pread; PWRITE k: 0xC3 at byte 5 of page k; CHECK_ALL: every
- * page against SOURCE's pattern (pages 20 and 30 as written), the number
- * of pages wrong. */
+ * uf_object_pread; PWRITE k: 0xC3 at byte 5 of page k; WRITE20 k: k over
+ * page 20; CHECK_ALL k: every page against SOURCE's pattern (page 20
+ * holding k, page 30 the pwrite), the number of pages wrong. */
 static void client(int in, int out, void *argp)
 {
 	const struct cl_arg *arg = argp;
@@ -51,6 +51,9 @@ static void client(int in, int out, void *argp)
 		case WRITE:
 			memset(p + k * PG, (int)(0x5A + k), PG);
 			break;
+		case WRITE20:
+			memset(p + 20 * PG, (int)k, PG);
+			break;
 		case SYNC:
 			ret = uf_object_sync(obj);
 			break;
@@ -64,7 +67,7 @@ static void client(int in, int out, void *argp)
 			break;
 		case CHECK_ALL:
 			for (pg = 0; pg < SIZE / PG; pg++) {
-				unsigned char want = pg == 20 ? 0x5A + 20 : ut_pattern(pg * PG + 9);
+				unsigned char want = pg == 20 ? (unsigned char)k : ut_pattern(pg * PG + 9);
 
 				ret += p[pg * PG + 9] != want;
 				if (pg == 30)
@@ -91,6 +94,7 @@ static void kill_server(struct ut_server *srv)
 
 int main(void)
 {
+	static const char *const budget[] = { "--budget", "2M", NULL };
 	struct ut_server srv;
 	struct ut_client r, w;
 	struct cl_arg ra, wa;
@@ -127,6 +131,7 @@ int main(void)
 	usleep(100000);
 
 	ut_server_restart(&srv, NULL);
+	ut_server_log_wait(&srv, "pages adopted");
 	CHECK_RET(ut_hear(r.from), ut_pattern(1800 * PG + 1));
 	CHECK_RET(ut_hear(w.from), ut_pattern(1500 * PG + 3));
 	/* the shared write and the pwrite made before the kill reach SOURCE */
@@ -134,15 +139,21 @@ int main(void)
 	CHECK(file_byte(srv.src, 20 * PG + 100) == 0x5A + 20, "a shared write lost");
 	CHECK(file_byte(srv.src, 30 * PG + 5) == 0xC3, "a pwrite lost");
 	/* every page, both clients, faulted from the new server */
-	CHECK_RET(ut_ask(&r, CHECK_ALL, 0), 0);
-	CHECK_RET(ut_ask(&w, CHECK_ALL, 0), 0);
+	CHECK_RET(ut_ask(&r, CHECK_ALL, 0x5A + 20), 0);
+	CHECK_RET(ut_ask(&w, CHECK_ALL, 0x5A + 20), 0);
 
-	/* and once more: a second restart */
+	/* and once more, the next server under a cache budget a quarter of
+	 * the adopted cache: what it evicts is written back first, and read
+	 * again from SOURCE */
+	CHECK_RET(ut_ask(&w, WRITE20, 0x77), 0);
 	kill_server(&srv);
-	ut_server_restart(&srv, NULL);
+	ut_server_restart(&srv, budget);
 	CHECK_RET(ut_ask(&r, PREAD, 2047), ut_pattern(2047 * PG + 3));
-	CHECK_RET(ut_ask(&w, READ, 20), 0x5A + 20);
+	CHECK_RET(ut_ask(&r, CHECK_ALL, 0x77), 0);
+	CHECK_RET(ut_ask(&w, CHECK_ALL, 0x77), 0);
+	CHECK_RET(ut_ask(&r, READ, 20), 0x77);
 	CHECK_RET(ut_ask(&w, SYNC, 0), 0);
+	CHECK(file_byte(srv.src, 20 * PG + 7) == 0x77, "a shared write lost");
 
 	ut_say(r.to, 0);
 	ut_say(w.to, 0);
