@@ -937,10 +937,22 @@ int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
  * inherited by fork() (MADV_DONTFORK), uf_find_vma() does not return them
  * and uf_remap_file_pages() does not apply; record and prefetch are the
  * server's (-EOPNOTSUPP here); unmap them with uf_munmap(), never
- * munmap() or mremap().  If the server goes away, every page the
- * cache does not hold takes SIGBUS on its next access (the poison marker,
- * Linux 6.6+), never zeros, never a hang; calls to it fail with
- * -ENOTCONN.
+ * munmap() or mremap().
+ *
+ * The object survives a restart of its server (ufault-serve(1)): when
+ * the server hangs up, a thread of this process connects to @socket
+ * again and waits in its queue (the supervisor keeps the listening
+ * socket); if the next server answers with the cache this process maps
+ * (uf_object_adopt_cache()), the mappings and the userfaultfd are handed
+ * to it again and threads asleep in a fault are woken.  Meanwhile faults
+ * on holes of the cache wait, and so do the calls to the server, which
+ * are sent again (each may be done twice); map, unmap and mprotect do
+ * not wait.  No server for good -- nobody listens on @socket, or it is
+ * gone, or the supervisor gave up (--orphan-timeout: the waiting
+ * connection is reset), or a server with another cache -- and every page
+ * the cache does not hold takes SIGBUS on its next access, in the thread
+ * that makes it (the poison marker, Linux 6.6+), never zeros, never a
+ * hang; calls to it fail with -ENOTCONN.
  *
  * Return: 0, or -EINVAL (NULL argument, other @oflags, @mm destroyed),
  * -ENOENT (no such socket), -ECONNREFUSED (nobody listening), -EACCES
@@ -978,6 +990,52 @@ int uf_object_attach(struct uf_mm *mm, const char *socket, int oflags, struct uf
  * the error of recv(2).
  */
 int uf_object_serve_client(struct uf_object *obj, int sock, int error);
+
+/**
+ * uf_object_cache_fd - a file descriptor of @obj's page cache (a memfd),
+ * for another process to adopt with uf_object_adopt_cache().
+ * @obj: an object of this process (not attached).
+ *
+ * The fd (close-on-exec) refers to the cache itself: the pages ufault
+ * filled, and every write made to them, as long as any fd or mapping of
+ * it lives.  Keep it, do not read or write it, and never map it: a touch
+ * of a page the cache does not hold would put zeros there.  ufault-serve
+ * hands it to its supervisor, so that the next server keeps the cache its
+ * ufault clients map.
+ *
+ * Return: the new fd, or -EINVAL (NULL @obj, an attached object, the mm
+ * destroyed), -ECHILD (in a fork child), or the error of fcntl(2).
+ */
+int uf_object_cache_fd(struct uf_object *obj);
+
+/**
+ * uf_object_adopt_cache - make the memfd @fd, which uf_object_cache_fd()
+ * gave for an earlier object of the same store (in a process since
+ * gone), @obj's page cache in place of its own.
+ * @obj: the object, just opened: not mapped, nothing cached, and no
+ *	process served by its mm yet.
+ * @fd: the memfd, open for reading and writing.  ufault makes its own
+ *	duplicate: the caller keeps @fd.
+ *
+ * Every page @fd holds is taken as present, and, when @obj is writable,
+ * as dirty (which of them the earlier process had written back is not
+ * known): each reaches the store at the next sync, so no write made to
+ * the cache is lost, at the cost of writing back what was clean.  Holes
+ * are filled from the store as usual.  If @fd's size differs from the
+ * store's (a truncate the earlier process had not finished), the store's
+ * size is taken.  The pages count against the cache budget, and full 2 MiB
+ * extents are collapsed as if filled.  The store must hold what it held
+ * when the earlier process died: nothing checks that no other program
+ * wrote it meanwhile.
+ *
+ * Return: 0 (also when @fd is already @obj's cache), -EINVAL (NULL @obj,
+ * bad @fd, not a memfd, an attached object, the mm destroyed), -EBADF
+ * (@fd not open for writing), -EBUSY (@obj is mapped or caches pages, or
+ * its mm serves a process), -ESTALE (@obj is read-only and @fd's size is
+ * not the store's), -EFBIG, -ECHILD, -ENOMEM.  On -EBUSY, -ESTALE and the
+ * argument errors nothing changed; on -ENOMEM the object must be put.
+ */
+int uf_object_adopt_cache(struct uf_object *obj, int fd);
 
 #ifdef __cplusplus
 }

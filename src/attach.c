@@ -26,14 +26,36 @@
  * or uf_object_sync(), or the server's own), before reclaim, and when the
  * client unmaps or goes: more writeback, no write lost.
  *
- * The server gone (killed, or exited): the client's watcher thread sees
- * the socket hang up, puts the kernel's poison marker on every page of
- * its mappings the cache does not hold and wakes them (SIGBUS, never
- * zeros: with no userfaultfd registered, the kernel would fill a hole
- * with zeros into the cache the other clients share), and from then on
- * answers each fault on the userfaultfd the same way.  A client gone
- * costs the server nothing: the socket's end frees its address space
- * (its writes marked dirty, its fd closed) and its thread.
+ * The server gone (killed, or upgraded): the client keeps its
+ * userfaultfd, so its faults on holes wait there, unread.  Its watcher
+ * thread sees the socket hang up and looks for the next server
+ * (att_resume): it connects to the socket again -- ufault-serve's
+ * supervisor keeps the listening socket while no server runs, so the
+ * connection waits in its queue -- and sends the hello.  The next server
+ * answers with its cache, which must be the memfd the client maps (the
+ * supervisor kept it, and the server adopted it: uf_object_adopt_cache,
+ * object.c); then the client sends its table of mappings (ATT_MAP, before
+ * any fd: the server keeps them for the address space it makes), then
+ * the userfaultfd (ATT_UFFD: the address space starts with that table,
+ * so no fault waiting on the fd is read before its VMA is known), and
+ * wakes every mapping: a thread asleep in a fault the dead server had
+ * read faults again.  Meanwhile a map, unmap or mprotect changes only
+ * the client's table (the next server gets it whole); any other request
+ * waits for the next server and is sent again, so a request the dead
+ * server read and may have done is done twice: each may be (the same
+ * bytes to the same place, the same size, a punch, a sync, a read).
+ *
+ * No server for good: nobody listens, the socket is gone (a server that
+ * exits on purpose removes it), the supervisor gave up (--orphan-timeout:
+ * closing the listening socket resets the queued connection), or a
+ * server with another cache answers.  Then the watcher puts the kernel's
+ * poison marker on every page of the mappings the cache does not hold
+ * and wakes them (SIGBUS, never zeros: with no userfaultfd registered,
+ * the kernel would fill a hole with zeros into the cache the other
+ * clients share), answers each later fault on the userfaultfd the same
+ * way, and calls fail with -ENOTCONN.  A client gone costs the server
+ * nothing: the socket's end frees its address space (its writes marked
+ * dirty, its fd closed) and its thread.
  *
  * Wire format, version 1 (one host: native byte order, fixed sizes).
  *
@@ -59,7 +81,9 @@
  *	20 u32 pad
  *   then requests, client -> server, each answered before the next:
  *	0  u32 op, u32 pad, u64 a, b, c, d	(40 bytes)
- *	ATT_UFFD	the client's userfaultfd as SCM_RIGHTS (once, first)
+ *	ATT_UFFD	the client's userfaultfd as SCM_RIGHTS (once; first,
+ *			but for the ATT_MAPs of a client resuming, which
+ *			the address space then starts with)
  *	ATT_MAP		a start, b length, c first page, d prot | ATT_SHARED
  *	ATT_UNMAP	a start, b length
  *	ATT_PROTECT	a start, b length, c prot
@@ -264,8 +288,15 @@ struct uf_attach_srv {
 	int sock;
 	bool readonly;			/* the client attached O_RDONLY */
 	struct uf_as *as;		/* its address space, once it sent its fd */
+	/* mappings told before the fd (a client resuming after its server
+	 * died): the address space starts with them */
+	struct uf_vma *pend;
+	size_t npend;
 	struct uf_attach_srv *next;	/* mm->served, under attach_lock */
 };
+
+/* How many mappings a client may tell before its fd. */
+#define ATT_MAX_PEND	4096
 
 /* A client's object mappings: served as a fork child's are (filemap.c). */
 static const struct uf_remote_ops att_remote_ops;
@@ -306,8 +337,47 @@ static int srv_uffd(struct uf_attach_srv *c, int fd)
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
 		return -EBADF;
+	if (c->npend) {
+		struct uf_vma **tmpl = calloc(c->npend, sizeof(*tmpl));
+		size_t i;
+		int ret;
+
+		if (!tmpl)
+			return -ENOMEM;
+		for (i = 0; i < c->npend; i++)
+			tmpl[i] = &c->pend[i];
+		/* its faults are read from here on: the table is there first */
+		ret = uf_as_adopt(c->obj->mm, fd, tmpl, c->npend, &uf_as_uffd_ops, NULL, &c->as);
+		free(tmpl);
+		if (!ret) {
+			free(c->pend);
+			c->pend = NULL;
+			c->npend = 0;
+		}
+		return ret;
+	}
 	/* (-ECANCELED: the fd was taken, and closed) */
 	return uf_as_adopt(c->obj->mm, fd, NULL, 0, &uf_as_uffd_ops, NULL, &c->as);
+}
+
+/* A mapping told before the fd: kept for uf_as_adopt(), which wants them
+ * apart. */
+static int srv_pend(struct uf_attach_srv *c, const struct uf_vma *t)
+{
+	struct uf_vma *p;
+	size_t i;
+
+	for (i = 0; i < c->npend; i++)
+		if (t->start < c->pend[i].end && c->pend[i].start < t->end)
+			return -EINVAL;
+	if (c->npend == ATT_MAX_PEND)
+		return -ENOMEM;
+	p = realloc(c->pend, (c->npend + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	c->pend = p;
+	c->pend[c->npend++] = *t;
+	return 0;
 }
 
 static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
@@ -316,8 +386,6 @@ static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
 	struct uf_vma t;
 	int prot = (int)(r->d & 0xff);
 
-	if (!c->as)
-		return -ENOTCONN;
 	if (!range_ok(r->a, r->b) || r->c > (UINT64_MAX >> PAGE_SHIFT) - (r->b >> PAGE_SHIFT))
 		return -EINVAL;
 	memset(&t, 0, sizeof(t));
@@ -334,7 +402,7 @@ static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
 	}
 	t.vm_ops = &attach_vm_ops;
 	t.obj = obj;
-	return uf_as_map(c->as, &t);
+	return c->as ? uf_as_map(c->as, &t) : srv_pend(c, &t);
 }
 
 /* One request; its answer is sent.  An error to send ends the client. */
@@ -464,6 +532,7 @@ static void *srv_thread(void *arg)
 	/* gone, or stopped: nobody serves its faults from now on */
 	if (c->as)
 		uf_as_release(c->as);
+	free(c->pend);
 	pthread_mutex_lock(&mm->attach_lock);
 	for (pp = &mm->served; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -570,42 +639,81 @@ struct uf_attach {
 	int sock;
 	int uffd;
 	int stopfd;			/* eventfd: the watcher exits */
-	bool dead;			/* the server is gone (atomic) */
+	bool dead;			/* no server, for good (atomic) */
 	bool server_readonly;
 	pthread_t watcher;
-	pthread_mutex_t lock;		/* the socket, the table below */
+	pthread_mutex_t lock;		/* the socket, the table below, @down */
+	pthread_cond_t cond;		/* @down cleared, or @dead set */
+	bool down;			/* no server now: the watcher looks for
+					   the next (calls to it wait) */
 	struct att_map *maps;		/* sorted by start */
 	size_t nmaps, maps_cap;
+	uint32_t oflags;		/* as attached */
+	dev_t cache_dev;		/* the cache the mappings map */
+	ino_t cache_ino;
+	struct sockaddr_un sa;		/* the server's socket */
 	struct uf_attach *next;		/* mm->attached, under attach_lock */
 };
 
-/* One request and its answer (with @out for ATT_PREAD, @in for
- * ATT_PWRITE).  Locking: a->lock held. */
-static int64_t att_call(struct uf_attach *a, const struct att_req *r, const void *in,
-			void *out)
+/* One request and its answer on @sock; -errno when the stream broke. */
+static int att_exchange(int sock, const struct att_req *r, const void *in, void *out,
+			int64_t *retp)
 {
 	struct att_rep rep;
 	int ret;
 
-	if (__atomic_load_n(&a->dead, __ATOMIC_ACQUIRE))
-		return -ENOTCONN;
-	ret = write_full(a->sock, r, sizeof(*r));
+	ret = write_full(sock, r, sizeof(*r));
 	if (!ret && r->op == ATT_PWRITE)
-		ret = write_full(a->sock, in, r->b);
+		ret = write_full(sock, in, r->b);
 	if (!ret)
-		ret = read_full(a->sock, &rep, sizeof(rep));
+		ret = read_full(sock, &rep, sizeof(rep));
 	if (!ret && r->op == ATT_PREAD && rep.ret > 0) {
 		if ((uint64_t)rep.ret > r->b)
 			ret = -EPROTO;
 		else
-			ret = read_full(a->sock, out, (size_t)rep.ret);
+			ret = read_full(sock, out, (size_t)rep.ret);
 	}
-	if (ret) {
-		/* the stream is out of step, or the server gone */
+	*retp = rep.ret;
+	return ret;
+}
+
+/* Does the server keep a copy of the table of mappings (a map, unmap or
+ * protect): then with no server there is nothing to send, the next one
+ * gets the whole table (att_resume). */
+static bool att_table_op(uint32_t op)
+{
+	return op == ATT_MAP || op == ATT_UNMAP || op == ATT_PROTECT;
+}
+
+/*
+ * One request and its answer (with @out for ATT_PREAD, @in for
+ * ATT_PWRITE).  The server gone (killed, or restarting): a change of the
+ * table returns 0 at once, any other call waits for the next server
+ * (the watcher) and is sent again -- each is one a server may do twice
+ * (the same bytes to the same place, the same size, a sync) -- or fails
+ * with -ENOTCONN when none comes.  Locking: a->lock held (released while
+ * waiting).
+ */
+static int64_t att_call(struct uf_attach *a, const struct att_req *r, const void *in,
+			void *out)
+{
+	int64_t rep;
+
+	for (;;) {
+		while (a->down && !att_table_op(r->op) &&
+		       !__atomic_load_n(&a->dead, __ATOMIC_ACQUIRE))
+			pthread_cond_wait(&a->cond, &a->lock);
+		if (__atomic_load_n(&a->dead, __ATOMIC_ACQUIRE))
+			return -ENOTCONN;
+		if (a->down)
+			return 0;
+		if (att_exchange(a->sock, r, in, out, &rep) == 0)
+			return rep;
+		/* gone, or the stream out of step: the watcher sees the
+		 * hang-up and looks for the next server */
 		shutdown(a->sock, SHUT_RDWR);
-		return -ENOTCONN;
+		a->down = true;
 	}
-	return rep.ret;
 }
 
 static int64_t att_call_simple(struct uf_attach *a, uint32_t op, uint64_t x, uint64_t y,
@@ -638,11 +746,194 @@ static void att_poison_holes(struct uf_attach *a, unsigned long s, unsigned long
 	uf_uffd_fd_wake(a->uffd, s, e - s);
 }
 
+static int att_answer(int sock, int *memfdp, uint32_t *flagsp);
+
 /*
- * The watcher: waits for the server to hang up.  Then every hole of the
- * object's mappings here takes SIGBUS, and each fault the fd still
- * reports is answered so (events are read and dropped: their threads go
- * on).  Until att_free() stops it.
+ * The hello on @sock, and the server's answer: 0 with *memfdp the cache
+ * (and *flagsp the answer's flags), or -errno: the server's refusal,
+ * -EPROTO (not a ufault server, or it closed), -ETIMEDOUT.
+ */
+static int att_hello(int sock, uint32_t oflags, int *memfdp, uint32_t *flagsp)
+{
+	struct att_hello h = { .magic = ATT_MAGIC, .version = ATT_VERSION, .oflags = oflags };
+
+	/* refused at once (uid), the server may have closed already: its
+	 * answer is still there to read */
+	(void)write_full(sock, &h, sizeof(h));
+	return att_answer(sock, memfdp, flagsp);
+}
+
+/* The server's answer to the hello: see att_hello(). */
+static int att_answer(int sock, int *memfdp, uint32_t *flagsp)
+{
+	struct att_answer ans;
+	int ret, memfd = -1;
+
+	*memfdp = -1;
+	ret = recv_fd(sock, &ans, sizeof(ans), &memfd);
+	if (ret == -EAGAIN || ret == -EWOULDBLOCK)
+		return -ETIMEDOUT;
+	if (ret)
+		return -EPROTO;		/* closed, or broken */
+	if (memcmp(ans.magic, ATT_MAGIC_SRV, ATT_MAGIC_LEN))
+		ret = -EPROTO;
+	if (!ret && ans.status)
+		ret = ans.status < 0 && ans.status > -4096 ? ans.status : -EPROTO;
+	if (!ret && memfd < 0)
+		ret = -EPROTO;
+	if (ret) {
+		if (memfd >= 0)
+			close(memfd);
+		return ret < 0 ? ret : -EPROTO;
+	}
+	*memfdp = memfd;
+	*flagsp = ans.flags;
+	return 0;
+}
+
+/* Hand @sock's server the userfaultfd; 0 or -errno (its refusal, or
+ * -EPROTO when the stream broke: the server gone). */
+static int att_send_uffd(struct uf_attach *a, int sock, uint64_t features)
+{
+	struct att_req r = { .op = ATT_UFFD, .a = features };
+	struct att_rep rep;
+	int ret = send_fd(sock, &r, sizeof(r), a->uffd);
+
+	if (!ret)
+		ret = read_full(sock, &rep, sizeof(rep));
+	if (ret)
+		return -EPROTO;
+	if (!rep.ret)
+		return 0;
+	/* (-EPROTO is the broken stream's alone: att_resume tries again) */
+	return rep.ret < 0 && rep.ret > -4096 && rep.ret != -EPROTO ? (int)rep.ret : -EINVAL;
+}
+
+/* Wait up to @timeout_ms (-1: for ever) for @events on @fd (-1: none):
+ * false when att_free() stops the watcher meanwhile. */
+static bool att_wait(struct uf_attach *a, int fd, short events, int timeout_ms)
+{
+	struct pollfd p[2] = {
+		{ .fd = a->stopfd, .events = POLLIN },
+		{ .fd = fd, .events = events },
+	};
+	int n;
+
+	do
+		n = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	return !p[0].revents;
+}
+
+/*
+ * The server has gone: find the next one on the same socket, where a
+ * supervisor (ufault-serve's) keeps the listening socket while no server
+ * runs, and resume there.  The connection then waits in the socket's
+ * queue until a server takes it, which answers with its cache: it must be
+ * the one the mappings here map (the next server adopted the dead one's,
+ * uf_object_adopt_cache()).  Then the table of mappings, and only then
+ * the userfaultfd (the faults waiting there are read from that moment),
+ * and a wake of every mapping: a thread asleep in a fault the dead server
+ * had read faults again.  Return 0 (resumed), 1 (stopped), or -errno: no
+ * server will come -- nobody listens on the socket, or it is gone, or the
+ * supervisor gave up (--orphan-timeout: it closes the socket, which
+ * resets the queued connection), or a server with another cache.
+ * Locking: none held; takes a->lock.
+ */
+static int att_resume(struct uf_attach *a)
+{
+	for (;;) {
+		int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		int memfd, ret, fl;
+		uint32_t flags = 0;
+		struct stat st;
+		size_t i;
+
+		if (sock < 0)
+			return -errno;
+		if (connect(sock, (struct sockaddr *)&a->sa, sizeof(a->sa)) < 0) {
+			ret = -errno;
+			close(sock);
+			if (ret == -EAGAIN || ret == -EINTR) {
+				/* the queue is full: a server is not taking them yet */
+				if (!att_wait(a, -1, 0, 50))
+					return 1;
+				continue;
+			}
+			return ret;
+		}
+		fl = fcntl(sock, F_GETFL);
+		if (fl >= 0)
+			fcntl(sock, F_SETFL, fl & ~O_NONBLOCK);
+		{
+			struct att_hello h = { .magic = ATT_MAGIC, .version = ATT_VERSION,
+					       .oflags = a->oflags };
+
+			/* (into the queued connection's buffer) */
+			ret = write_full(sock, &h, sizeof(h));
+		}
+		/* a server takes the connection and answers, or the socket
+		 * is closed (the queued connection reset) */
+		if (!ret && !att_wait(a, sock, POLLIN | POLLRDHUP, -1)) {
+			close(sock);
+			return 1;
+		}
+		if (!ret)
+			ret = att_answer(sock, &memfd, &flags);
+		if (ret) {
+			close(sock);
+			return ret;
+		}
+		ret = fstat(memfd, &st) < 0 ? -errno : 0;
+		close(memfd);
+		if (!ret && (st.st_dev != a->cache_dev || st.st_ino != a->cache_ino))
+			ret = -ESTALE;		/* a server with a cache of its own */
+		if (ret) {
+			close(sock);
+			return ret;
+		}
+		/* -EPROTO from here: the stream broke (that server went
+		 * too: the next one); another error is the server's answer */
+		pthread_mutex_lock(&a->lock);
+		for (i = 0; !ret && i < a->nmaps; i++) {
+			const struct att_map *m = &a->maps[i];
+			struct att_req r = { .op = ATT_MAP, .a = m->start, .b = m->end - m->start,
+					     .c = m->pgoff,
+					     .d = (uint64_t)m->prot | (m->shared ? ATT_SHARED : 0) };
+			int64_t rep;
+
+			if (att_exchange(sock, &r, NULL, NULL, &rep))
+				ret = -EPROTO;
+			else if (rep)
+				ret = rep < 0 && rep > -4096 && rep != -EPROTO ? (int)rep : -EINVAL;
+		}
+		if (!ret)
+			ret = att_send_uffd(a, sock, 0);
+		if (!ret) {
+			close(a->sock);
+			a->sock = sock;
+			a->down = false;
+			pthread_cond_broadcast(&a->cond);
+			for (i = 0; i < a->nmaps; i++)
+				uf_uffd_fd_wake(a->uffd, a->maps[i].start,
+						a->maps[i].end - a->maps[i].start);
+		}
+		pthread_mutex_unlock(&a->lock);
+		if (!ret)
+			return 0;
+		close(sock);
+		if (ret != -EPROTO)
+			return ret;
+		/* that server went too: the next one */
+	}
+}
+
+/*
+ * The watcher: waits for the server to hang up, then for the next one
+ * (att_resume).  When none comes, every hole of the object's mappings
+ * here takes SIGBUS, and each fault the fd still reports is answered so
+ * (events are read and dropped: their threads go on).  Until att_free()
+ * stops it.
  */
 static void *att_watcher(void *arg)
 {
@@ -652,17 +943,28 @@ static void *att_watcher(void *arg)
 		{ .fd = a->stopfd, .events = POLLIN },
 	};
 	size_t i;
+	int ret;
 
 	for (;;) {
+		p[0].fd = a->sock;	/* (changed by this thread alone) */
 		if (poll(p, 2, -1) < 0)
 			continue;
 		if (p[1].revents)
 			return NULL;
-		if (p[0].revents)
+		if (!p[0].revents)
+			continue;
+		pthread_mutex_lock(&a->lock);
+		a->down = true;
+		pthread_mutex_unlock(&a->lock);
+		ret = att_resume(a);
+		if (ret == 1)
+			return NULL;
+		if (ret)
 			break;
 	}
-	__atomic_store_n(&a->dead, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&a->lock);
+	__atomic_store_n(&a->dead, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&a->cond);
 	for (i = 0; i < a->nmaps; i++)
 		att_poison_holes(a, a->maps[i].start, a->maps[i].end);
 	pthread_mutex_unlock(&a->lock);
@@ -801,16 +1103,13 @@ static struct uf_attach *att_find(struct uf_mm *mm, unsigned long s, unsigned lo
 UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int oflags,
 			       struct uf_object **objp)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct att_hello h = { .magic = ATT_MAGIC, .version = ATT_VERSION };
-	struct att_answer ans;
 	struct timeval tv = { .tv_sec = ATT_HELLO_TIMEOUT_S };
 	struct uf_attach *a;
 	struct uf_object *obj;
-	struct att_req r = { .op = ATT_UFFD };
+	struct stat st;
+	uint32_t flags = 0;
 	uint64_t got;
 	int acc = oflags & O_ACCMODE, ret, memfd = -1;
-	int64_t r64;
 
 	if (!mm || !socket_path || !objp || (oflags & ~O_ACCMODE) ||
 	    (acc != O_RDONLY && acc != O_RDWR))
@@ -819,9 +1118,6 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 		return -ECHILD;
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -EINVAL;
-	if (strlen(socket_path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, socket_path);
 	a = calloc(1, sizeof(*a));
 	obj = calloc(1, sizeof(*obj));
 	if (!a || !obj) {
@@ -829,44 +1125,41 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 		free(obj);
 		return -ENOMEM;
 	}
+	a->sa.sun_family = AF_UNIX;
+	if (strlen(socket_path) >= sizeof(a->sa.sun_path)) {
+		free(a);
+		free(obj);
+		return -ENAMETOOLONG;
+	}
+	strcpy(a->sa.sun_path, socket_path);
+	a->oflags = (uint32_t)acc;
 	a->uffd = a->stopfd = -1;
 	pthread_mutex_init(&a->lock, NULL);
 	uf_lockdep_class(&a->lock, UF_LK_ATTACH);
+	pthread_cond_init(&a->cond, NULL);
 	a->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (a->sock < 0) {
 		ret = -errno;
 		goto fail;
 	}
-	if (connect(a->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (connect(a->sock, (struct sockaddr *)&a->sa, sizeof(a->sa)) < 0) {
 		ret = -errno;
 		goto fail;
 	}
 	/* a socket that never answers is not a server: bounded wait */
 	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	h.oflags = (uint32_t)acc;
-	/* refused at once (uid), the server may have closed already: its
-	 * answer is still there to read */
-	(void)write_full(a->sock, &h, sizeof(h));
-	ret = recv_fd(a->sock, &ans, sizeof(ans), &memfd);
-	if (ret == -EAGAIN || ret == -EWOULDBLOCK) {
-		ret = -ETIMEDOUT;
+	ret = att_hello(a->sock, a->oflags, &memfd, &flags);
+	if (ret)
 		goto fail;
-	}
-	if (ret || memcmp(ans.magic, ATT_MAGIC_SRV, ATT_MAGIC_LEN)) {
-		ret = -EPROTO;
-		goto fail;
-	}
-	if (ans.status) {
-		ret = ans.status < 0 && ans.status > -4096 ? ans.status : -EPROTO;
-		goto fail;
-	}
-	if (memfd < 0) {
-		ret = -EPROTO;
-		goto fail;
-	}
 	tv.tv_sec = 0;
 	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	a->server_readonly = ans.flags & ATT_READONLY;
+	a->server_readonly = flags & ATT_READONLY;
+	if (fstat(memfd, &st) < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	a->cache_dev = st.st_dev;
+	a->cache_ino = st.st_ino;
 
 	/* the fd the server reads our faults from */
 	ret = uf_uffd_new_fd(UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EVENT_UNMAP |
@@ -879,15 +1172,7 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 		ret = -EOPNOTSUPP;
 		goto fail;
 	}
-	r.a = got;
-	ret = send_fd(a->sock, &r, sizeof(r), a->uffd);
-	if (!ret) {
-		struct att_rep rep;
-
-		ret = read_full(a->sock, &rep, sizeof(rep));
-		r64 = ret ? -EPROTO : rep.ret;
-		ret = r64 < 0 && r64 > -4096 ? (int)r64 : r64 ? -EPROTO : 0;
-	}
+	ret = att_send_uffd(a, a->sock, got);
 	if (ret)
 		goto fail;
 
@@ -925,6 +1210,7 @@ fail:
 		close(a->sock);
 	if (memfd >= 0)
 		close(memfd);
+	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 	free(obj);
@@ -956,6 +1242,7 @@ static void att_free(struct uf_object *obj)
 	close(a->uffd);
 	close(a->stopfd);
 	close(obj->memfd);
+	pthread_cond_destroy(&a->cond);
 	pthread_mutex_destroy(&a->lock);
 	free(a->maps);
 	free(a);

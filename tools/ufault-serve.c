@@ -646,6 +646,43 @@ static int super_setup(struct server *s, struct super_state *sup)
 	return 0;
 }
 
+/*
+ * The cache the supervisor kept (a server died): the ufault clients of
+ * the dead server map it, so this server's object takes it over instead
+ * of a cache of its own.  Then the supervisor keeps this object's cache,
+ * for the next server.  0, or -1 (logged): exit, the supervisor keeps
+ * the cache for the next one.
+ */
+static int adopt_cache(struct server *s, struct super_state *sup)
+{
+	struct uf_stats st;
+	int fd, ret;
+
+	if (sup->cache_fd >= 0) {
+		ret = uf_object_adopt_cache(s->obj, sup->cache_fd);
+		close(sup->cache_fd);
+		sup->cache_fd = -1;
+		if (ret == -ESTALE) {
+			logf_("the cache of the server before: not adopted (%s has another size): "
+			      "its ufault clients get SIGBUS", s->source);
+		} else if (ret) {
+			logf_("the cache of the server before: %s", strerror(-ret));
+			return -1;
+		} else {
+			s->size = uf_object_size(s->obj);
+			if (uf_mm_stats(s->mm, &st) == 0)
+				logf_("the cache of the server before: %" PRIu64 " pages adopted",
+				      st.cache_pages);
+		}
+	}
+	fd = uf_object_cache_fd(s->obj);
+	if (fd >= 0) {
+		super_cache(fd);
+		close(fd);
+	}
+	return 0;
+}
+
 /* Serve the clients an earlier server served: woken, removals kept. */
 static int take_clients(struct server *s, struct super_state *sup)
 {
@@ -804,11 +841,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
-	struct super_state sup = { .lfd = -1 };
+	struct super_state sup = { .lfd = -1, .cache_fd = -1 };
+	bool had_cache;
 	uint64_t budget = 0, v;
 	unsigned int threads = 2;
 	sigset_t mask;
-	int c;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -885,10 +923,21 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (s.sfd < 0 || super_setup(&s, &sup) || open_source(&s, budget, threads) ||
-	    start_ws(&s) || take_clients(&s, &sup)) {
-		if (!sup.nclients)
-			super_bye();	/* no client to keep for the next server */
+	if (s.sfd >= 0 && super_setup(&s, &sup) == 0) {
+		had_cache = sup.cache_fd >= 0;
+		ret = open_source(&s, budget, threads) || adopt_cache(&s, &sup) || start_ws(&s) ||
+		      take_clients(&s, &sup);
+	} else {
+		had_cache = false;
+		ret = -1;
+	}
+	if (ret) {
+		/* no client to keep for the next server (a cache kept: its
+		 * ufault clients may be there) */
+		if (!sup.nclients && !had_cache)
+			super_bye();
+		if (sup.cache_fd >= 0)
+			close(sup.cache_fd);
 		uf_object_put(s.obj);
 		uf_mm_destroy(s.mm);
 		return 1;

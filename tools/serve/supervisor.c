@@ -30,7 +30,8 @@
  *     WELCOME  {supervisor pid, the next client id, stopping, clients}
  *              + SOCKET's listening socket (none once stopping or failed)
  *     CLIENT   {id, pid, uid, regions} + its userfaultfd and connection,
- *     RANGES   {id, ranges it removed} (as many as needed), then
+ *     RANGES   {id, ranges it removed} (as many as needed),
+ *     CACHE    + the object's cache (a memfd), if one is kept, then
  *     END.     The server serves each client with the removed ranges
  *              (uf_object_serve_uffd_opts), which first wakes every
  *              region: threads asleep in a fault the dead server read
@@ -44,6 +45,8 @@
  *              over that this server cannot serve: poison it now,
  *     LISTEN   + a listening socket: SOCKET made anew (the supervisor
  *              had closed it, failing closed),
+ *     CACHE    + its object's cache (uf_object_cache_fd), which the
+ *              supervisor keeps in place of the one it had,
  *     STOPPING: SIGTERM; the server has closed SOCKET,
  *     BYE:     exiting on purpose, every client gone or poisoned by the
  *              server itself: the supervisor exits too.
@@ -90,21 +93,19 @@
  * serving without a supervisor; without one, after failing closed.
  * SIGUSR1: log a status line ("status N:" with the value sigqueue() sent).
  *
- * ufault clients (uf_object_attach) are not handed over yet.  They map
- * the server's cache, a memfd, and ask it for misses through their
- * userfaultfd and for the rest (pread, pwrite, sync, truncate) through
- * their control socket.  Taking them over will need the supervisor to
- * keep, besides those two (an ADOPT of another kind), the cache's memfd
- * itself, handed over in WELCOME: the pages every client maps, which the
- * next server must adopt as its object's cache -- not refill, and for a
- * writable object take every page as dirty until synced, since the dead
- * server's dirty bits are lost -- and each client's mappings as offsets
- * in it.  A request the dead server had read from a control socket and
- * not answered dies with it, and the client cannot tell (its socket's
- * other end stays open: the supervisor's duplicate): the new server will
- * need to announce itself on every kept control socket, and clients to
- * send again what is unanswered (pread, pwrite of the same bytes and sync
- * can be repeated).  The wake of the userfaultfd is the same.
+ * ufault clients (uf_object_attach) are not kept here: each holds its own
+ * userfaultfd (its faults wait there while no server runs) and its table
+ * of mappings, and when its connection hangs up it connects to SOCKET
+ * again and waits in the queue of the listening socket kept here (see
+ * src/attach.c).  What it needs kept is the cache: its mappings map the
+ * object's memfd, which must outlive the server.  So each server sends
+ * CACHE once it has its object, and the next one adopts the cache given
+ * in the handover (uf_object_adopt_cache: every page there present, and
+ * dirty for a writable object -- the dead server's dirty bits are lost,
+ * so more is written back and nothing is lost) and answers the queued
+ * clients with it; a client checks it is the memfd it maps.  Failing
+ * closed closes SOCKET, which resets the queued connections: those
+ * clients poison their holes themselves, and the cache is dropped.
  */
 #define _GNU_SOURCE
 #include "supervisor.h"
@@ -145,7 +146,7 @@ struct super_poison {
 
 enum {
 	M_HELLO = 1, M_REFUSE, M_WELCOME, M_CLIENT, M_RANGES, M_END,
-	M_ADOPT, M_REMOVED, M_FORGET, M_FAIL, M_STOPPING, M_BYE, M_LISTEN,
+	M_ADOPT, M_REMOVED, M_FORGET, M_FAIL, M_STOPPING, M_BYE, M_LISTEN, M_CACHE,
 };
 
 struct smsg {
@@ -294,6 +295,7 @@ static int take_over(int fd, const char *source, unsigned int orphan_s, struct s
 
 	memset(st, 0, sizeof(*st));
 	st->lfd = -1;
+	st->cache_fd = -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (send_msg(fd, &h, source, h.n, NULL, 0) < 0)
 		goto broken;
@@ -342,6 +344,11 @@ static int take_over(int fd, const char *source, unsigned int orphan_s, struct s
 			c->nremoved += m->n;
 			break;
 		}
+		case M_CACHE:
+			if (nfds != 1 || st->cache_fd >= 0)
+				goto broken;
+			st->cache_fd = fds[0];
+			break;
 		case M_END:
 			tv.tv_sec = 0;
 			setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -483,6 +490,14 @@ void super_listen(int lfd)
 		srv_lost();
 }
 
+void super_cache(int fd)
+{
+	struct smsg h = { .type = M_CACHE };
+
+	if (srv_ctl >= 0 && send_msg(srv_ctl, &h, NULL, 0, &fd, 1) < 0)
+		srv_lost();
+}
+
 void super_stopping(void)
 {
 	srv_send(M_STOPPING, 0, 0, 0);
@@ -520,6 +535,7 @@ struct super {
 	const char *sock, *ctl, *source;
 	int cl, lfd, sfd;
 	int srv;		/* the server's connection, or -1 */
+	int cache;		/* the object's cache (a memfd), or -1 */
 	pid_t srv_pid;
 	bool stopping;		/* the server was SIGTERM'd: SOCKET closed */
 	bool failed;		/* no server in time: every client poisoned */
@@ -744,6 +760,11 @@ static void fail_all(struct super *s, const char *why)
 		s->lfd = -1;
 		unlink(s->sock);	/* a VMM started now is refused, not left waiting */
 	}
+	/* the ufault clients waiting in SOCKET's queue were reset with it:
+	 * they fail closed, and nobody needs their cache any more */
+	if (s->cache >= 0)
+		close(s->cache);
+	s->cache = -1;
 	for (i = 0; i < s->nc; i++)
 		if (!s->c[i]->failed)
 			fail_client(s->c[i]);
@@ -837,6 +858,12 @@ static bool server_read(struct super *s)
 			break;
 		if (m->type == M_LISTEN && nfds == 1 && s->lfd < 0 && !s->stopping) {
 			s->lfd = fds[0];
+			continue;
+		}
+		if (m->type == M_CACHE && nfds == 1) {
+			if (s->cache >= 0)
+				close(s->cache);
+			s->cache = fds[0];
 			continue;
 		}
 		if (m->type != M_ADOPT)
@@ -955,6 +982,10 @@ static int hand_over(struct super *s, int fd)
 		ret = send_msg(fd, &ch, c->r, c->n * sizeof(c->r[0]), fds, 2);
 		if (!ret)
 			ret = send_removed(fd, c);
+	}
+	if (!ret && s->cache >= 0) {
+		h = (struct smsg){ .type = M_CACHE };
+		ret = send_msg(fd, &h, NULL, 0, &s->cache, 1);
 	}
 	if (!ret) {
 		h = (struct smsg){ .type = M_END };
@@ -1143,6 +1174,7 @@ static void super_main(int cl, int lfd, const char *sock, const char *ctl, const
 	s.cl = cl;
 	s.lfd = lfd;
 	s.srv = -1;
+	s.cache = -1;
 	s.orphan_s = orphan_s;
 	s.next_id = 1;
 	/* the server that started it connects at once */

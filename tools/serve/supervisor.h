@@ -29,6 +29,7 @@ struct super_state {
 	pid_t super_pid;
 	int lfd;		/* SOCKET's listening socket, or -1 */
 	bool stopping;		/* a SIGTERM'd server's clients: accept none */
+	int cache_fd;		/* the cache the ufault clients map, or -1 */
 	struct super_client *clients;
 	unsigned int nclients;
 };
@@ -52,6 +53,9 @@ uint64_t super_adopt(int conn, int uffd, pid_t pid, uid_t uid,
 void super_forget(uint64_t id, bool fail_closed);
 /* struct uf_serve_opts' ->on_remove; @arg is the client's id. */
 void super_on_remove(void *arg, uint64_t start, uint64_t len);
+/* Keep the object's cache (uf_object_cache_fd(), @fd stays the
+ * caller's) for the next server: its ufault clients map it. */
+void super_cache(int fd);
 /* SOCKET was made anew (the supervisor had failed closed): keep @lfd. */
 void super_listen(int lfd);
 /* SIGTERM: the server takes no new clients. */
