@@ -251,6 +251,8 @@ static __thread struct {
 	bool woken;
 } fill_wake;
 
+__thread struct uf_fill_sink *uf_fill_sink;
+
 /* Pages copied at most per protect-and-copy step. */
 #define INSERT_RUN	512
 
@@ -290,7 +292,7 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 	long added = 0;
 
 	while (i < npages) {
-		size_t copied = 0, run, k;
+		size_t copied = 0, run, k, at = i;
 		unsigned long dst, cdst;
 		unsigned int mode;
 		bool tracked, unprotected = false;
@@ -363,6 +365,9 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		pthread_rwlock_unlock(&obj->rmap_lock);
 		if (locked)
 			pthread_rwlock_unlock(&obj->mm->vma_lock);
+		if (copied && uf_fill_sink && uf_fill_sink->obj == obj)
+			uf_fill_sink->fn(uf_fill_sink, pgoff + at, buf + (at << PAGE_SHIFT),
+					 copied >> PAGE_SHIFT);
 		if (ret && dst != cdst) {
 			/*
 			 * The mapping refused: going away, moved or unmapped by

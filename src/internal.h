@@ -689,6 +689,19 @@ static inline uint64_t size_pages(uint64_t size)
 #define UF_FILL_ANY	(UINT64_MAX - 1)	/* uf_object_fill: best effort */
 int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t must,
 		   size_t *filled, bool *major, struct uf_vma *vma);
+/*
+ * While this thread's uf_fill_sink is set, each run of @obj's pages one of
+ * its fills has just inserted into the cache is handed to ->fn from the
+ * fill's own buffer (the pages' bytes as inserted), with
+ * obj->invalidate_lock held shared and no other ufault lock: serve.c
+ * copies a fault's pages into the other process from there, with no read
+ * back from the memfd.
+ */
+struct uf_fill_sink {
+	struct uf_object *obj;
+	void (*fn)(struct uf_fill_sink *sink, uint64_t pgoff, const char *buf, size_t npages);
+};
+extern __thread struct uf_fill_sink *uf_fill_sink;
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 struct uf_bounce;

@@ -8,12 +8,16 @@
  * with a table of regions: region i's pages are the memory file's bytes
  * at regions[i].offset.  Anonymous memory cannot map the cache's pages,
  * so each fault is served as the kernel serves a private file mapping's
- * first touch, with a copy: the page is made present in the object's
- * cache (the fill path, readahead included), read from the memfd into a
- * bounce buffer, and copied into the faulting page with UFFDIO_COPY
+ * first touch, with a copy into the faulting page with UFFDIO_COPY
  * through the other process's userfaultfd (whose source must be in this
- * process).  Not from cache_map: the copy's source read is a kernel-mode
- * fault there, which this kernel refuses in a registered range (EFAULT).  Pages a
+ * process).  A page the fault fills is copied over from the fill's own
+ * buffer as it enters the cache (struct uf_fill_sink): one store read,
+ * one copy into the cache, one into the process.  A page the cache holds
+ * already is read from the memfd into a bounce buffer first.  Not from
+ * cache_map: the copy's source read is a kernel-mode fault there, which
+ * this kernel refuses in a registered range (EFAULT).  Nor from an
+ * unregistered shared mapping of the memfd: measured slower on this VM
+ * (each page newly mapped there costs more than the read it saves).  Pages a
  * sequential stream has in the cache are copied on with it in one call,
  * as far as the readahead window reaches: a restore reading its memory in
  * order takes one fault per window, not one per page.  A fault that is
@@ -129,6 +133,32 @@ static void region_stream_note(struct serve_region *r, uint64_t from, uint64_t t
 	__atomic_store_n(&r->next[i], to, __ATOMIC_RELAXED);
 }
 
+/*
+ * Copy object pages [pg, pg + n), present in the cache, into the process
+ * at @addr, read from the memfd into a bounce buffer.  Return as
+ * uf_uffd_copy_mapped().
+ * Locking: obj->invalidate_lock held shared (no page of the run leaves
+ * the cache meanwhile).
+ */
+static int cache_copy(struct uf_object *obj, struct uf_uffd *u, unsigned long addr, uint64_t pg,
+		      size_t n, unsigned int mode, size_t *copied)
+{
+	size_t len = n << PAGE_SHIFT;
+	struct uf_bounce *bounce;
+	char *buf;
+	int ret;
+
+	bounce = uf_bounce_get(len, (void **)&buf);
+	if (!bounce)
+		return -ENOMEM;
+	if (pread(obj->memfd, buf, len, (off_t)(pg << PAGE_SHIFT)) != (ssize_t)len)
+		ret = -EIO;
+	else
+		ret = uf_uffd_copy_mapped(u, addr, buf, len, mode, copied);
+	uf_bounce_put(bounce);
+	return ret;
+}
+
 static void serve_open(struct uf_vma *vma)
 {
 	struct serve_region *r = vma->private_data;
@@ -153,21 +183,20 @@ static void serve_close(struct uf_vma *vma)
 /*
  * Put the page at @addr (object page @pg) into the other process: the
  * zero page where the range was removed, else the cache's page and, up to
- * @max pages in all, the present pages after it.  The VMA's table lock
- * is held across the test and the copy (see the top of the file).
+ * @max pages in all, the present pages after it; a stream at @from goes
+ * on after them.  The VMA's table lock is held across the test and the
+ * copy (see the top of the file).
  * Return 0 (done, or the retry meets what is there now), -ENOENT (the
  * cache page went meanwhile: fill again), or -errno.
  * Locking: takes as->vma_lock shared, then obj->invalidate_lock shared.
  */
 static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned long addr,
-			 uint64_t pg, bool write, size_t max)
+			 uint64_t pg, bool write, size_t max, uint64_t from)
 {
 	static const char zeros[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
 	struct uf_object *obj = vma->obj;
 	struct uf_uffd *u = &vma->as->uffd;
-	struct uf_bounce *bounce;
 	size_t n, copied;
-	char *buf;
 	int ret;
 
 	for (;;) {
@@ -205,17 +234,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 				break;
 		}
 		copied = 0;
-		bounce = uf_bounce_get(n << PAGE_SHIFT, (void **)&buf);
-		if (!bounce) {
-			ret = -ENOMEM;
-		} else if (pread(obj->memfd, buf, n << PAGE_SHIFT, (off_t)(pg << PAGE_SHIFT)) !=
-			   (ssize_t)(n << PAGE_SHIFT)) {
-			ret = -EIO;
-		} else {
-			ret = uf_uffd_copy_mapped(u, addr, buf, n << PAGE_SHIFT, UF_UFFD_DONTWAKE,
-						  &copied);
-		}
-		uf_bounce_put(bounce);
+		ret = cache_copy(obj, u, addr, pg, n, UF_UFFD_DONTWAKE, &copied);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 		pthread_rwlock_unlock(&vma->as->vma_lock);
 		if (ret == -EAGAIN && !copied) {
@@ -225,7 +244,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 		/* a stream goes on after its run, however short (a background
 		 * window may still be coming in) */
 		if (max > 1)
-			region_stream_note(r, pg, pg + (copied ? copied >> PAGE_SHIFT : n));
+			region_stream_note(r, from, pg + (copied ? copied >> PAGE_SHIFT : n));
 		break;
 	}
 	/*
@@ -236,6 +255,69 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 	if (ret == -EEXIST || ret == -ENOENT || ret == -ESRCH || ret == -EAGAIN)
 		ret = 0;
 	return ret;
+}
+
+/*
+ * A fault's fill, copied into the process as it is inserted into the
+ * cache (struct uf_fill_sink): from the fill's own buffer, so a cold
+ * page costs the store read and two copies, none read back from the
+ * memfd.  @end: where the run of pages copied from @pg ends (@pg while
+ * the faulting page is not in).
+ */
+struct serve_sink {
+	struct uf_fill_sink sink;
+	struct uf_vma *vma;
+	struct serve_region *r;
+	uint64_t pg, end;
+};
+
+/*
+ * ->fn of struct serve_sink: copy the pages just inserted at @q into the
+ * process where the VMA shows them, past the balloon's removals, never
+ * over a page it has (EEXIST).  Best effort: what this leaves out, the
+ * fault copies from the cache (serve_install).
+ * Locking: obj->invalidate_lock held shared; as->vma_lock only tried
+ * (it comes before the invalidate lock, and is held exclusive only while
+ * the table follows an event).
+ */
+static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct serve_sink *k = (struct serve_sink *)sink;
+	struct uf_vma *vma = k->vma;
+	struct uf_as *as = vma->as;
+	uint64_t a, b, e, vend;
+	int ret = 0;
+
+	if (pthread_rwlock_tryrdlock(&as->vma_lock))
+		return;
+	vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
+	a = q > vma->pgoff ? q : vma->pgoff;
+	b = q + n < vend ? q + n : vend;
+	if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || vma->nl_pgoff)
+		a = b;
+	while (a < b && !ret) {
+		size_t copied = 0;
+
+		if (region_removed(k->r, a)) {
+			a++;
+			continue;
+		}
+		for (e = a + 1; e < b && !region_removed(k->r, e); e++)
+			;
+		ret = uf_uffd_copy_mapped(&as->uffd, vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
+					  buf + ((a - q) << PAGE_SHIFT), (size_t)(e - a) << PAGE_SHIFT,
+					  UF_UFFD_DONTWAKE, &copied);
+		if (k->pg >= a && k->pg < a + (copied >> PAGE_SHIFT))
+			k->end = a + (copied >> PAGE_SHIFT);
+		else if (k->end > k->pg && k->end == a)
+			k->end += copied >> PAGE_SHIFT;
+		a += copied >> PAGE_SHIFT;
+		if (ret == -EEXIST) {
+			a++;		/* the process has that page */
+			ret = 0;
+		}
+	}
+	pthread_rwlock_unlock(&as->vma_lock);
 }
 
 /*
@@ -267,6 +349,8 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	unsigned long addr = fdata->address & PAGE_MASK;
 	uint64_t pg = fdata->pgoff;
 	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq, rec;
+	struct serve_sink sink = { .sink = { .obj = obj, .fn = serve_sink_fn }, .vma = vma,
+				   .r = r, .pg = pg, .end = pg };
 	size_t filled = 0, max;
 	int ret = 0, tries;
 
@@ -290,7 +374,9 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			if (!rec && !set)
 				uf_readahead_window(vma, pg, &ra);
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			uf_fill_sink = &sink.sink;
 			ret = uf_object_fill(obj, ra.first, ra.n, pg, &filled, &major, vma);
+			uf_fill_sink = NULL;
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 			uf_readahead_submit(vma, &ra);
 			if (ret)
@@ -304,7 +390,22 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 								    : vma->mm->ra_max;
 		else
 			max = 1;
-		ret = serve_install(vma, r, addr, pg, write, max);
+		/* what the fill copied over already (a stream's run goes on
+		 * from its end) */
+		if (sink.end > pg) {
+			uint64_t done = sink.end - pg;
+
+			ret = 0;
+			if (done < max && !region_removed(r, sink.end))
+				ret = serve_install(vma, r, addr + (done << PAGE_SHIFT), sink.end,
+						    write, max - (size_t)done, pg);
+			if (ret == -ENOENT || (!ret && done >= max && max > 1))
+				region_stream_note(r, pg, sink.end);
+			ret = 0;	/* the faulting page is in: an error after it is
+					   the next fault's */
+			break;
+		}
+		ret = serve_install(vma, r, addr, pg, write, max, pg);
 		if (ret != -ENOENT)
 			break;
 	}
@@ -422,9 +523,7 @@ static int __push_vma(struct uf_vma *v, uint64_t a, uint64_t b)
 
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	while (q < b && !ret) {
-		struct uf_bounce *bounce;
-		size_t len, copied = 0;
-		char *buf;
+		size_t copied = 0;
 
 		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q)) {
 			q++;
@@ -433,18 +532,8 @@ static int __push_vma(struct uf_vma *v, uint64_t a, uint64_t b)
 		for (e = q + 1; e < b && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e) &&
 				!region_removed(r, e); e++)
 			;
-		len = (size_t)(e - q) << PAGE_SHIFT;
-		bounce = uf_bounce_get(len, (void **)&buf);
-		if (!bounce) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (pread(obj->memfd, buf, len, (off_t)(q << PAGE_SHIFT)) != (ssize_t)len)
-			ret = -EIO;
-		else
-			ret = uf_uffd_copy_mapped(u, v->start + ((q - v->pgoff) << PAGE_SHIFT), buf,
-						  len, 0, &copied);
-		uf_bounce_put(bounce);
+		ret = cache_copy(obj, u, v->start + ((q - v->pgoff) << PAGE_SHIFT), q,
+				 (size_t)(e - q), 0, &copied);
 		if (ret == -EEXIST) {
 			/* the process has that page: the rest may still go */
 			q += (copied >> PAGE_SHIFT) + 1;
