@@ -490,6 +490,42 @@ int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
 		     void *store, uint64_t size, struct uf_object **objp);
 
 /**
+ * struct uf_store_iov - one extent of a batched store read.
+ * @buf: where its bytes go.
+ * @len: its length in bytes (a multiple of UF_PAGE_SIZE, except where the
+ *	object ends).
+ * @off: its offset in the object (a multiple of UF_PAGE_SIZE).
+ */
+struct uf_store_iov {
+	void *buf;
+	size_t len;
+	uint64_t off;
+};
+
+/**
+ * uf_object_set_readv - give the store of @obj a method that reads many
+ * extents in one call.
+ * @obj: an object of uf_object_create().
+ * @readv: reads each of the @n extents of @iov (at most 512 pages in
+ *	all) into its @buf in full, bytes past the store's end
+ *	as zero, and returns 0, or a negative errno for the whole call; or
+ *	NULL to take it away.  Called with the @store given to
+ *	uf_object_create(), from ufault's threads, under the same rules as
+ *	->read (struct uf_store_ops); the extents do not overlap and hold no
+ *	page the cache holds.
+ *
+ * A working-set prefetch (uf_object_prefetch()) then reads many runs of
+ * the set in one call instead of one ->read per run: a remote store can
+ * send them all at once and pay one round trip for them (the Redis store
+ * of uf_redis_open() has one).  Nothing else calls it.
+ *
+ * Return: 0, or -EINVAL (NULL @obj, or an object of uf_object_open() or
+ * uf_object_create_mem(), whose stores read with their own method).
+ */
+int uf_object_set_readv(struct uf_object *obj,
+			int (*readv)(void *store, const struct uf_store_iov *iov, size_t n));
+
+/**
  * uf_object_open - an object backed by the file at @path.
  * @oflags: O_RDONLY or O_RDWR, optionally with O_CREAT (mode 0644).
  *
@@ -682,9 +718,12 @@ int uf_object_record_stop(struct uf_object *obj);
  *
  * Returns once the file is read and checked; fillers (the mm's worker
  * thread and threads of the prefetch's own: 2 fillers in all for a file
- * or memory object, 8 for any other store) then fill the runs in order,
- * one store read per run (pages already cached are left as they are,
- * pages past the object's end are not filled).  Faults are served by the
+ * or memory object, 3 for a store with ->readv (uf_object_set_readv()),
+ * 8 for any other store) then fill the runs in order, one store read per
+ * run, or with ->readv many runs a read (pages already cached are left
+ * as they are, pages past the object's end are not filled).  Where a
+ * shared mapping of a writable object shows them, pages are copied
+ * straight into it, sparing the program's first touch a fault.  Faults are served by the
  * handler threads meanwhile, never behind it: a fault on a page of the
  * set reads the rest of its recorded run at once.  Under a cache budget
  * it stops before the cache passes 15/16 of the budget: it never makes

@@ -667,6 +667,57 @@ static ssize_t rs_read(void *store, void *buf, size_t len, uint64_t off)
 	return (ssize_t)len;
 }
 
+/*
+ * Many extents in one go (uf_object_set_readv(): a working-set
+ * prefetch): one HMGET per extent piece, all sent before any reply is
+ * read, each node's in one pipeline, so a batch of runs and single pages
+ * costs one round trip rather than one each.  The store's own
+ * read-ahead is left alone.
+ */
+static int rs_readv(void *store, const struct uf_store_iov *iov, size_t n)
+{
+	struct rstore *st = store;
+	struct ext_batch *b = calloc(n ? n : 1, sizeof(*b));
+	struct rc_cmd *all = NULL;
+	size_t i, ncmds = 0, k = 0;
+	int ret = 0;
+
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; !ret && i < n; i++) {
+		if (!iov[i].len)
+			continue;
+		ret = batch_build(st, &b[i], EXT_READ, iov[i].off / RC_PAGE, pages_of(iov[i].len),
+				  iov[i].buf, iov[i].len);
+		ncmds += b[i].n;
+	}
+	if (!ret && ncmds && !(all = malloc(ncmds * sizeof(*all))))
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < n; i++) {
+		memcpy(all + k, b[i].cmds, b[i].n * sizeof(*all));
+		k += b[i].n;
+	}
+	if (!ret && ncmds) {
+		ret = rc_exec(st->cl, all, ncmds, 0, st->timeout_ms);
+		for (k = 0; !ret && k < ncmds; k++) {
+			redisReply *r = all[k].reply;
+
+			if (!r)
+				ret = -EIO;
+			else if (r->type == REDIS_REPLY_ERROR)
+				ret = rc_reply_errno(r);
+			else if (r->type != REDIS_REPLY_ARRAY)
+				ret = -EIO;
+		}
+		rc_cmds_clear(all, ncmds);
+	}
+	free(all);
+	for (i = 0; i < n; i++)
+		batch_free(&b[i]);
+	free(b);
+	return ret;
+}
+
 static int rs_write(void *store, const void *buf, size_t len, uint64_t off)
 {
 	struct rstore *st = store;
@@ -879,6 +930,7 @@ RC_EXPORT int uf_redis_open(struct uf_mm *mm, const char *url, int oflags, struc
 	ret = uf_object_create(mm, st->rw ? &redis_rw_ops : &redis_ro_ops, st, size, objp);
 	if (ret)
 		goto fail;
+	uf_object_set_readv(*objp, rs_readv);	/* (cannot fail here) */
 	return 0;
 fail:
 	store_free(st);

@@ -570,6 +570,108 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 }
 
 /*
+ * uf_object_fill_runs - fill the holes of @n runs of pages (at most
+ * UF_READV_PAGES pages in all) with one call of the store's ->readv
+ * (uf_object_set_readv()), then copy them in as uf_object_fill() does:
+ * never over a present page, nothing past i_size.  Under a cache budget
+ * only the holes it grants are read (the first ones).
+ * @filled: increased by the pages this call inserted.
+ * @vma: a mapping to copy straight into where it shows the pages, or NULL.
+ *
+ * Return: 0, -ENOMEM, -EOPNOTSUPP (the store has no ->readv), or the
+ * store's error (nothing was inserted then).
+ * Locking: obj->invalidate_lock held shared.
+ */
+int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
+			size_t *filled, struct uf_vma *vma)
+{
+	int (*readv)(void *, const struct uf_store_iov *, size_t) =
+		__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE);
+	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
+	uint64_t eof = size_pages(size), total = 0, p;
+	struct uf_store_iov iov[UF_READV_PAGES];
+	struct uf_bounce *bounce;
+	size_t niov = 0, i;
+	long charged;
+	char *buf;
+	int ret;
+
+	if (!readv)
+		return -EOPNOTSUPP;
+	/* the holes, in runs */
+	for (i = 0; i < n && total < UF_READV_PAGES; i++) {
+		uint64_t end = runs[i].start + runs[i].len < eof ? runs[i].start + runs[i].len : eof;
+
+		if (runs[i].start >= end)
+			continue;
+		if (uf_pagemap_reserve(&obj->pages, runs[i].start, end - runs[i].start))
+			return -ENOMEM;
+		for (p = runs[i].start; p < end && total < UF_READV_PAGES; p++) {
+			if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+				continue;
+			if (niov && iov[niov - 1].off + iov[niov - 1].len == p << PAGE_SHIFT) {
+				iov[niov - 1].len += PAGE_SIZE;
+			} else {
+				iov[niov].off = p << PAGE_SHIFT;
+				iov[niov].len = PAGE_SIZE;
+				iov[niov++].buf = (void *)(uintptr_t)(total << PAGE_SHIFT);
+			}
+			total++;
+		}
+	}
+	if (!total)
+		return 0;
+	charged = uf_cache_charge(obj->mm, total, 0);
+	if (charged <= 0)
+		return charged < 0 ? (int)charged : 0;
+	if ((uint64_t)charged < total) {
+		/* the first holes, up to the grant */
+		uint64_t keep = (uint64_t)charged;
+
+		for (i = 0; i < niov && keep; i++) {
+			uint64_t pages = iov[i].len >> PAGE_SHIFT;
+
+			if (pages > keep)
+				iov[i].len = keep << PAGE_SHIFT;
+			keep -= pages < keep ? pages : keep;
+		}
+		niov = i;
+		total = (uint64_t)charged;
+	}
+	bounce = uf_bounce_get(total << PAGE_SHIFT, (void **)&buf);
+	if (!bounce) {
+		uf_cache_uncharge(obj->mm, (size_t)charged);
+		return -ENOMEM;
+	}
+	for (i = 0; i < niov; i++) {
+		iov[i].buf = buf + (uintptr_t)iov[i].buf;
+		if (iov[i].off + iov[i].len > size) {	/* the object's last page */
+			size_t part = (size_t)(size - iov[i].off);
+
+			memset((char *)iov[i].buf + part, 0, iov[i].len - part);
+			iov[i].len = part;
+		}
+	}
+	ret = readv(obj->store, iov, niov);
+	if (!ret) {
+		uf_add(&obj->mm->stats.pages_read, total);
+		if (vma)
+			uf_add(&vma->stats.pages_read, total);
+	}
+	for (i = 0; !ret && i < niov; i++) {
+		size_t pages = (iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+		long added = cache_insert(obj, iov[i].off >> PAGE_SHIFT, iov[i].buf, pages, vma);
+
+		if (added > 0 && filled)
+			*filled += (size_t)added;
+		/* (an error leaves holes, which their own faults fill) */
+	}
+	uf_bounce_put(bounce);
+	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was added is counted */
+	return ret;
+}
+
+/*
  * Insert one page of bytes given by a ->fault method at @pgoff.  Bytes past
  * i_size in the last page are zeroed.  Return 0, -EEXIST, -EFAULT (past
  * EOF), or -errno.

@@ -555,6 +555,8 @@ struct uf_object {
 	int refs;
 	const struct uf_store_ops *ops;
 	void *store;
+	/* uf_object_set_readv(): many extents in one read, or NULL (atomic) */
+	int (*readv)(void *store, const struct uf_store_iov *iov, size_t n);
 	bool readonly;
 	pid_t pid;			/* the process that created it */
 	int memfd;			/* the page cache */
@@ -702,6 +704,10 @@ struct uf_fill_sink {
 	void (*fn)(struct uf_fill_sink *sink, uint64_t pgoff, const char *buf, size_t npages);
 };
 extern __thread struct uf_fill_sink *uf_fill_sink;
+struct uf_ws_run;
+#define UF_READV_PAGES	512	/* pages of one ->readv call at most */
+int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
+			size_t *filled, struct uf_vma *vma);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 struct uf_bounce;

@@ -108,6 +108,17 @@ UF_EXPORT int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
 	return object_new(mm, ops, store, size, false, objp);
 }
 
+/* Locking: none (the method is read atomically). */
+UF_EXPORT int uf_object_set_readv(struct uf_object *obj,
+				  int (*readv)(void *store, const struct uf_store_iov *iov,
+					       size_t n))
+{
+	if (!obj || obj->attach || obj->ops == &uf_file_store_ops)
+		return -EINVAL;
+	__atomic_store_n(&obj->readv, readv, __ATOMIC_RELEASE);
+	return 0;
+}
+
 UF_EXPORT int uf_object_open(struct uf_mm *mm, const char *path, int oflags,
 			     struct uf_object **objp)
 {

@@ -20,17 +20,24 @@
  * caller's) and hands the runs to fillers: the mm's worker (worker.c),
  * which queues itself again every PF_CHUNK pages behind the readahead
  * windows waiting there, and threads of the prefetch's own (one for the
- * file and memory stores, seven for any other: a remote store's round
- * trips overlap).  They take
+ * file and memory stores, two for a store with ->readv, seven for any
+ * other: a remote store's round trips overlap).  They take
  * pieces (at most ra_max pages of one run) from one cursor, in recorded
  * order, and fill them with uf_object_fill(): holes only, under the
- * invalidate lock shared, clamped at i_size, one store read per piece.
+ * invalidate lock shared, clamped at i_size, one store read per piece;
+ * for a store with ->readv (uf_object_set_readv(): Redis) many pieces a
+ * claim, read in one call by uf_object_fill_runs(), so that a batch of
+ * runs costs one round trip.  Where a shared mapping of the mm shows a
+ * piece (not a read-only object's, which is mapped private), the copy
+ * goes straight into it, as a fault's does: the program's first touch
+ * there is then no fault.
  * Demand faults are served by the handler threads meanwhile, never behind
  * it: a fault on a page of the set reads the rest of its recorded run at
  * once, and queues no readahead window to compete with the prefetch for
  * the worker (uf_ws_window()).  Under a cache budget it stops where the
- * cache would pass reclaim's low mark (15/16 of the budget), so that it
- * never makes reclaim evict what it has just read.  A page truncated away
+ * cache, with the pages other fillers are reading, would pass reclaim's
+ * low mark (15/16 of the budget), so that it never makes reclaim evict
+ * what it has just read.  A page truncated away
  * meanwhile is not filled (i_size); a punched page is filled from the
  * store, which reads zero there.
  *
@@ -104,17 +111,22 @@ struct ws_version {
 };
 
 /*
- * A prefetch has PF_FILLERS fillers (PF_FILLERS_REMOTE over a store that
- * is not a file): the mm's worker (a work item that queues itself again
- * every PF_CHUNK pages) and threads of its own, which take pieces of the
- * set in recorded order from one cursor.  One filler reads the store
- * while another copies into the cache; a remote store's round trips
- * overlap (Redis, 4096 pages: 2 fillers 75.7 ms, 8 35.5 ms, 16 44.5 ms).  No filler
+ * A prefetch has PF_FILLERS fillers (PF_FILLERS_READV over a store with
+ * ->readv, PF_FILLERS_REMOTE over any other store that is not a file):
+ * the mm's worker (a work item that queues itself again every PF_CHUNK
+ * pages) and threads of its own, which take pieces of the set in recorded
+ * order from one cursor.  One filler reads the store while another copies
+ * into the cache; a remote store's round trips overlap (Redis, 4096 pages,
+ * a read per piece: 2 fillers 75.7 ms, 8 35.5 ms, 16 44.5 ms; with ->readv
+ * a claim is a batch of pieces, and a few fillers keep the cluster busy
+ * while the others copy: 2, 3, 4 and 8 were within the noise).  No filler
  * holds a reference to the object: the object's last put waits for the
  * pieces being filled (@busy) and ends the prefetch (@obj NULL).
  */
 #define PF_FILLERS	2
 #define PF_FILLERS_REMOTE 8	/* any other store: a round trip a read */
+#define PF_FILLERS_READV 3	/* a store with ->readv: a batch a read */
+#define PF_BATCH_FIRST	32	/* pages of a first ->readv claim */
 
 struct ws_prefetch {
 	struct uf_work work;
@@ -130,6 +142,9 @@ struct ws_prefetch {
 	struct uf_ws_run *runs;
 	size_t nruns, next;		/* the run to fill next ... */
 	uint64_t next_off;		/* ... from this page of it */
+	uint64_t batch;			/* pages of the next ->readv claim */
+	uint64_t inflight;		/* pages claimed, not filled yet (under
+					   a budget) */
 	struct uf_ws_run *sorted;		/* the runs by first page */
 };
 
@@ -789,16 +804,25 @@ static uint64_t cache_total(struct uf_mm *mm)
 }
 
 /*
- * Take the next piece of the set: at most ra_max pages of one run, in
- * recorded order.  Return the object (kept until pf_unbusy()), or NULL
- * when there is none: the set is done, the object put, its mm destroyed.
+ * Take the next pieces of the set, in recorded order: at most ra_max
+ * pages of one run each; one piece, or for a store with ->readv
+ * (uf_object_set_readv()) as many as fit in pf->batch pages, which grows
+ * from PF_BATCH_FIRST to UF_READV_PAGES (the first pages arrive after a
+ * short read, the rest in few round trips).  Return the object (kept
+ * until pf_unbusy()), with the pieces in @pc (*@npc of them, *@pages
+ * pages), or NULL when there is none: the set is done, the object put,
+ * its mm destroyed.
  * Locking: takes pf->lock.
  */
-static struct uf_object *pf_claim(struct ws_prefetch *pf, uint64_t *first, uint64_t *n)
+static struct uf_object *pf_claim(struct ws_prefetch *pf, struct uf_ws_run *pc, size_t *npc,
+				  uint64_t *pages)
 {
 	struct uf_object *obj;
-	struct uf_ws_run *r;
+	uint64_t room, piece;
+	bool batching;
 
+	*npc = 0;
+	*pages = 0;
 	pthread_mutex_lock(&pf->lock);
 	obj = pf->obj;
 	if (obj && uf_object_orphaned(obj))
@@ -807,28 +831,91 @@ static struct uf_object *pf_claim(struct ws_prefetch *pf, uint64_t *first, uint6
 		pthread_mutex_unlock(&pf->lock);
 		return NULL;
 	}
-	r = &pf->runs[pf->next];
-	*first = r->start + pf->next_off;
-	*n = r->len - pf->next_off;
-	if (*n > obj->mm->ra_max)
-		*n = obj->mm->ra_max ? obj->mm->ra_max : 1;
-	pf->next_off += *n;
-	if (pf->next_off == r->len) {
-		pf->next++;
-		pf->next_off = 0;
+	piece = obj->mm->ra_max ? obj->mm->ra_max : 1;
+	if (piece > UF_READV_PAGES)
+		piece = UF_READV_PAGES;
+	batching = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) != NULL;
+	room = piece;
+	if (batching) {
+		room = pf->batch;
+		if (pf->batch < UF_READV_PAGES)
+			pf->batch *= 2;
+	}
+	while (pf->next < pf->nruns && *pages < room && *npc < UF_READV_PAGES &&
+	       (*npc == 0 || batching)) {
+		struct uf_ws_run *r = &pf->runs[pf->next];
+		uint64_t n = r->len - pf->next_off;
+
+		if (n > piece)
+			n = piece;
+		if (n > room - *pages) {
+			if (*npc)
+				break;	/* the next batch's */
+			n = room;
+		}
+		pc[*npc].start = r->start + pf->next_off;
+		pc[(*npc)++].len = n;
+		*pages += n;
+		pf->next_off += n;
+		if (pf->next_off == r->len) {
+			pf->next++;
+			pf->next_off = 0;
+		}
 	}
 	pf->busy++;
 	pthread_mutex_unlock(&pf->lock);
 	return obj;
 }
 
-/* Locking: takes pf->lock. */
-static void pf_unbusy(struct ws_prefetch *pf)
+/* A claim is filled; @inflight pages of it were counted in pf->inflight.
+ * Locking: takes pf->lock. */
+static void pf_unbusy(struct ws_prefetch *pf, uint64_t inflight)
 {
 	pthread_mutex_lock(&pf->lock);
+	pf->inflight -= inflight;
 	if (!--pf->busy)
 		pthread_cond_broadcast(&pf->idle);
 	pthread_mutex_unlock(&pf->lock);
+}
+
+/*
+ * A mapping of the mm's own that shows page @pg of @obj, shared and
+ * linear, with a reference, or NULL: the pieces are copied straight into
+ * it, which fills the cache and maps the pages there in one copy (as a
+ * fault's fill does), sparing the program a fault of its own later.
+ * Locking: obj->invalidate_lock held shared; takes obj->rmap_lock shared
+ * and vma->ref_lock inside it.
+ */
+static struct uf_vma *pf_vma_get(struct uf_object *obj, uint64_t pg)
+{
+	struct uf_vma *vma;
+
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	uf_rmap_foreach(vma, obj) {
+		if (!(vma->flags & VMA_SHARED) || (vma->flags & VMA_PRIV_MAP) || vma->nl_pgoff ||
+		    vma->as || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || pg < vma->pgoff ||
+		    pg - vma->pgoff >= (vma->end - vma->start) >> PAGE_SHIFT)
+			continue;
+		pthread_mutex_lock(&vma->ref_lock);
+		vma->refs++;
+		pthread_mutex_unlock(&vma->ref_lock);
+		break;
+	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	return vma;
+}
+
+/* Trim pieces @pc (*@npc of them) to @max pages in all.  Locking: none. */
+static void pieces_trim(struct uf_ws_run *pc, size_t *npc, uint64_t max)
+{
+	size_t i;
+
+	for (i = 0; i < *npc && max; i++) {
+		if (pc[i].len > max)
+			pc[i].len = max;
+		max -= pc[i].len;
+	}
+	*npc = i;
 }
 
 /*
@@ -836,37 +923,57 @@ static void pf_unbusy(struct ws_prefetch *pf)
  * Return true when it stopped at @max.  Under a cache budget it stops the
  * prefetch where the cache would pass reclaim's low mark.
  * Locking: takes pf->lock, mm->obj_lock (alone), and obj->invalidate_lock
- * shared around each piece.
+ * shared around each claim's fill.
  */
 static bool pf_fill(struct ws_prefetch *pf, uint64_t max)
 {
-	uint64_t first, n, done = 0;
+	struct uf_ws_run pc[UF_READV_PAGES];
+	uint64_t n, done = 0;
 	struct uf_object *obj;
+	size_t npc, i;
 
-	while (done < max && (obj = pf_claim(pf, &first, &n))) {
+	while (done < max && (obj = pf_claim(pf, pc, &npc, &n))) {
 		struct uf_mm *mm = obj->mm;
+		struct uf_vma *vma = NULL;
+		uint64_t inflight = 0;
 		size_t filled = 0;
 
 		if (mm->budget_pages) {
+			/* the pages other fillers are reading count too: the
+			 * cache does not hold them yet */
 			uint64_t low = mm->budget_pages - mm->budget_pages / 16;
-			uint64_t total = cache_total(mm);
+			uint64_t total = cache_total(mm), i;
 
+			pthread_mutex_lock(&pf->lock);
+			total += pf->inflight;
 			if (total + n > low) {
-				pthread_mutex_lock(&pf->lock);
 				pf->stop = true;
-				pthread_mutex_unlock(&pf->lock);
-				n = total < low ? low - total : 0;
+				pieces_trim(pc, &npc, total < low ? low - total : 0);
 			}
+			for (i = 0, inflight = 0; i < npc; i++)
+				inflight += pc[i].len;
+			pf->inflight += inflight;
+			pthread_mutex_unlock(&pf->lock);
 		}
-		if (n) {
+		if (npc) {
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			vma = pf_vma_get(obj, pc[0].start);
 			/* best effort: a page the store cannot give stays a
 			 * hole, and its own fault reports the error */
-			uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
+			if (npc == 1 || uf_object_fill_runs(obj, pc, npc, &filled, vma))
+				for (i = 0; i < npc; i++)
+					uf_object_fill(obj, pc[i].start, (size_t)pc[i].len,
+						       UF_FILL_ANY, &filled, NULL, vma);
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 			uf_add(&mm->stats.readahead_pages, filled);
+			if (vma)
+				uf_add(&vma->stats.readahead_pages, filled);
 		}
-		pf_unbusy(pf);
+		pf_unbusy(pf, inflight);
+		/* after: the last reference to an unmapped VMA puts the
+		 * object, whose last put waits for the pieces being filled */
+		if (vma)
+			uf_vma_put(vma);
 		done += n;
 	}
 	return done >= max;
@@ -900,7 +1007,7 @@ static void pf_filler_end(struct ws_prefetch *pf)
 			pf_put(pf);
 		}
 		pthread_mutex_unlock(&ws->lock);
-		pf_unbusy(pf);
+		pf_unbusy(pf, 0);
 	}
 	pf_put(pf);
 }
@@ -976,12 +1083,14 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pthread_cond_init(&pf->idle, NULL);
 	pf->work.fn = pf_work_fn;
 	pf->mm = obj->mm;
-	nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS : PF_FILLERS_REMOTE;
+	nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS :
+		__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
 	pf->refs = 1 + (int)nfill;
 	pf->fillers = nfill;
 	pf->obj = obj;
 	pf->runs = runs;
 	pf->nruns = nruns;
+	pf->batch = PF_BATCH_FIRST;
 
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
