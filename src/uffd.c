@@ -409,7 +409,9 @@ static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, 
 		} else if (faults) {
 			faults[nf++] = msgs[i];
 		} else {
-			u->pending[u->npending++] = msgs[i];
+			u->pending[u->npending] = msgs[i];
+			/* (npending is also read without the lock) */
+			__atomic_store_n(&u->npending, u->npending + 1, __ATOMIC_RELAXED);
 		}
 	}
 	pthread_mutex_unlock(&u->ev_lock);
@@ -456,7 +458,7 @@ static bool pending_pop(struct uf_uffd *u, struct uffd_msg *m)
 	if (u->npending) {
 		*m = u->pending[0];
 		memmove(&u->pending[0], &u->pending[1], (u->npending - 1) * sizeof(*m));
-		u->npending--;
+		__atomic_store_n(&u->npending, u->npending - 1, __ATOMIC_RELAXED);
 		got = true;
 	}
 	pthread_mutex_unlock(&u->ev_lock);
@@ -514,6 +516,16 @@ static void guest_put(struct uf_uffd *u, struct uf_uffd *g)
 	pthread_mutex_unlock(&u->guest_lock);
 }
 
+/* Does guest @g hold events or faults read and not yet taken?  Only
+ * reads @g: a guest is written only when there is work for it, since
+ * after a fork() every page the handlers write costs a copy-on-write
+ * fault while the child lives. */
+static bool guest_has_work(const struct uf_uffd *g)
+{
+	return __atomic_load_n(&g->nevq, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&g->npending, __ATOMIC_RELAXED);
+}
+
 /* Apply a guest's events and serve a fault it holds (read by a thread that
  * met EAGAIN), one guest after the other.  Return whether it did work. */
 static bool guests_pending(struct uf_uffd_handler *h)
@@ -529,13 +541,14 @@ static bool guests_pending(struct uf_uffd_handler *h)
 		unsigned int k = 0;
 
 		pthread_mutex_lock(&u->guest_lock);
-		for (g = u->guests; g && k < i; g = g->guest_next)
+		for (g = u->guests; g && (k < i || !guest_has_work(g)); g = g->guest_next)
 			k++;
 		if (g)
 			g->users++;
 		pthread_mutex_unlock(&u->guest_lock);
 		if (!g)
 			return did;
+		i = k;
 		if (__atomic_load_n(&g->nevq, __ATOMIC_RELAXED)) {
 			apply_events(g);
 			did = true;
@@ -880,6 +893,14 @@ static void spawn_init(void)
 	pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_done);
 }
 
+/* Has @fd something to read?  A system call, no lock taken. */
+static bool fd_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /*
  * Read what the fds of @u and its guests hold into their queues, for the
  * handlers: they may all be busy, and a fork() waits for its event to be
@@ -890,19 +911,23 @@ static void drain_all(struct uf_uffd *u)
 {
 	unsigned int i;
 
-	uffd_drain(u);
+	if (fd_readable(u->fd))
+		uffd_drain(u);
 	for (i = 0;; i++) {
 		struct uf_uffd *g;
 		unsigned int k = 0;
 
+		/* (a guest with nothing to read is not written: see
+		 * guest_has_work) */
 		pthread_mutex_lock(&u->guest_lock);
-		for (g = u->guests; g && k < i; g = g->guest_next)
+		for (g = u->guests; g && (k < i || !fd_readable(g->fd)); g = g->guest_next)
 			k++;
 		if (g)
 			g->users++;
 		pthread_mutex_unlock(&u->guest_lock);
 		if (!g)
 			return;
+		i = k;
 		uffd_drain(g);
 		guest_put(u, g);
 	}
