@@ -176,6 +176,15 @@ struct uf_uffd_ops {
 	void (*idle)(void *owner);
 };
 
+/* A thread of ufault's own (thread.c): its stack is not a fork child's. */
+struct uf_thread {
+	pthread_t id;
+	void *stack;
+	size_t size;
+	void *(*fn)(void *);
+	void *arg;
+};
+
 struct uf_uffd {
 	int fd;
 	int stopfd;			/* eventfd: handler threads exit */
@@ -195,7 +204,7 @@ struct uf_uffd {
 	bool stopping;			/* under @lock: start no more spares */
 	unsigned int nthreads;
 	unsigned int nidle;
-	pthread_t threads[UF_MAX_HANDLERS];
+	struct uf_thread threads[UF_MAX_HANDLERS];
 	struct uf_uffd_handler {
 		struct uf_uffd *uffd;
 		unsigned int slot;
@@ -205,7 +214,7 @@ struct uf_uffd {
 	int timerfd;			/* the monitor's alarm */
 	bool timer_armed;		/* atomic */
 	bool monitor_started;
-	pthread_t monitor;
+	struct uf_thread monitor;
 
 	/*
 	 * Address-space events (unmap, remap, remove) are read under
@@ -624,6 +633,10 @@ int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
 int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
+
+/* thread.c: ufault's own threads, on stacks fork children do not inherit */
+int uf_thread_start(struct uf_thread *t, void *(*fn)(void *), void *arg);
+void uf_thread_join(struct uf_thread *t);
 
 /* pid.c: is this a fork child of the process that made @mm, @obj? */
 pid_t uf_pid(void);

@@ -820,7 +820,7 @@ static int __start_handler(struct uf_uffd *u)
 		return -EAGAIN;
 	u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i, .ep = -1 };
 	__atomic_add_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
-	ret = -pthread_create(&u->threads[i], NULL, handler_thread, &u->handlers[i]);
+	ret = uf_thread_start(&u->threads[i], handler_thread, &u->handlers[i]);
 	if (ret) {
 		__atomic_sub_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
 		return ret;
@@ -1023,7 +1023,7 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 	u->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (u->timerfd < 0)
 		return -errno;
-	ret = -pthread_create(&u->monitor, NULL, monitor_thread, u);
+	ret = uf_thread_start(&u->monitor, monitor_thread, u);
 	if (ret) {
 		close(u->timerfd);
 		return ret;
@@ -1055,12 +1055,12 @@ void uf_uffd_stop(struct uf_uffd *u)
 	if (u->monitor_started) {
 		if (u->features & UFFD_FEATURE_EVENT_FORK)
 			engines_del(u);
-		pthread_join(u->monitor, NULL);
+		uf_thread_join(&u->monitor);
 		close(u->timerfd);
 		u->monitor_started = false;
 	}
 	for (i = 0; i < u->nthreads; i++)
-		pthread_join(u->threads[i], NULL);
+		uf_thread_join(&u->threads[i]);
 	u->nthreads = 0;
 }
 
