@@ -290,15 +290,15 @@ static void busy_begin(struct uf_uffd_handler *h)
 	struct uf_uffd *u = h->uffd;
 
 	__atomic_store_n(&h->busy_since, now_ns(), __ATOMIC_RELAXED);
-	if (__atomic_sub_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST) == 0 &&
-	    !__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+	if (__atomic_sub_fetch(&u->t->nidle, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    !__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
 		arm_timer(u, SPARE_AFTER_NS);
 }
 
 static void busy_end(struct uf_uffd_handler *h)
 {
 	__atomic_store_n(&h->busy_since, 0, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&h->uffd->nidle, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&h->uffd->t->nidle, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The engine whose handler this thread is (NULL: an application thread). */
@@ -818,11 +818,11 @@ static int __start_handler(struct uf_uffd *u)
 
 	if (i == UF_MAX_HANDLERS || u->stopping)
 		return -EAGAIN;
-	u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i, .ep = -1 };
-	__atomic_add_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
-	ret = uf_thread_start(&u->threads[i], handler_thread, &u->handlers[i]);
+	u->t->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i, .ep = -1 };
+	__atomic_add_fetch(&u->t->nidle, 1, __ATOMIC_SEQ_CST);
+	ret = uf_thread_start(&u->t->threads[i], handler_thread, &u->t->handlers[i]);
 	if (ret) {
-		__atomic_sub_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&u->t->nidle, 1, __ATOMIC_SEQ_CST);
 		return ret;
 	}
 	__atomic_store_n(&u->nthreads, i + 1, __ATOMIC_RELEASE);
@@ -854,7 +854,7 @@ static void spawn_fork_prepare(void)
 
 	pthread_mutex_lock(&engines_lock);
 	for (u = engines; u; u = u->engine_next) {
-		__atomic_store_n(&u->timer_armed, true, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST);
 		arm_timer(u, 2 * 1000 * 1000);
 	}
 	pthread_mutex_unlock(&engines_lock);
@@ -964,25 +964,25 @@ static void *monitor_thread(void *arg)
 			continue;
 		/* cleared before nidle is read: a handler that goes busy
 		 * after this arms the timer again */
-		__atomic_store_n(&u->timer_armed, false, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&u->t->timer_armed, false, __ATOMIC_SEQ_CST);
 		if ((u->features & UFFD_FEATURE_EVENT_FORK) &&
 		    pthread_rwlock_trywrlock(&spawn_lock) != 0) {
 			/* a fork is under way (or a spare being started): read
 			 * its event, whatever the handlers do, until it is done */
 			drain_all(u);
-			if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+			if (!__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
 				arm_timer(u, 1000 * 1000);
 			continue;
 		} else if (u->features & UFFD_FEATURE_EVENT_FORK) {
 			pthread_rwlock_unlock(&spawn_lock);
 		}
-		if (__atomic_load_n(&u->nidle, __ATOMIC_SEQ_CST) != 0)
+		if (__atomic_load_n(&u->t->nidle, __ATOMIC_SEQ_CST) != 0)
 			continue;
 		if (u->features & UFFD_FEATURE_EVENT_FORK)
 			drain_all(u);
 		n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
 		for (i = 0; i < n; i++) {
-			uint64_t t = __atomic_load_n(&u->handlers[i].busy_since, __ATOMIC_RELAXED);
+			uint64_t t = __atomic_load_n(&u->t->handlers[i].busy_since, __ATOMIC_RELAXED);
 
 			if (t && t < oldest)
 				oldest = t;
@@ -996,9 +996,9 @@ static void *monitor_thread(void *arg)
 			pthread_rwlock_unlock(&spawn_lock);
 		} else if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS) {
 			/* a fork is under way: read for it, look again soon */
-			if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+			if (!__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
 				arm_timer(u, 1000 * 1000);
-		} else if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST)) {
+		} else if (!__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST)) {
 			arm_timer(u, oldest == UINT64_MAX ? SPARE_AFTER_NS
 							  : SPARE_AFTER_NS - (now - oldest));
 		}
@@ -1018,12 +1018,20 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 	int ret;
 
 	pthread_once(&spawn_once, spawn_init);
+	u->t = mmap(NULL, sizeof(*u->t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (u->t == MAP_FAILED) {
+		u->t = NULL;
+		return -errno;
+	}
+	/* (without it, on kernels before 4.14, only slower forks) */
+	madvise(u->t, sizeof(*u->t), MADV_WIPEONFORK);
 	u->ops = ops;
 	u->owner = owner;
 	u->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (u->timerfd < 0)
 		return -errno;
-	ret = uf_thread_start(&u->monitor, monitor_thread, u);
+	ret = uf_thread_start(&u->t->monitor, monitor_thread, u);
 	if (ret) {
 		close(u->timerfd);
 		return ret;
@@ -1055,12 +1063,12 @@ void uf_uffd_stop(struct uf_uffd *u)
 	if (u->monitor_started) {
 		if (u->features & UFFD_FEATURE_EVENT_FORK)
 			engines_del(u);
-		uf_thread_join(&u->monitor);
+		uf_thread_join(&u->t->monitor);
 		close(u->timerfd);
 		u->monitor_started = false;
 	}
 	for (i = 0; i < u->nthreads; i++)
-		uf_thread_join(&u->threads[i]);
+		uf_thread_join(&u->t->threads[i]);
 	u->nthreads = 0;
 }
 
@@ -1103,8 +1111,8 @@ void uf_uffd_attach(struct uf_uffd *g)
 	__atomic_add_fetch(&u->nguests, 1, __ATOMIC_RELAXED);
 	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)
-		if (u->handlers[i].ep >= 0)
-			guest_epoll_add(u->handlers[i].ep, g);
+		if (u->t->handlers[i].ep >= 0)
+			guest_epoll_add(u->t->handlers[i].ep, g);
 	pthread_mutex_unlock(&u->guest_lock);
 }
 
@@ -1137,8 +1145,8 @@ int uf_uffd_detach(struct uf_uffd *g, bool wait)
 	}
 	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)
-		if (u->handlers[i].ep >= 0)
-			epoll_ctl(u->handlers[i].ep, EPOLL_CTL_DEL, g->fd, NULL);
+		if (u->t->handlers[i].ep >= 0)
+			epoll_ctl(u->t->handlers[i].ep, EPOLL_CTL_DEL, g->fd, NULL);
 	pthread_mutex_unlock(&u->guest_lock);
 	return 0;
 }
@@ -1228,6 +1236,9 @@ void uf_uffd_close(struct uf_uffd *u)
 	}
 	pthread_mutex_destroy(&u->guest_lock);
 	pthread_mutex_destroy(&u->lock);
+	if (u->t)
+		munmap(u->t, sizeof(*u->t));
+	u->t = NULL;
 	u->fd = u->stopfd = u->kickfd = -1;
 	free(u->pending);
 	u->pending = NULL;
