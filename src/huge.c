@@ -70,7 +70,7 @@ struct huge_ext {
  */
 struct uf_huge {
 	struct uf_mm *mm;
-	pthread_t thread;
+	struct uf_thread thread;
 	bool started;
 	bool stop;
 	pthread_mutex_t lock;		/* the fields below */
@@ -419,7 +419,7 @@ static void huge_queue(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 		if (h->q[i].obj == obj && h->q[i].ext == ext)
 			goto out;
 	if (!h->started) {
-		h->started = pthread_create(&h->thread, NULL, huge_thread, h) == 0;
+		h->started = uf_thread_start(&h->thread, huge_thread, h) == 0;
 		if (!h->started)
 			goto out;	/* no thread: no huge extents */
 	}
@@ -687,7 +687,7 @@ void uf_huge_stop(struct uf_mm *mm)
 	pthread_cond_signal(&h->cond);
 	pthread_mutex_unlock(&h->lock);
 	if (h->started)
-		pthread_join(h->thread, NULL);
+		uf_thread_join(&h->thread);
 	h->started = false;
 }
 

@@ -181,6 +181,35 @@ struct uf_uffd_ops {
 	void (*idle)(void *owner);
 };
 
+/* A thread of ufault's own (thread.c): its stack is not a fork child's. */
+struct uf_thread {
+	pthread_t id;
+	void *stack;
+	size_t size;
+	void *(*fn)(void *);
+	void *arg;
+};
+
+/*
+ * The handler threads of an engine and what they write at every event: in
+ * memory fork children do not inherit (MADV_WIPEONFORK), since after
+ * fork() each page a handler writes costs a copy-on-write fault while the
+ * child lives, and the handler that reads the fork event writes these
+ * before it reads.  @nidle counts handlers waiting for an event (atomic).
+ */
+struct uf_uffd_threads {
+	unsigned int nidle;
+	bool timer_armed;		/* atomic */
+	struct uf_uffd_handler {
+		struct uf_uffd *uffd;
+		unsigned int slot;
+		uint64_t busy_since;	/* ns, 0 while idle (atomic) */
+		int ep;			/* its epoll set (guest_lock), or -1 */
+	} handlers[UF_MAX_HANDLERS];
+	struct uf_thread threads[UF_MAX_HANDLERS];
+	struct uf_thread monitor;
+};
+
 struct uf_uffd {
 	int fd;
 	int stopfd;			/* eventfd: handler threads exit */
@@ -193,24 +222,14 @@ struct uf_uffd {
 	 * Handler threads: the configured ones, plus spares the monitor
 	 * starts when every handler has been busy for a while (a fault()
 	 * that touches another ufault mapping waits for another handler).
-	 * @nthreads grows under @lock and is read atomically; @nidle counts
-	 * handlers waiting for an event (atomic).
+	 * @nthreads grows under @lock and is read atomically.
 	 */
 	pthread_mutex_t lock;
 	bool stopping;			/* under @lock: start no more spares */
 	unsigned int nthreads;
-	unsigned int nidle;
-	pthread_t threads[UF_MAX_HANDLERS];
-	struct uf_uffd_handler {
-		struct uf_uffd *uffd;
-		unsigned int slot;
-		uint64_t busy_since;	/* ns, 0 while idle (atomic) */
-		int ep;			/* its epoll set (guest_lock), or -1 */
-	} handlers[UF_MAX_HANDLERS];
+	struct uf_uffd_threads *t;	/* (uf_uffd_start) */
 	int timerfd;			/* the monitor's alarm */
-	bool timer_armed;		/* atomic */
 	bool monitor_started;
-	pthread_t monitor;
 
 	/*
 	 * Address-space events (unmap, remap, remove) are read under
@@ -633,6 +652,10 @@ int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
 int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
+
+/* thread.c: ufault's own threads, on stacks fork children do not inherit */
+int uf_thread_start(struct uf_thread *t, void *(*fn)(void *), void *arg);
+void uf_thread_join(struct uf_thread *t);
 
 /* pid.c: is this a fork child of the process that made @mm, @obj? */
 pid_t uf_pid(void);

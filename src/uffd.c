@@ -290,15 +290,15 @@ static void busy_begin(struct uf_uffd_handler *h)
 	struct uf_uffd *u = h->uffd;
 
 	__atomic_store_n(&h->busy_since, now_ns(), __ATOMIC_RELAXED);
-	if (__atomic_sub_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST) == 0 &&
-	    !__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+	if (__atomic_sub_fetch(&u->t->nidle, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    !__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
 		arm_timer(u, SPARE_AFTER_NS);
 }
 
 static void busy_end(struct uf_uffd_handler *h)
 {
 	__atomic_store_n(&h->busy_since, 0, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&h->uffd->nidle, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&h->uffd->t->nidle, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The engine whose handler this thread is (NULL: an application thread). */
@@ -409,7 +409,9 @@ static size_t uffd_read(struct uf_uffd *u, struct uffd_msg *faults, size_t max, 
 		} else if (faults) {
 			faults[nf++] = msgs[i];
 		} else {
-			u->pending[u->npending++] = msgs[i];
+			u->pending[u->npending] = msgs[i];
+			/* (npending is also read without the lock) */
+			__atomic_store_n(&u->npending, u->npending + 1, __ATOMIC_RELAXED);
 		}
 	}
 	pthread_mutex_unlock(&u->ev_lock);
@@ -456,7 +458,7 @@ static bool pending_pop(struct uf_uffd *u, struct uffd_msg *m)
 	if (u->npending) {
 		*m = u->pending[0];
 		memmove(&u->pending[0], &u->pending[1], (u->npending - 1) * sizeof(*m));
-		u->npending--;
+		__atomic_store_n(&u->npending, u->npending - 1, __ATOMIC_RELAXED);
 		got = true;
 	}
 	pthread_mutex_unlock(&u->ev_lock);
@@ -514,6 +516,16 @@ static void guest_put(struct uf_uffd *u, struct uf_uffd *g)
 	pthread_mutex_unlock(&u->guest_lock);
 }
 
+/* Does guest @g hold events or faults read and not yet taken?  Only
+ * reads @g: a guest is written only when there is work for it, since
+ * after a fork() every page the handlers write costs a copy-on-write
+ * fault while the child lives. */
+static bool guest_has_work(const struct uf_uffd *g)
+{
+	return __atomic_load_n(&g->nevq, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&g->npending, __ATOMIC_RELAXED);
+}
+
 /* Apply a guest's events and serve a fault it holds (read by a thread that
  * met EAGAIN), one guest after the other.  Return whether it did work. */
 static bool guests_pending(struct uf_uffd_handler *h)
@@ -529,13 +541,14 @@ static bool guests_pending(struct uf_uffd_handler *h)
 		unsigned int k = 0;
 
 		pthread_mutex_lock(&u->guest_lock);
-		for (g = u->guests; g && k < i; g = g->guest_next)
+		for (g = u->guests; g && (k < i || !guest_has_work(g)); g = g->guest_next)
 			k++;
 		if (g)
 			g->users++;
 		pthread_mutex_unlock(&u->guest_lock);
 		if (!g)
 			return did;
+		i = k;
 		if (__atomic_load_n(&g->nevq, __ATOMIC_RELAXED)) {
 			apply_events(g);
 			did = true;
@@ -805,11 +818,11 @@ static int __start_handler(struct uf_uffd *u)
 
 	if (i == UF_MAX_HANDLERS || u->stopping)
 		return -EAGAIN;
-	u->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i, .ep = -1 };
-	__atomic_add_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
-	ret = -pthread_create(&u->threads[i], NULL, handler_thread, &u->handlers[i]);
+	u->t->handlers[i] = (struct uf_uffd_handler){ .uffd = u, .slot = i, .ep = -1 };
+	__atomic_add_fetch(&u->t->nidle, 1, __ATOMIC_SEQ_CST);
+	ret = uf_thread_start(&u->t->threads[i], handler_thread, &u->t->handlers[i]);
 	if (ret) {
-		__atomic_sub_fetch(&u->nidle, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&u->t->nidle, 1, __ATOMIC_SEQ_CST);
 		return ret;
 	}
 	__atomic_store_n(&u->nthreads, i + 1, __ATOMIC_RELEASE);
@@ -841,7 +854,7 @@ static void spawn_fork_prepare(void)
 
 	pthread_mutex_lock(&engines_lock);
 	for (u = engines; u; u = u->engine_next) {
-		__atomic_store_n(&u->timer_armed, true, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST);
 		arm_timer(u, 2 * 1000 * 1000);
 	}
 	pthread_mutex_unlock(&engines_lock);
@@ -880,6 +893,14 @@ static void spawn_init(void)
 	pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_done);
 }
 
+/* Has @fd something to read?  A system call, no lock taken. */
+static bool fd_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 /*
  * Read what the fds of @u and its guests hold into their queues, for the
  * handlers: they may all be busy, and a fork() waits for its event to be
@@ -890,19 +911,23 @@ static void drain_all(struct uf_uffd *u)
 {
 	unsigned int i;
 
-	uffd_drain(u);
+	if (fd_readable(u->fd))
+		uffd_drain(u);
 	for (i = 0;; i++) {
 		struct uf_uffd *g;
 		unsigned int k = 0;
 
+		/* (a guest with nothing to read is not written: see
+		 * guest_has_work) */
 		pthread_mutex_lock(&u->guest_lock);
-		for (g = u->guests; g && k < i; g = g->guest_next)
+		for (g = u->guests; g && (k < i || !fd_readable(g->fd)); g = g->guest_next)
 			k++;
 		if (g)
 			g->users++;
 		pthread_mutex_unlock(&u->guest_lock);
 		if (!g)
 			return;
+		i = k;
 		uffd_drain(g);
 		guest_put(u, g);
 	}
@@ -939,25 +964,25 @@ static void *monitor_thread(void *arg)
 			continue;
 		/* cleared before nidle is read: a handler that goes busy
 		 * after this arms the timer again */
-		__atomic_store_n(&u->timer_armed, false, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&u->t->timer_armed, false, __ATOMIC_SEQ_CST);
 		if ((u->features & UFFD_FEATURE_EVENT_FORK) &&
 		    pthread_rwlock_trywrlock(&spawn_lock) != 0) {
 			/* a fork is under way (or a spare being started): read
 			 * its event, whatever the handlers do, until it is done */
 			drain_all(u);
-			if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+			if (!__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
 				arm_timer(u, 1000 * 1000);
 			continue;
 		} else if (u->features & UFFD_FEATURE_EVENT_FORK) {
 			pthread_rwlock_unlock(&spawn_lock);
 		}
-		if (__atomic_load_n(&u->nidle, __ATOMIC_SEQ_CST) != 0)
+		if (__atomic_load_n(&u->t->nidle, __ATOMIC_SEQ_CST) != 0)
 			continue;
 		if (u->features & UFFD_FEATURE_EVENT_FORK)
 			drain_all(u);
 		n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
 		for (i = 0; i < n; i++) {
-			uint64_t t = __atomic_load_n(&u->handlers[i].busy_since, __ATOMIC_RELAXED);
+			uint64_t t = __atomic_load_n(&u->t->handlers[i].busy_since, __ATOMIC_RELAXED);
 
 			if (t && t < oldest)
 				oldest = t;
@@ -971,9 +996,9 @@ static void *monitor_thread(void *arg)
 			pthread_rwlock_unlock(&spawn_lock);
 		} else if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS) {
 			/* a fork is under way: read for it, look again soon */
-			if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST))
+			if (!__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
 				arm_timer(u, 1000 * 1000);
-		} else if (!__atomic_exchange_n(&u->timer_armed, true, __ATOMIC_SEQ_CST)) {
+		} else if (!__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST)) {
 			arm_timer(u, oldest == UINT64_MAX ? SPARE_AFTER_NS
 							  : SPARE_AFTER_NS - (now - oldest));
 		}
@@ -993,12 +1018,20 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 	int ret;
 
 	pthread_once(&spawn_once, spawn_init);
+	u->t = mmap(NULL, sizeof(*u->t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		    -1, 0);
+	if (u->t == MAP_FAILED) {
+		u->t = NULL;
+		return -errno;
+	}
+	/* (without it, on kernels before 4.14, only slower forks) */
+	madvise(u->t, sizeof(*u->t), MADV_WIPEONFORK);
 	u->ops = ops;
 	u->owner = owner;
 	u->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (u->timerfd < 0)
 		return -errno;
-	ret = -pthread_create(&u->monitor, NULL, monitor_thread, u);
+	ret = uf_thread_start(&u->t->monitor, monitor_thread, u);
 	if (ret) {
 		close(u->timerfd);
 		return ret;
@@ -1030,12 +1063,12 @@ void uf_uffd_stop(struct uf_uffd *u)
 	if (u->monitor_started) {
 		if (u->features & UFFD_FEATURE_EVENT_FORK)
 			engines_del(u);
-		pthread_join(u->monitor, NULL);
+		uf_thread_join(&u->t->monitor);
 		close(u->timerfd);
 		u->monitor_started = false;
 	}
 	for (i = 0; i < u->nthreads; i++)
-		pthread_join(u->threads[i], NULL);
+		uf_thread_join(&u->t->threads[i]);
 	u->nthreads = 0;
 }
 
@@ -1078,8 +1111,8 @@ void uf_uffd_attach(struct uf_uffd *g)
 	__atomic_add_fetch(&u->nguests, 1, __ATOMIC_RELAXED);
 	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)
-		if (u->handlers[i].ep >= 0)
-			guest_epoll_add(u->handlers[i].ep, g);
+		if (u->t->handlers[i].ep >= 0)
+			guest_epoll_add(u->t->handlers[i].ep, g);
 	pthread_mutex_unlock(&u->guest_lock);
 }
 
@@ -1112,8 +1145,8 @@ int uf_uffd_detach(struct uf_uffd *g, bool wait)
 	}
 	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
 	for (i = 0; i < n; i++)
-		if (u->handlers[i].ep >= 0)
-			epoll_ctl(u->handlers[i].ep, EPOLL_CTL_DEL, g->fd, NULL);
+		if (u->t->handlers[i].ep >= 0)
+			epoll_ctl(u->t->handlers[i].ep, EPOLL_CTL_DEL, g->fd, NULL);
 	pthread_mutex_unlock(&u->guest_lock);
 	return 0;
 }
@@ -1203,6 +1236,9 @@ void uf_uffd_close(struct uf_uffd *u)
 	}
 	pthread_mutex_destroy(&u->guest_lock);
 	pthread_mutex_destroy(&u->lock);
+	if (u->t)
+		munmap(u->t, sizeof(*u->t));
+	u->t = NULL;
 	u->fd = u->stopfd = u->kickfd = -1;
 	free(u->pending);
 	u->pending = NULL;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 struct uf_worker {
-	pthread_t thread;
+	struct uf_thread thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct uf_work *head, **tail;
@@ -95,7 +95,7 @@ void uf_worker_stop(struct uf_mm *mm)
 		item = next;
 	}
 	if (w->started)
-		pthread_join(w->thread, NULL);
+		uf_thread_join(&w->thread);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	free(w);
@@ -113,7 +113,7 @@ bool uf_worker_queue(struct uf_mm *mm, struct uf_work *item)
 	item->next = NULL;
 	pthread_mutex_lock(&w->lock);
 	if (!w->started && !w->stop)
-		w->started = pthread_create(&w->thread, NULL, worker_thread, w) == 0;
+		w->started = uf_thread_start(&w->thread, worker_thread, w) == 0;
 	if (w->stop || !w->started) {
 		pthread_mutex_unlock(&w->lock);
 		return false;
