@@ -17,11 +17,14 @@
 #define SIZE	(100 * PG)
 
 /*
- * Map so that the 64 pages after the mapping are free: reserve 128 pages,
+ * Map so that the 64 pages after the mapping are ours: reserve 128 pages,
  * free the first 64 (the kernel places a new mapping at the top of the
- * highest gap that fits: there), then free the rest.
+ * highest gap that fits: there), and keep the rest reserved in *@room
+ * until just before the grow: freed any earlier, another thread's mmap()
+ * (a handler's buffer, a sanitizer's allocation) could take the gap.
  */
-static unsigned char *map_with_room(struct uf_mm *mm, struct uf_object *obj)
+static unsigned char *map_with_room(struct uf_mm *mm, struct uf_object *obj,
+				    unsigned char **room)
 {
 	unsigned char *held[16], *m = NULL;
 	int i, nheld = 0;
@@ -33,10 +36,12 @@ static unsigned char *map_with_room(struct uf_mm *mm, struct uf_object *obj)
 		munmap(r, OLDLEN);
 		CHECK_RET(uf_mmap(mm, OLDLEN, PROT_READ | PROT_WRITE, UF_MAP_SHARED, obj, 0,
 				  (void **)&m), 0);
-		munmap(r + OLDLEN, NEWLEN - OLDLEN);
 		if (m != r) {
+			munmap(r + OLDLEN, NEWLEN - OLDLEN);
 			held[nheld++] = m;
 			m = NULL;
+		} else {
+			*room = r + OLDLEN;
 		}
 	}
 	while (nheld)
@@ -51,7 +56,7 @@ static unsigned char *map_with_room(struct uf_mm *mm, struct uf_object *obj)
 static void run(unsigned int flags)
 {
 	struct uf_mm_config cfg = { .flags = flags };
-	unsigned char *m, *n, buf[8];
+	unsigned char *m, *n, *room = NULL, buf[8];
 	struct uf_object *obj;
 	struct ut_fault f;
 	struct uf_vma *vma;
@@ -62,11 +67,12 @@ static void run(unsigned int flags)
 
 	mm = ut_mm_create(&cfg);
 	obj = ut_object(mm, UT_STORE_TMPFS, SIZE, path, sizeof(path));
-	m = map_with_room(mm, obj);
+	m = map_with_room(mm, obj, &room);
 	/* page 70 is cached before the grow: the kernel maps it without a fault */
 	CHECK(uf_object_pread(obj, buf, 1, 70 * PG) == 1, "pread");
 	m[2 * PG] = 0x22;
 
+	munmap(room, NEWLEN - OLDLEN);
 	n = mremap(m, OLDLEN, NEWLEN, 0);
 	CHECK(n == m, "mremap in place: %s", strerror(errno));
 
