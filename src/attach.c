@@ -305,20 +305,6 @@ static const struct uf_vm_operations attach_vm_ops = {
 	.fault	= uf_filemap_fault,
 };
 
-/* Is @fd a userfaultfd?  Its link in /proc names its anonymous inode. */
-static bool is_userfaultfd(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return strcmp(link, "anon_inode:[userfaultfd]") == 0;
-}
-
 static bool range_ok(uint64_t start, uint64_t len)
 {
 	return len && PAGE_ALIGNED(start) && PAGE_ALIGNED(len) && start + len > start &&
@@ -332,7 +318,7 @@ static int srv_uffd(struct uf_attach_srv *c, int fd)
 
 	if (c->as)
 		return -EEXIST;
-	if (fd < 0 || !is_userfaultfd(fd))
+	if (fd < 0 || !uf_uffd_fd_is_uffd(fd))
 		return -EBADF;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0))
@@ -1258,17 +1244,21 @@ static uint64_t att_size(const struct uf_object *obj)
 	return fstat(obj->memfd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
-static ssize_t att_pread(struct uf_object *obj, void *buf, size_t len, uint64_t off)
+/* A pread (@out) or pwrite (@in) as requests of at most ATT_MAX_IO bytes:
+ * the bytes done, or the first error when none were. */
+static ssize_t att_io(struct uf_object *obj, uint32_t op, const void *in, void *out, size_t len,
+		      uint64_t off)
 {
 	size_t done = 0;
 
 	while (done < len) {
 		size_t n = len - done < ATT_MAX_IO ? len - done : ATT_MAX_IO;
-		struct att_req r = { .op = ATT_PREAD, .a = off + done, .b = n };
+		struct att_req r = { .op = op, .a = off + done, .b = n };
 		int64_t ret;
 
 		pthread_mutex_lock(&obj->attach->lock);
-		ret = att_call(obj->attach, &r, NULL, (char *)buf + done);
+		ret = att_call(obj->attach, &r, in ? (const char *)in + done : NULL,
+			       out ? (char *)out + done : NULL);
 		pthread_mutex_unlock(&obj->attach->lock);
 		if (ret < 0)
 			return done ? (ssize_t)done : (ssize_t)ret;
@@ -1279,27 +1269,16 @@ static ssize_t att_pread(struct uf_object *obj, void *buf, size_t len, uint64_t 
 	return (ssize_t)done;
 }
 
+static ssize_t att_pread(struct uf_object *obj, void *buf, size_t len, uint64_t off)
+{
+	return att_io(obj, ATT_PREAD, NULL, buf, len, off);
+}
+
 static ssize_t att_pwrite(struct uf_object *obj, const void *buf, size_t len, uint64_t off)
 {
-	size_t done = 0;
-
 	if (obj->readonly)
 		return -EROFS;
-	while (done < len) {
-		size_t n = len - done < ATT_MAX_IO ? len - done : ATT_MAX_IO;
-		struct att_req r = { .op = ATT_PWRITE, .a = off + done, .b = n };
-		int64_t ret;
-
-		pthread_mutex_lock(&obj->attach->lock);
-		ret = att_call(obj->attach, &r, (const char *)buf + done, NULL);
-		pthread_mutex_unlock(&obj->attach->lock);
-		if (ret < 0)
-			return done ? (ssize_t)done : (ssize_t)ret;
-		done += (size_t)ret;
-		if ((size_t)ret < n)
-			break;
-	}
-	return (ssize_t)done;
+	return att_io(obj, ATT_PWRITE, buf, NULL, len, off);
 }
 
 static int att_truncate(struct uf_object *obj, uint64_t size)

@@ -284,6 +284,7 @@ int uf_uffd_fd_register(int fd, unsigned long start, unsigned long len);
 void uf_uffd_fd_unregister(int fd, unsigned long start, unsigned long len);
 int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len);
 void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len);
+bool uf_uffd_fd_is_uffd(int fd);
 int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
 		  void *owner);
 void uf_uffd_stop(struct uf_uffd *u);

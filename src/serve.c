@@ -663,20 +663,6 @@ static void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set
 	uf_ws_set_put(set);
 }
 
-/* Is @fd a userfaultfd?  Its link in /proc names its anonymous inode. */
-static bool is_userfaultfd(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return strcmp(link, "anon_inode:[userfaultfd]") == 0;
-}
-
 static int region_cmp(const void *a, const void *b)
 {
 	const struct uf_serve_region *x = a, *y = b;
@@ -758,7 +744,7 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	ret = regions_check(regions, n, uf_object_size(obj), s);
 	if (ret)
 		return ret;
-	if (!is_userfaultfd(uffd))
+	if (!uf_uffd_fd_is_uffd(uffd))
 		return -EBADF;
 	/* the handlers read it as the mm's own: an empty read must not block
 	 * (the flag is the open file's: the other process's copy too, which

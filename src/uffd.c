@@ -41,6 +41,7 @@
 #include <signal.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -144,6 +145,21 @@ int uf_uffd_new_fd(uint64_t want, uint64_t *got)
 	}
 	*got = want & avail;
 	return fd;
+}
+
+/* uf_uffd_fd_is_uffd - is @fd (handed over by another process) a
+ * userfaultfd?  Its link in /proc names its anonymous inode. */
+bool uf_uffd_fd_is_uffd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return false;
+	link[n] = '\0';
+	return strcmp(link, "anon_inode:[userfaultfd]") == 0;
 }
 
 /*

@@ -23,7 +23,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -75,23 +74,7 @@ struct server {
 	unsigned int nclients;
 };
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
-{
-	struct timespec t;
-	struct tm tm;
-	char ts[32];
-	va_list ap;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	gmtime_r(&t.tv_sec, &tm);
-	strftime(ts, sizeof(ts), "%H:%M:%S", &tm);
-	fprintf(stderr, "ufault-serve %s.%03ld: ", ts, t.tv_nsec / 1000000);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
+#define logf_(...)	super_log("", __VA_ARGS__)
 
 static void usage(FILE *f)
 {

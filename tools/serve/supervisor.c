@@ -160,8 +160,8 @@ struct smsg {
 
 #define MSG_MAX	(sizeof(struct smsg) + RANGES_PER_MSG * sizeof(struct uf_serve_range))
 
-static void slog(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void slog(const char *who, const char *fmt, ...)
+/* See supervisor.h. */
+void super_log(const char *who, const char *fmt, ...)
 {
 	struct timespec t;
 	struct tm tm;
@@ -177,8 +177,8 @@ static void slog(const char *who, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 }
-#define SLOG(...)	slog(" supervisor", __VA_ARGS__)
-#define CLOG(...)	slog("", __VA_ARGS__)
+#define SLOG(...)	super_log(" supervisor", __VA_ARGS__)
+#define CLOG(...)	super_log("", __VA_ARGS__)
 
 static int send_msg(int fd, const struct smsg *h, const void *p, size_t plen, const int *fds,
 		    int nfds)

@@ -12,6 +12,10 @@
 #include <sys/types.h>
 #include <ufault.h>
 
+/* A line on stderr, "ufault-serve<who> HH:MM:SS.mmm: " and the message:
+ * the server's own lines (@who "") and the supervisor's (" supervisor"). */
+void super_log(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* A client handed over by the supervisor, served by an earlier server. */
 struct super_client {
 	uint64_t id;
