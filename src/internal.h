@@ -823,6 +823,7 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
+void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
 
 /* truncate.c */
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);

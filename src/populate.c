@@ -11,11 +11,22 @@
  * write-protect marker (the read maps it protected), so the first write to
  * it is still seen and a later sync writes exactly the written pages.
  *
- * Not under a cache budget: there, reclaim reads "mapped" as "referenced"
- * (reclaim.c), and a mapping must show only what the program touched.
+ * Likewise the pages a working-set prefetch brings in (workingset.c) are
+ * mapped as they arrive, in the mappings of the program's own that the
+ * prefetch's copy does not fill directly: private ones, and the shared
+ * mappings of a read-only object (which are the memfd mapped private).
+ * On this kind of machine a read fault on a cached page costs several
+ * times what the first touch of a page mapped ahead does (a hypervisor
+ * that shadows page tables makes every fault an exit), so a prefetched
+ * page left unmapped would still cost the program a fault.
+ *
+ * Neither under a cache budget: there, reclaim reads "mapped" as
+ * "referenced" (reclaim.c), and a mapping must show only what the program
+ * touched.
  *
  * Locking: takes obj->invalidate_lock shared, so no page of a run leaves
- * the cache (truncate, punch, reclaim) while it is populated.
+ * the cache (truncate, punch, reclaim) while it is populated: a populate
+ * of a present page is the kernel's own minor fault, never a userfault.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -67,4 +78,51 @@ void uf_vma_populate_cached(struct uf_vma *vma)
 		off = hole;
 	}
 	pthread_rwlock_unlock(&obj->invalidate_lock);
+}
+
+/*
+ * Map [first, first + n) of @obj where the cache holds it, in each linear
+ * mapping of the program's own that a fill's copy does not map (see
+ * copy_dest() in filemap.c): private mappings and read-only objects'
+ * shared ones.  Best effort, and no fault of the program's is waited for:
+ * the VMA lock is only tried.
+ * Locking: takes mm->vma_lock shared (tried), obj->invalidate_lock shared,
+ * obj->rmap_lock shared; none may be held by the caller.
+ */
+void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n)
+{
+	struct uf_mm *mm = obj->mm;
+	struct uf_vma *vma;
+
+	if (mm->budget_pages || !n || pthread_rwlock_tryrdlock(&mm->vma_lock))
+		return;
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	uf_rmap_foreach(vma, obj) {
+		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
+		uint64_t a = first > vma->pgoff ? first : vma->pgoff;
+		uint64_t b = first + n < vend ? first + n : vend;
+
+		if (vma->as || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) ||
+		    ((vma->flags & VMA_SHARED) && !(vma->flags & VMA_PRIV_MAP)))
+			continue;
+		while (a < b) {
+			uint64_t e;
+
+			if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, a)) {
+				a++;
+				continue;
+			}
+			for (e = a + 1; e < b && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e); e++)
+				;
+			if (madvise((void *)(vma->start + ((a - vma->pgoff) << PAGE_SHIFT)),
+				    (size_t)(e - a) << PAGE_SHIFT, MADV_POPULATE_READ) < 0 &&
+			    errno == EINVAL)
+				b = a;		/* an old kernel: faults map them */
+			a = e;
+		}
+	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	pthread_rwlock_unlock(&mm->vma_lock);
 }

@@ -30,7 +30,9 @@
  * runs costs one round trip.  Where a shared mapping of the mm shows a
  * piece (not a read-only object's, which is mapped private), the copy
  * goes straight into it, as a fault's does: the program's first touch
- * there is then no fault.
+ * there is then no fault.  The program's other mappings of the object get
+ * the pieces mapped once they are in (uf_object_populate_cached(),
+ * populate.c), to the same end.
  * Demand faults are served by the handler threads meanwhile, never behind
  * it: a fault on a page of the set reads the rest of its recorded run at
  * once, and queues no readahead window to compete with the prefetch for
@@ -965,6 +967,9 @@ static bool pf_fill(struct ws_prefetch *pf, uint64_t max)
 					uf_object_fill(obj, pc[i].start, (size_t)pc[i].len,
 						       UF_FILL_ANY, &filled, NULL, vma);
 			pthread_rwlock_unlock(&obj->invalidate_lock);
+			/* mapped where the copy could not map them */
+			for (i = 0; filled && i < npc; i++)
+				uf_object_populate_cached(obj, pc[i].start, pc[i].len);
 			uf_add(&mm->stats.readahead_pages, filled);
 			if (vma)
 				uf_add(&vma->stats.readahead_pages, filled);
