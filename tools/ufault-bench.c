@@ -64,6 +64,7 @@
 #include <malloc.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1721,7 +1722,7 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *v)
 /* ------------------------------------------------------------------ */
 
 #define FORK_COLD_PAGES	4096	/* cold faults timed in each process */
-#define FORK_ROUNDS	5
+#define FORK_ROUNDS	21
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -1743,42 +1744,157 @@ static uint64_t touch_ns(const volatile unsigned char *p, size_t n)
 	return (now_ns() - t0) / n;
 }
 
-/* Median ns of fork() + the child's _exit() + waitpid(). */
-static uint64_t fork_ns(void)
+/* ns of one fork() + the child's _exit() + waitpid(), or 0. */
+static uint64_t fork_once_ns(void)
 {
-	uint64_t t[FORK_ROUNDS];
-	int i, st;
+	uint64_t t0 = now_ns();
+	pid_t pid = fork();
+	int st;
 
-	for (i = 0; i < FORK_ROUNDS; i++) {
-		uint64_t t0 = now_ns();
-		pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return 0;
+	return now_ns() - t0;
+}
 
-		if (pid == 0)
-			_exit(0);
-		if (pid < 0 || waitpid(pid, &st, 0) != pid)
-			return 0;
-		t[i] = now_ns() - t0;
+/* The floor's handler: read the uffd's events (closing each fork's fd
+ * at once, which lets the child go on unregistered) until @stopfd. */
+struct fork_floor {
+	int uffd, stopfd;
+};
+
+static void *fork_floor_handler(void *arg)
+{
+	struct fork_floor *ff = arg;
+	struct pollfd p[2] = { { ff->uffd, POLLIN, 0 }, { ff->stopfd, POLLIN, 0 } };
+	struct uffd_msg msg;
+
+	while (poll(p, 2, -1) >= 0 && !(p[1].revents & POLLIN)) {
+		if (read(ff->uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+		    msg.event == UFFD_EVENT_FORK)
+			close((int)msg.arg.fork.ufd);
 	}
-	qsort(t, FORK_ROUNDS, sizeof(t[0]), cmp_u64);
-	return t[FORK_ROUNDS / 2];
+	return NULL;
+}
+
+/*
+ * A process to fork beside this one, round by round, so that both see the
+ * same load: it maps @size bytes of @fd shared, touches the first half,
+ * and with @bare_uffd registers the mapping MISSING on a userfaultfd of
+ * its own with UFFD_FEATURE_EVENT_FORK, read by one minimal handler
+ * thread (the kernel's own cost of a fork event).  Then, for each 'f'
+ * read from @cmd, it forks once and writes the ns (0 on error) to @res;
+ * it exits at anything else.
+ */
+static void fork_peer_main(int fd, size_t size, bool bare_uffd, int cmd, int res)
+{
+	unsigned char *k = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	struct fork_floor ff = { -1, -1 };
+	uint64_t ns;
+	pthread_t t;
+	size_t i;
+	char c;
+
+	if (k == MAP_FAILED)
+		_exit(1);
+	for (i = 0; i < size / PG / 2; i++)
+		(void)*(volatile unsigned char *)(k + i * PG);
+	if (bare_uffd) {
+		struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_FORK };
+		struct uffdio_register reg = { .range = { (unsigned long)k, size },
+					       .mode = UFFDIO_REGISTER_MODE_MISSING };
+
+		ff.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		ff.stopfd = eventfd(0, EFD_CLOEXEC);
+		if (ff.uffd < 0 || ff.stopfd < 0 || ioctl(ff.uffd, UFFDIO_API, &api) ||
+		    ioctl(ff.uffd, UFFDIO_REGISTER, &reg) ||
+		    pthread_create(&t, NULL, fork_floor_handler, &ff))
+			_exit(1);
+	}
+	while (read(cmd, &c, 1) == 1 && c == 'f') {
+		ns = fork_once_ns();
+		if (write(res, &ns, sizeof(ns)) != sizeof(ns))
+			break;
+	}
+	_exit(0);
+}
+
+struct fork_peer {
+	pid_t pid;
+	int cmd, res;
+};
+
+/* Start a fork_peer_main() process; false on error. */
+static bool fork_peer_start(struct fork_peer *p, int fd, size_t size, bool bare_uffd)
+{
+	int c[2], r[2];
+
+	if (pipe2(c, O_CLOEXEC) < 0)
+		return false;
+	if (pipe2(r, O_CLOEXEC) < 0) {
+		close(c[0]);
+		close(c[1]);
+		return false;
+	}
+	p->pid = fork();
+	if (p->pid == 0) {
+		close(c[1]);
+		close(r[0]);
+		fork_peer_main(fd, size, bare_uffd, c[0], r[1]);
+	}
+	close(c[0]);
+	close(r[1]);
+	p->cmd = c[1];
+	p->res = r[0];
+	return p->pid > 0;
+}
+
+/* One fork in the peer: its ns, or 0. */
+static uint64_t fork_peer_ns(struct fork_peer *p)
+{
+	uint64_t ns = 0;
+
+	if (write(p->cmd, "f", 1) != 1 || read(p->res, &ns, sizeof(ns)) != sizeof(ns))
+		return 0;
+	return ns;
+}
+
+/* (a quit command, not the pipe's end: another peer may hold its copy) */
+static void fork_peer_end(struct fork_peer *p)
+{
+	int st;
+
+	if (write(p->cmd, "q", 1) != 1)
+		kill(p->pid, SIGKILL);
+	close(p->cmd);
+	close(p->res);
+	if (p->pid > 0)
+		waitpid(p->pid, &st, 0);
 }
 
 /*
  * A child's cold fault against the parent's (one-page readahead, so each
  * touch is a fault served from the tmpfs file store: the parent reads the
  * first half, the child the second), then fork() of a process with a
- * --size (default 1 GiB) ufault mapping half cached against fork() with a
- * tmpfs mapping of the same size half touched.
+ * --size (default 1 GiB) ufault mapping half cached against fork() of a
+ * process with a tmpfs mapping of the same size half touched, and for
+ * information against a process whose tmpfs mapping is registered on a
+ * bare userfaultfd with the fork event (the kernel's share).  The three
+ * fork in turn, round by round (the two references are processes of
+ * their own, started before this one has an mm), so that a change of
+ * load touches them alike; medians of FORK_ROUNDS.
  */
 static int bench_fork(struct bench *b, size_t size)
 {
 	struct uf_mm_config cfg = { .readahead_max = PG, .flags = UF_MM_NO_HUGE };
 	char path[] = "/dev/shm/ufault-bench-fork-XXXXXX";
-	uint64_t *res, parent_ns, child_ns, uf_fork, k_fork;
+	uint64_t t[3][FORK_ROUNDS], *res, parent_ns, child_ns, uf_fork, k_fork, floor_fork;
+	struct fork_peer kern = { -1, -1, -1 }, bare = { -1, -1, -1 };
 	struct uf_object *obj = NULL;
 	struct uf_mm *mm = NULL;
-	unsigned char *m, *k;
-	int fd, st, ret;
+	unsigned char *m;
+	int fd, st, ret, r;
 	size_t i;
 	pid_t pid;
 
@@ -1788,6 +1904,11 @@ static int bench_fork(struct bench *b, size_t size)
 	if (res == MAP_FAILED || fd < 0 || ftruncate(fd, (off_t)size) < 0)
 		return 1;
 	unlink(path);
+	/* the references, started before this process has an mm */
+	if (!fork_peer_start(&kern, fd, size, false) || !fork_peer_start(&bare, fd, size, true)) {
+		fprintf(stderr, "ufault-bench: fork: %s\n", strerror(errno));
+		return 1;
+	}
 	ret = uf_mm_create(&cfg, &mm);
 	if (!ret) {
 		char fdpath[64];
@@ -1815,25 +1936,37 @@ static int bench_fork(struct bench *b, size_t size)
 	       "fork-cold-fault (child)", (double)child_ns / 1000, (double)parent_ns / 1000,
 	       (double)child_ns / (double)parent_ns);
 
-	/* half of the mapping cached, then fork() */
+	/* half of the mapping cached, then fork() here and in the peers, in
+	 * turn, round by round */
 	for (i = 0; i < size / PG / 2; i++)
 		(void)*(volatile unsigned char *)(m + i * PG);
-	uf_fork = fork_ns();
+	for (r = 0; r < FORK_ROUNDS; r++) {
+		t[0][r] = fork_once_ns();
+		t[1][r] = fork_peer_ns(&kern);
+		t[2][r] = fork_peer_ns(&bare);
+		if (!t[0][r] || !t[1][r] || !t[2][r]) {
+			fprintf(stderr, "ufault-bench: fork: a round failed\n");
+			return 1;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		qsort(t[i], FORK_ROUNDS, sizeof(t[i][0]), cmp_u64);
+	uf_fork = t[0][FORK_ROUNDS / 2];
+	k_fork = t[1][FORK_ROUNDS / 2];
+	floor_fork = t[2][FORK_ROUNDS / 2];
+	fork_peer_end(&kern);
+	fork_peer_end(&bare);
 	uf_munmap(mm, m, size);
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
-
-	k = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	if (k == MAP_FAILED)
-		return 1;
-	for (i = 0; i < size / PG / 2; i++)
-		(void)*(volatile unsigned char *)(k + i * PG);
-	k_fork = fork_ns();
-	munmap(k, size);
 	close(fd);
 	printf("%-34s %9.2f ms        tmpfs  %9.2f ms        %6.2fx (goal <= 1.50x)\n",
 	       "fork (mapping half cached)", (double)uf_fork / 1e6, (double)k_fork / 1e6,
 	       (double)uf_fork / (double)k_fork);
+	printf("%-34s %9.2f ms        tmpfs  %9.2f ms        %6.2fx (info; ufault %.2fx it)\n",
+	       "fork floor (bare uffd, fork event)", (double)floor_fork / 1e6,
+	       (double)k_fork / 1e6, (double)floor_fork / (double)k_fork,
+	       (double)uf_fork / (double)floor_fork);
 	munmap(res, PG);
 	return 0;
 }
