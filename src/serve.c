@@ -20,7 +20,9 @@
  * (each page newly mapped there costs more than the read it saves).  Pages a
  * sequential stream has in the cache are copied on with it in one call,
  * as far as the readahead window reaches: a restore reading its memory in
- * order takes one fault per window, not one per page.  A fault that is
+ * order takes one fault per window, not one per page, and once its
+ * stream is established the mm's worker copies the next windows in
+ * while it touches the one it has (running ahead, below).  A fault that is
  * no stream copies its page alone: every page copied is the other
  * process's memory for good.
  *
@@ -383,7 +385,9 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
  * shared and obj->invalidate_lock shared, past the balloon's removals,
  * never over a page the process has (EEXIST: skipped), stopped for good
  * when the process is gone (ESRCH).  It fills as a fault does, making
- * room first (the cache stays inside its budget).  Each work item holds
+ * room first (the cache stays inside its budget), and copies the pages
+ * it fills on from the fill's buffer (ahead_sink_fn); the memfd is read
+ * back only for those the cache had.  Each work item holds
  * the address space (uf_uffd_guest_hold), the object and the region,
  * copies one window, and queues itself again for the next (streams take
  * turns with readahead); the mm's destruction drops or ends it.
@@ -398,6 +402,10 @@ struct serve_ahead_work {
 	struct uf_as *as;		/* held */
 	struct uf_object *obj;		/* referenced */
 	struct serve_region *r;		/* referenced */
+	/* the window being copied: a bit per page the process has from it */
+	uint64_t first, n;
+	unsigned long *done;
+	size_t cap;			/* bits of @done */
 };
 
 static uint64_t region_end(const struct serve_region *r)
@@ -444,93 +452,201 @@ static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *
 	return where;
 }
 
-/*
- * Copy object pages [a, b) of @v that the cache holds into the process,
- * read from the memfd once.  Return as __push_vma().
- * Locking: as->vma_lock held shared; takes obj->invalidate_lock shared.
- */
-static int __ahead_copy(struct uf_vma *v, uint64_t a, uint64_t b)
+static bool ahead_done(const struct serve_ahead_work *w, uint64_t q)
 {
-	struct serve_region *r = v->private_data;
-	struct uf_object *obj = v->obj;
-	struct uf_uffd *u = &v->as->uffd;
-	struct uf_bounce *bounce;
-	uint64_t q = a, e;
-	char *buf;
-	int ret = 0;
+	return w->done[(q - w->first) / BITS_PER_LONG] & (1UL << ((q - w->first) % BITS_PER_LONG));
+}
 
-	bounce = uf_bounce_get((size_t)(b - a) << PAGE_SHIFT, (void **)&buf);
-	if (!bounce)
-		return -ENOMEM;
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	if (pread(obj->memfd, buf, (size_t)(b - a) << PAGE_SHIFT, (off_t)(a << PAGE_SHIFT)) !=
-	    (ssize_t)((b - a) << PAGE_SHIFT))
-		ret = -EIO;
-	while (q < b && !ret) {
-		size_t copied = 0;
-
-		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q)) {
-			q++;
-			continue;
-		}
-		for (e = q + 1; e < b && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e) &&
-				!region_removed(r, e); e++)
-			;
-		ret = uf_uffd_copy_mapped(u, v->start + ((q - v->pgoff) << PAGE_SHIFT),
-					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
-					  0, &copied);
-		if (ret == -EEXIST) {
-			/* the process has that page (its own fault's) */
-			q += (copied >> PAGE_SHIFT) + 1;
-			ret = 0;
-		} else if (!ret) {
-			q = e;
-		}
-	}
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-	uf_bounce_put(bounce);
-	return ret == -ENOENT ? 0 : ret;	/* (ENOENT: the layout changed) */
+static void ahead_set_done(struct serve_ahead_work *w, uint64_t q, uint64_t n)
+{
+	for (; n; n--, q++)
+		w->done[(q - w->first) / BITS_PER_LONG] |= 1UL << ((q - w->first) % BITS_PER_LONG);
 }
 
 /*
- * Fill object pages [first, first + n) of @w's region, then copy all but
- * the first (the marker) into the VMAs of the region that show them.
- * Return 0, or -ESRCH when the process is gone.
+ * Copy object pages [a, b) of @v into the process from @buf (page @a's
+ * bytes first), where @ok says (present in the cache, when the pages are
+ * the cache's), past the removals and the pages it has.  Return 0,
+ * -EAGAIN, -ESRCH, -ENOENT (the layout changed) or -EIO.
+ * Locking: as->vma_lock held shared; obj->invalidate_lock held shared.
+ */
+static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64_t a,
+			    uint64_t b, const char *buf, bool cache)
+{
+	struct uf_object *obj = w->obj;
+	uint64_t q = a, e;
+	int ret = 0;
+
+#define AHEAD_OK(x)	(!ahead_done(w, (x)) && !region_removed(w->r, (x)) &&		\
+			 (!cache || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, (x))))
+	while (q < b && !ret) {
+		size_t copied = 0;
+
+		if (!AHEAD_OK(q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && AHEAD_OK(e); e++)
+			;
+		ret = uf_uffd_copy_mapped(&w->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
+					  0, &copied);
+		ahead_set_done(w, q, copied >> PAGE_SHIFT);
+		q += copied >> PAGE_SHIFT;
+		if (ret == -EEXIST) {
+			/* the process has that page (its own fault's) */
+			ahead_set_done(w, q, 1);
+			ret = 0;
+		}
+	}
+#undef AHEAD_OK
+	return ret;
+}
+
+/*
+ * Copy the pages of [a, b) of @v that the cache holds and the fill did
+ * not copy over, read from the memfd a run at a time.  Return as
+ * __ahead_copy_buf().
+ * Locking: as->vma_lock held shared; takes obj->invalidate_lock shared.
+ */
+static int __ahead_copy(struct serve_ahead_work *w, struct uf_vma *v, uint64_t a, uint64_t b)
+{
+	struct uf_object *obj = w->obj;
+	struct uf_bounce *bounce = NULL;
+	uint64_t q = a, e;
+	char *buf = NULL;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	while (q < b && !ret) {
+		if (ahead_done(w, q) || region_removed(w->r, q) ||
+		    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && !ahead_done(w, e) && !region_removed(w->r, e) &&
+				uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e); e++)
+			;
+		if (!bounce) {
+			bounce = uf_bounce_get((size_t)(b - a) << PAGE_SHIFT, (void **)&buf);
+			if (!bounce) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		if (pread(obj->memfd, buf, (size_t)(e - q) << PAGE_SHIFT, (off_t)(q << PAGE_SHIFT)) !=
+		    (ssize_t)((e - q) << PAGE_SHIFT))
+			ret = -EIO;
+		else
+			ret = __ahead_copy_buf(w, v, q, e, buf, true);
+		q = e;
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (bounce)
+		uf_bounce_put(bounce);
+	return ret == -ENOENT ? 0 : ret;	/* (ENOENT: the layout changed) */
+}
+
+/* The VMAs of @w's process that show [first, first + n) of its region
+ * (but the marker), each overlap in [*a, *b); false past the last.
+ * Locking: as->vma_lock held. */
+static bool ahead_next_vma(struct serve_ahead_work *w, size_t *i, uint64_t first, uint64_t n,
+			   struct uf_vma **vp, uint64_t *a, uint64_t *b)
+{
+	struct uf_as *as = w->as;
+
+	for (; *i < as->nvmas; (*i)++) {
+		struct uf_vma *v = as->vmas[*i];
+
+		*a = v->pgoff;
+		*b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+		if (v->private_data != w->r || v->nl_pgoff ||
+		    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+			continue;
+		*a = *a > w->first + 1 ? *a : w->first + 1;
+		*a = *a > first ? *a : first;
+		*b = *b < first + n ? *b : first + n;
+		*b = *b < w->first + w->n ? *b : w->first + w->n;
+		if (*a < *b) {
+			*vp = v;
+			(*i)++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * struct uf_fill_sink of the worker's fill: the pages just inserted into
+ * the cache go on into the process from the fill's buffer, as a fault's
+ * do (serve_sink_fn): best effort, what this leaves out the copy from
+ * the cache does after the fill.
+ * Locking: obj->invalidate_lock held shared; as->vma_lock only tried.
+ */
+struct ahead_sink {
+	struct uf_fill_sink sink;
+	struct serve_ahead_work *w;
+	bool gone;
+};
+
+static void ahead_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct ahead_sink *k = (struct ahead_sink *)sink;
+	struct serve_ahead_work *w = k->w;
+	struct uf_vma *v;
+	uint64_t a, b;
+	size_t i = 0;
+	int ret = 0;
+
+	if (k->gone || pthread_rwlock_tryrdlock(&w->as->vma_lock))
+		return;
+	while (!ret && ahead_next_vma(w, &i, q, n, &v, &a, &b))
+		ret = __ahead_copy_buf(w, v, a, b, buf + ((a - q) << PAGE_SHIFT), false);
+	pthread_rwlock_unlock(&w->as->vma_lock);
+	if (ret == -ESRCH)
+		k->gone = true;
+}
+
+/*
+ * Fill object pages [first, first + n) of @w's region, copying them on
+ * into the VMAs of the region that show them as they enter the cache;
+ * then copy those the cache had, or the fill could not copy.  All but
+ * the first page (the marker).  Return 0, or -ESRCH when the process is
+ * gone.
  * Locking: none held.
  */
 static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 {
+	struct ahead_sink sink = { .sink = { .obj = w->obj, .fn = ahead_sink_fn }, .w = w };
 	struct uf_object *obj = w->obj;
 	struct uf_mm *mm = obj->mm;
 	struct uf_as *as = w->as;
 	size_t filled = 0, i;
 	int ret = 0, tries;
-	uint64_t q;
+	struct uf_vma *v;
+	uint64_t q, a, b;
 
+	w->first = first;
+	w->n = n;
+	memset(w->done, 0, DIV_ROUND_UP(n, BITS_PER_LONG) * sizeof(unsigned long));
 	for (q = first; q < first + n; q++)
 		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) && !region_removed(w->r, q))
 			break;
 	if (q < first + n) {
 		uf_reclaim(mm, (size_t)n);	/* room, as a fault makes it */
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		uf_fill_sink = &sink.sink;
 		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
+		uf_fill_sink = NULL;
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 		uf_add(&mm->stats.readahead_pages, filled);
+		if (sink.gone)
+			return -ESRCH;
 	}
 	for (tries = 0; tries < SERVE_TRIES && n > 1; tries++) {
 		pthread_rwlock_rdlock(&as->vma_lock);
-		for (i = 0, ret = 0; i < as->nvmas && !ret; i++) {
-			struct uf_vma *v = as->vmas[i];
-			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
-
-			if (v->private_data != w->r || v->nl_pgoff ||
-			    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
-				continue;
-			a = a > first + 1 ? a : first + 1;
-			b = b < first + n ? b : first + n;
-			if (a < b)
-				ret = __ahead_copy(v, a, b);
-		}
+		for (i = 0, ret = 0; !ret && ahead_next_vma(w, &i, first, n, &v, &a, &b);)
+			ret = __ahead_copy(w, v, a, b);
 		pthread_rwlock_unlock(&as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
@@ -554,6 +670,7 @@ static void ahead_work_fn(struct uf_work *work, bool run)
 	    r->ahead_as == w->as && r->ahead_hi < r->ahead_want && r->ahead_hi < end) {
 		first = r->ahead_hi;
 		n = end - first < win ? end - first : win;
+		n = n < w->cap ? n : w->cap;
 		r->ahead_hi = first + n;
 		r->ahead_mark[r->ahead_nmark++ % SERVE_MARKS] = first;
 	} else {
@@ -574,6 +691,7 @@ static void ahead_work_fn(struct uf_work *work, bool run)
 	uf_as_unhold(w->as);
 	uf_object_put(w->obj);
 	region_put(r);
+	free(w->done);
 	free(w);
 }
 
@@ -623,6 +741,10 @@ static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, 
 	if (w) {
 		*w = (struct serve_ahead_work){ .work = { .fn = ahead_work_fn }, .as = vma->as,
 						.obj = vma->obj, .r = r };
+		w->cap = (size_t)win;
+		w->done = calloc(DIV_ROUND_UP(win, BITS_PER_LONG), sizeof(unsigned long));
+	}
+	if (w && w->done) {
 		uf_uffd_guest_hold(&vma->as->uffd);
 		uf_object_get(vma->obj);
 		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
@@ -631,8 +753,10 @@ static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, 
 		uf_as_unhold(vma->as);
 		uf_object_put(vma->obj);
 		region_put(r);
-		free(w);
 	}
+	if (w)
+		free(w->done);
+	free(w);
 	pthread_mutex_lock(&r->ahead_lock);
 	r->ahead_busy = false;		/* no worker: faults serve it all */
 	pthread_mutex_unlock(&r->ahead_lock);

@@ -18,7 +18,8 @@
  *                      handler thread of this process (poll, read, pread,
  *                      UFFDIO_COPY): the floor of serving another process.
  *   serve-restore-seq  a 256 MiB restore read in order by the client
- *                      (the server copies a readahead window per fault),
+ *                      (the server copies the windows ahead of it in the
+ *                      background, a fault per window at its marker),
  *                      per page, against the kernel's cost per page of a
  *                      private mapping of the warm tmpfs file: goal
  *                      <= 1.5x.  In-process ufault for information.
