@@ -20,7 +20,9 @@
  * (each page newly mapped there costs more than the read it saves).  Pages a
  * sequential stream has in the cache are copied on with it in one call,
  * as far as the readahead window reaches: a restore reading its memory in
- * order takes one fault per window, not one per page.  A fault that is
+ * order takes one fault per window, not one per page, and once its
+ * stream is established the mm's worker copies the next windows in
+ * while it touches the one it has (running ahead, below).  A fault that is
  * no stream copies its page alone: every page copied is the other
  * process's memory for good.
  *
@@ -74,6 +76,12 @@
 /* Attempts to copy a page that reclaim keeps evicting between the fill
  * and the copy, before the access gets SIGBUS. */
 #define SERVE_TRIES	16
+/* Windows a stream is run ahead of by the worker, past the one its
+ * thread is in. */
+#define SERVE_AHEAD	2
+/* Markers remembered (the windows between the stream's thread and the
+ * worker, and one more). */
+#define SERVE_MARKS	(SERVE_AHEAD + 2)
 
 struct serve_region {
 	int refs;			/* VMAs sharing it (splits, forks): atomic */
@@ -86,6 +94,17 @@ struct serve_region {
 	void *arg;
 	uint64_t rec;			/* the process's record (uf_ws_serve_claim) */
 	struct uf_ws_set *set;		/* the working set pushed into it, or NULL */
+	/* running ahead of a sequential stream (below), under ahead_lock:
+	 * object pages [ahead_lo, ahead_hi) are copied, or queued to be,
+	 * and the worker goes on up to ahead_want */
+	pthread_mutex_t ahead_lock;
+	uint64_t ahead_lo, ahead_hi, ahead_want;
+	const struct uf_as *ahead_as;	/* the process of the stream (a
+					   region may be a fork child's too) */
+	uint64_t ahead_mark[SERVE_MARKS];	/* the last windows' markers */
+	unsigned int ahead_nmark;
+	bool ahead_busy;		/* a work item is queued or running */
+	bool ahead_gone;		/* the process is gone */
 };
 
 static bool region_removed(struct serve_region *r, uint64_t pg)
@@ -170,6 +189,7 @@ static void region_put(struct serve_region *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		uf_ws_set_put(r->set);
+		pthread_mutex_destroy(&r->ahead_lock);
 		free(r->removed);
 		free(r);
 	}
@@ -187,11 +207,12 @@ static void serve_close(struct uf_vma *vma)
  * on after them.  The VMA's table lock is held across the test and the
  * copy (see the top of the file).
  * Return 0 (done, or the retry meets what is there now), -ENOENT (the
- * cache page went meanwhile: fill again), or -errno.
+ * cache page went meanwhile: fill again), or -errno; *@endp: where the
+ * run copied from @pg ends, when one was.
  * Locking: takes as->vma_lock shared, then obj->invalidate_lock shared.
  */
 static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned long addr,
-			 uint64_t pg, bool write, size_t max, uint64_t from)
+			 uint64_t pg, bool write, size_t max, uint64_t from, uint64_t *endp)
 {
 	static const char zeros[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
 	struct uf_object *obj = vma->obj;
@@ -216,6 +237,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 				uf_uffd_settle(u);
 				continue;
 			}
+			*endp = pg + 1;
 			break;
 		}
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
@@ -241,6 +263,8 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 			uf_uffd_settle(u);	/* an event first */
 			continue;
 		}
+		if (copied || !ret)
+			*endp = pg + (copied ? copied >> PAGE_SHIFT : n);
 		/* a stream goes on after its run, however short (a background
 		 * window may still be coming in) */
 		if (max > 1)
@@ -341,23 +365,426 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
 	return true;
 }
 
+/*
+ * Running ahead of a sequential stream.  A restore reading its memory in
+ * order would otherwise wait, at each window, for the window's store
+ * read and copy, and only then touch its pages: nothing overlaps.  So
+ * once a fault has served a stream's window, the mm's worker (worker.c)
+ * fills the windows after it (ra_max pages each) and copies them into
+ * the process while its thread touches the one it has, up to
+ * SERVE_AHEAD windows past the window that thread is in.  The first page
+ * of each window is left out, a marker (the kernel's PG_readahead page):
+ * the thread faults there as it enters the window, that fault copies the
+ * marker alone and moves the bound on by a window.  A process that stops
+ * following gets at most SERVE_AHEAD windows it may never touch; a fault
+ * just past the last window claims the next one and serves it itself,
+ * and the worker goes on after it.  One stream per region: a stream
+ * found elsewhere takes the run-ahead over.
+ *
+ * The worker's copies are the push's (__push_vma): under as->vma_lock
+ * shared and obj->invalidate_lock shared, past the balloon's removals,
+ * never over a page the process has (EEXIST: skipped), stopped for good
+ * when the process is gone (ESRCH).  It fills as a fault does, making
+ * room first (the cache stays inside its budget), and copies the pages
+ * it fills on from the fill's buffer (ahead_sink_fn); the memfd is read
+ * back only for those the cache had.  Each work item holds
+ * the address space (uf_uffd_guest_hold), the object and the region,
+ * copies one window, and queues itself again for the next (streams take
+ * turns with readahead); the mm's destruction drops or ends it.
+ *
+ * Locking: r->ahead_lock is taken alone (no other lock held, none taken
+ * under it).
+ */
+enum serve_ahead { AHEAD_NO, AHEAD_IN, AHEAD_NEXT };
+
+struct serve_ahead_work {
+	struct uf_work work;
+	struct uf_as *as;		/* held */
+	struct uf_object *obj;		/* referenced */
+	struct serve_region *r;		/* referenced */
+	/* the window being copied: a bit per page the process has from it */
+	uint64_t first, n;
+	unsigned long *done;
+	size_t cap;			/* bits of @done */
+};
+
+static uint64_t region_end(const struct serve_region *r)
+{
+	return r->first + r->npages;
+}
+
+/*
+ * Where a fault on @pg stands to the run-ahead of @r: inside its range
+ * (the bound moves on: the process's thread is there), at its end (the
+ * next window is claimed for the fault to serve), or neither.
+ * Locking: takes r->ahead_lock alone.
+ */
+static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *as, uint64_t pg,
+				    size_t win)
+{
+	enum serve_ahead where = AHEAD_NO;
+	uint64_t end = region_end(r), want;
+	unsigned int i;
+
+	pthread_mutex_lock(&r->ahead_lock);
+	if (r->ahead_as != as) {
+		/* another process's stream, or none */
+	} else if (!r->ahead_gone && pg >= r->ahead_lo && pg < r->ahead_hi) {
+		where = AHEAD_IN;
+		/* only a marker moves the bound: a fault elsewhere in the
+		 * range is no sign of the stream going on */
+		for (i = 0; i < SERVE_MARKS && r->ahead_mark[i] != pg; i++)
+			;
+		if (i < SERVE_MARKS) {
+			r->ahead_mark[i] = UINT64_MAX;
+			want = pg + (1 + SERVE_AHEAD) * (uint64_t)win;
+			if (want > r->ahead_want)
+				r->ahead_want = want < end ? want : end;
+		}
+	} else if (!r->ahead_gone && pg == r->ahead_hi && pg > r->ahead_lo && pg < end) {
+		where = AHEAD_NEXT;
+		r->ahead_hi = end - pg > win ? pg + win : end;
+		want = r->ahead_hi + SERVE_AHEAD * (uint64_t)win;
+		if (want > r->ahead_want)
+			r->ahead_want = want < end ? want : end;
+	}
+	pthread_mutex_unlock(&r->ahead_lock);
+	return where;
+}
+
+static bool ahead_done(const struct serve_ahead_work *w, uint64_t q)
+{
+	return w->done[(q - w->first) / BITS_PER_LONG] & (1UL << ((q - w->first) % BITS_PER_LONG));
+}
+
+static void ahead_set_done(struct serve_ahead_work *w, uint64_t q, uint64_t n)
+{
+	for (; n; n--, q++)
+		w->done[(q - w->first) / BITS_PER_LONG] |= 1UL << ((q - w->first) % BITS_PER_LONG);
+}
+
+/*
+ * Copy object pages [a, b) of @v into the process from @buf (page @a's
+ * bytes first), where @ok says (present in the cache, when the pages are
+ * the cache's), past the removals and the pages it has.  Return 0,
+ * -EAGAIN, -ESRCH, -ENOENT (the layout changed) or -EIO.
+ * Locking: as->vma_lock held shared; obj->invalidate_lock held shared.
+ */
+static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64_t a,
+			    uint64_t b, const char *buf, bool cache)
+{
+	struct uf_object *obj = w->obj;
+	uint64_t q = a, e;
+	int ret = 0;
+
+#define AHEAD_OK(x)	(!ahead_done(w, (x)) && !region_removed(w->r, (x)) &&		\
+			 (!cache || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, (x))))
+	while (q < b && !ret) {
+		size_t copied = 0;
+
+		if (!AHEAD_OK(q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && AHEAD_OK(e); e++)
+			;
+		ret = uf_uffd_copy_mapped(&w->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
+					  0, &copied);
+		ahead_set_done(w, q, copied >> PAGE_SHIFT);
+		q += copied >> PAGE_SHIFT;
+		if (ret == -EEXIST) {
+			/* the process has that page (its own fault's) */
+			ahead_set_done(w, q, 1);
+			ret = 0;
+		}
+	}
+#undef AHEAD_OK
+	return ret;
+}
+
+/*
+ * Copy the pages of [a, b) of @v that the cache holds and the fill did
+ * not copy over, read from the memfd a run at a time.  Return as
+ * __ahead_copy_buf().
+ * Locking: as->vma_lock held shared; takes obj->invalidate_lock shared.
+ */
+static int __ahead_copy(struct serve_ahead_work *w, struct uf_vma *v, uint64_t a, uint64_t b)
+{
+	struct uf_object *obj = w->obj;
+	struct uf_bounce *bounce = NULL;
+	uint64_t q = a, e;
+	char *buf = NULL;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	while (q < b && !ret) {
+		if (ahead_done(w, q) || region_removed(w->r, q) ||
+		    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && !ahead_done(w, e) && !region_removed(w->r, e) &&
+				uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e); e++)
+			;
+		if (!bounce) {
+			bounce = uf_bounce_get((size_t)(b - a) << PAGE_SHIFT, (void **)&buf);
+			if (!bounce) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		if (pread(obj->memfd, buf, (size_t)(e - q) << PAGE_SHIFT, (off_t)(q << PAGE_SHIFT)) !=
+		    (ssize_t)((e - q) << PAGE_SHIFT))
+			ret = -EIO;
+		else
+			ret = __ahead_copy_buf(w, v, q, e, buf, true);
+		q = e;
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (bounce)
+		uf_bounce_put(bounce);
+	return ret == -ENOENT ? 0 : ret;	/* (ENOENT: the layout changed) */
+}
+
+/* The VMAs of @w's process that show [first, first + n) of its region
+ * (but the marker), each overlap in [*a, *b); false past the last.
+ * Locking: as->vma_lock held. */
+static bool ahead_next_vma(struct serve_ahead_work *w, size_t *i, uint64_t first, uint64_t n,
+			   struct uf_vma **vp, uint64_t *a, uint64_t *b)
+{
+	struct uf_as *as = w->as;
+
+	for (; *i < as->nvmas; (*i)++) {
+		struct uf_vma *v = as->vmas[*i];
+
+		*a = v->pgoff;
+		*b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+		if (v->private_data != w->r || v->nl_pgoff ||
+		    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+			continue;
+		*a = *a > w->first + 1 ? *a : w->first + 1;
+		*a = *a > first ? *a : first;
+		*b = *b < first + n ? *b : first + n;
+		*b = *b < w->first + w->n ? *b : w->first + w->n;
+		if (*a < *b) {
+			*vp = v;
+			(*i)++;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * struct uf_fill_sink of the worker's fill: the pages just inserted into
+ * the cache go on into the process from the fill's buffer, as a fault's
+ * do (serve_sink_fn): best effort, what this leaves out the copy from
+ * the cache does after the fill.
+ * Locking: obj->invalidate_lock held shared; as->vma_lock only tried.
+ */
+struct ahead_sink {
+	struct uf_fill_sink sink;
+	struct serve_ahead_work *w;
+	bool gone;
+};
+
+static void ahead_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct ahead_sink *k = (struct ahead_sink *)sink;
+	struct serve_ahead_work *w = k->w;
+	struct uf_vma *v;
+	uint64_t a, b;
+	size_t i = 0;
+	int ret = 0;
+
+	if (k->gone || pthread_rwlock_tryrdlock(&w->as->vma_lock))
+		return;
+	while (!ret && ahead_next_vma(w, &i, q, n, &v, &a, &b))
+		ret = __ahead_copy_buf(w, v, a, b, buf + ((a - q) << PAGE_SHIFT), false);
+	pthread_rwlock_unlock(&w->as->vma_lock);
+	if (ret == -ESRCH)
+		k->gone = true;
+}
+
+/*
+ * Fill object pages [first, first + n) of @w's region, copying them on
+ * into the VMAs of the region that show them as they enter the cache;
+ * then copy those the cache had, or the fill could not copy.  All but
+ * the first page (the marker).  Return 0, or -ESRCH when the process is
+ * gone.
+ * Locking: none held.
+ */
+static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
+{
+	struct ahead_sink sink = { .sink = { .obj = w->obj, .fn = ahead_sink_fn }, .w = w };
+	struct uf_object *obj = w->obj;
+	struct uf_mm *mm = obj->mm;
+	struct uf_as *as = w->as;
+	size_t filled = 0, i;
+	int ret = 0, tries;
+	struct uf_vma *v;
+	uint64_t q, a, b;
+
+	w->first = first;
+	w->n = n;
+	memset(w->done, 0, DIV_ROUND_UP(n, BITS_PER_LONG) * sizeof(unsigned long));
+	for (q = first; q < first + n; q++)
+		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) && !region_removed(w->r, q))
+			break;
+	if (q < first + n) {
+		uf_reclaim(mm, (size_t)n);	/* room, as a fault makes it */
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		uf_fill_sink = &sink.sink;
+		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
+		uf_fill_sink = NULL;
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		uf_add(&mm->stats.readahead_pages, filled);
+		if (sink.gone)
+			return -ESRCH;
+	}
+	for (tries = 0; tries < SERVE_TRIES && n > 1; tries++) {
+		pthread_rwlock_rdlock(&as->vma_lock);
+		for (i = 0, ret = 0; !ret && ahead_next_vma(w, &i, first, n, &v, &a, &b);)
+			ret = __ahead_copy(w, v, a, b);
+		pthread_rwlock_unlock(&as->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(&as->uffd);	/* an event first (what is done stays) */
+	}
+	return ret == -ESRCH ? ret : 0;
+}
+
+/* The work item: a window, then itself queued again while the bound is
+ * ahead.  Runs in the worker, no lock held. */
+static void ahead_work_fn(struct uf_work *work, bool run)
+{
+	struct serve_ahead_work *w = (struct serve_ahead_work *)work;
+	struct serve_region *r = w->r;
+	struct uf_mm *mm = w->obj->mm;
+	uint64_t first = 0, n = 0, end = region_end(r);
+	size_t win = mm->ra_max ? mm->ra_max : 1;
+
+	pthread_mutex_lock(&r->ahead_lock);
+	if (run && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE) && !r->ahead_gone &&
+	    r->ahead_as == w->as && r->ahead_hi < r->ahead_want && r->ahead_hi < end) {
+		first = r->ahead_hi;
+		n = end - first < win ? end - first : win;
+		n = n < w->cap ? n : w->cap;
+		r->ahead_hi = first + n;
+		r->ahead_mark[r->ahead_nmark++ % SERVE_MARKS] = first;
+	} else {
+		r->ahead_busy = false;
+	}
+	pthread_mutex_unlock(&r->ahead_lock);
+	if (n) {
+		int ret = ahead_window(w, first, n);
+
+		if (!ret && uf_worker_queue(mm, &w->work))
+			return;
+		pthread_mutex_lock(&r->ahead_lock);
+		r->ahead_busy = false;
+		if (ret == -ESRCH)
+			r->ahead_gone = true;
+		pthread_mutex_unlock(&r->ahead_lock);
+	}
+	uf_as_unhold(w->as);
+	uf_object_put(w->obj);
+	region_put(r);
+	free(w->done);
+	free(w);
+}
+
+/*
+ * After a fault of a stream: with @end set, a run-ahead starts after the
+ * window [@pg, @end) the fault copied (any earlier one of @r is left);
+ * with @claimed set, the fault served the window at the run-ahead's end
+ * that it claimed, up to @end.  Then the worker is set going if it is
+ * not.
+ * Locking: none held (a handler, which holds the address space);
+ * takes r->ahead_lock alone.
+ */
+static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, uint64_t end,
+		       bool start, bool claimed)
+{
+	struct uf_mm *mm = vma->mm;
+	uint64_t rend = region_end(r), win = mm->ra_max ? mm->ra_max : 1, want;
+	struct serve_ahead_work *w;
+	bool go = false;
+	unsigned int i;
+
+	pthread_mutex_lock(&r->ahead_lock);
+	if (start && !r->ahead_busy && r->ahead_as != vma->as) {
+		r->ahead_as = vma->as;	/* another process's stream now */
+		r->ahead_gone = false;
+	}
+	if (start && !r->ahead_gone && r->ahead_as == vma->as && end > pg && end < rend) {
+		for (i = 0; i < SERVE_MARKS; i++)
+			r->ahead_mark[i] = UINT64_MAX;
+		r->ahead_lo = pg;
+		r->ahead_hi = end;
+		want = end + SERVE_AHEAD * win;
+		r->ahead_want = want < rend ? want : rend;
+	} else if (claimed && end > pg && r->ahead_hi == (rend - pg > win ? pg + win : rend) &&
+		   end < r->ahead_hi) {
+		r->ahead_hi = end;	/* the rest of the claim was not copied */
+	}
+	if (!r->ahead_busy && !r->ahead_gone && r->ahead_as == vma->as &&
+	    r->ahead_hi < r->ahead_want) {
+		r->ahead_busy = true;
+		go = true;
+	}
+	pthread_mutex_unlock(&r->ahead_lock);
+	if (!go)
+		return;
+	w = malloc(sizeof(*w));
+	if (w) {
+		*w = (struct serve_ahead_work){ .work = { .fn = ahead_work_fn }, .as = vma->as,
+						.obj = vma->obj, .r = r };
+		w->cap = (size_t)win;
+		w->done = calloc(DIV_ROUND_UP(win, BITS_PER_LONG), sizeof(unsigned long));
+	}
+	if (w && w->done) {
+		uf_uffd_guest_hold(&vma->as->uffd);
+		uf_object_get(vma->obj);
+		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+		if (uf_worker_queue(mm, &w->work))
+			return;
+		uf_as_unhold(vma->as);
+		uf_object_put(vma->obj);
+		region_put(r);
+	}
+	if (w)
+		free(w->done);
+	free(w);
+	pthread_mutex_lock(&r->ahead_lock);
+	r->ahead_busy = false;		/* no worker: faults serve it all */
+	pthread_mutex_unlock(&r->ahead_lock);
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
 	struct serve_region *r = vma->private_data;
 	struct uf_object *obj = vma->obj;
 	unsigned long addr = fdata->address & PAGE_MASK;
-	uint64_t pg = fdata->pgoff;
-	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq, rec;
+	uint64_t pg = fdata->pgoff, end = pg;
+	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq, rec, streamed;
 	struct serve_sink sink = { .sink = { .obj = obj, .fn = serve_sink_fn }, .vma = vma,
 				   .r = r, .pg = pg, .end = pg };
-	size_t filled = 0, max;
+	enum serve_ahead ahead = AHEAD_NO;
+	size_t filled = 0, max = 1;
 	int ret = 0, tries;
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */
 	rec = uf_ws_serve_recording(obj, r->rec);
-	seq = !rec && region_stream(r, pg);
+	/* a marker of a stream run ahead of: the page alone (the rest of
+	 * its window is there, or on its way) */
+	if (!rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
+		ahead = ahead_check(r, vma->as, pg, vma->mm->ra_max ? vma->mm->ra_max : 1);
+	streamed = !rec && ahead == AHEAD_NO && region_stream(r, pg);
+	seq = streamed || ahead == AHEAD_NEXT;
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
 		struct uf_ra_req ra = { .first = pg, .n = 1, .idx = -1 };
 		bool cached, set = !rec && serve_set_window(r, vma, pg, &ra);
@@ -371,7 +798,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			/* as for a mapping of the cache: only a miss reaches
 			 * readahead (pages a background window brought in are
 			 * no fault there, and must not end its stream here) */
-			if (!rec && !set)
+			if (!rec && !set && ahead != AHEAD_IN)
 				uf_readahead_window(vma, pg, &ra);
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 			uf_fill_sink = &sink.sink;
@@ -381,7 +808,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			uf_readahead_submit(vma, &ra);
 			if (ret)
 				break;
-			seq = seq || (!set && (ra.n > 1 || ra.bg_n));
+			seq = seq || (!set && ahead != AHEAD_IN && (ra.n > 1 || ra.bg_n));
 		}
 		if (set)
 			max = ra.n;		/* the rest of its run */
@@ -396,21 +823,30 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			uint64_t done = sink.end - pg;
 
 			ret = 0;
+			end = sink.end;
 			if (done < max && !region_removed(r, sink.end))
 				ret = serve_install(vma, r, addr + (done << PAGE_SHIFT), sink.end,
-						    write, max - (size_t)done, pg);
+						    write, max - (size_t)done, pg, &end);
 			if (ret == -ENOENT || (!ret && done >= max && max > 1))
 				region_stream_note(r, pg, sink.end);
 			ret = 0;	/* the faulting page is in: an error after it is
 					   the next fault's */
 			break;
 		}
-		ret = serve_install(vma, r, addr, pg, write, max, pg);
+		ret = serve_install(vma, r, addr, pg, write, max, pg, &end);
 		if (ret != -ENOENT)
 			break;
 	}
 	if (!ret && rec && !region_removed(r, pg))
 		uf_ws_serve_note(obj, r->rec, pg);
+	/* the worker runs ahead of a stream from where this fault's run
+	 * ended: of one that went on from a window of its own, grown to half
+	 * the largest at least (as the kernel's readahead ramps up: a short
+	 * run readahead took for a stream is not worth windows more) */
+	if (!ret && (ahead != AHEAD_NO ||
+		     (streamed && !r->set && vma->mm->worker && !vma->nl_pgoff &&
+		      end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
+		ahead_kick(vma, r, pg, end, ahead == AHEAD_NO, ahead == AHEAD_NEXT);
 	if (filled > (major ? 1u : 0u)) {
 		uint64_t ra = filled - (major ? 1 : 0);
 
@@ -761,6 +1197,9 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 		r[i] = calloc(1, sizeof(*r[i]));
 		if (!r[i])
 			goto out;
+		pthread_mutex_init(&r[i]->ahead_lock, NULL);
+		for (j = 0; j < SERVE_MARKS; j++)
+			r[i]->ahead_mark[j] = UINT64_MAX;
 		r[i]->refs = 1;		/* this function's, till the end */
 		r[i]->rec = rec;
 		if (set) {
