@@ -1783,7 +1783,8 @@ static void *fork_floor_handler(void *arg)
  * same load: it maps @size bytes of @fd shared, touches the first half,
  * and with @bare_uffd registers the mapping MISSING on a userfaultfd of
  * its own with UFFD_FEATURE_EVENT_FORK, read by one minimal handler
- * thread (the kernel's own cost of a fork event).  Then, for each 'f'
+ * thread (the kernel's own cost of a fork event).  It says when it is
+ * ready (a 0 on @res), then, for each 'f'
  * read from @cmd, it forks once and writes the ns (0 on error) to @res;
  * it exits at anything else.
  */
@@ -1812,6 +1813,9 @@ static void fork_peer_main(int fd, size_t size, bool bare_uffd, int cmd, int res
 		    pthread_create(&t, NULL, fork_floor_handler, &ff))
 			_exit(1);
 	}
+	ns = 0;			/* ready: nothing of the set-up runs beside the timings */
+	if (write(res, &ns, sizeof(ns)) != sizeof(ns))
+		_exit(1);
 	while (read(cmd, &c, 1) == 1 && c == 'f') {
 		ns = fork_once_ns();
 		if (write(res, &ns, sizeof(ns)) != sizeof(ns))
@@ -1825,9 +1829,11 @@ struct fork_peer {
 	int cmd, res;
 };
 
-/* Start a fork_peer_main() process; false on error. */
+/* Start a fork_peer_main() process and wait until it is ready; false on
+ * error. */
 static bool fork_peer_start(struct fork_peer *p, int fd, size_t size, bool bare_uffd)
 {
+	uint64_t ready;
 	int c[2], r[2];
 
 	if (pipe2(c, O_CLOEXEC) < 0)
@@ -1847,7 +1853,7 @@ static bool fork_peer_start(struct fork_peer *p, int fd, size_t size, bool bare_
 	close(r[1]);
 	p->cmd = c[1];
 	p->res = r[0];
-	return p->pid > 0;
+	return p->pid > 0 && read(p->res, &ready, sizeof(ready)) == sizeof(ready);
 }
 
 /* One fork in the peer: its ns, or 0. */
