@@ -59,20 +59,10 @@ int main(void)
 			CHECK(0, "client %d failed before its kill: status %#x", r, st);
 		}
 		close(p[0]);
-		usleep((useconds_t)(r * 3137 % 40000));	/* somewhere in its reading */
-		kill(pid, SIGKILL);
-		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "client %d: status %#x", r, st);
+		ut_client_kill(pid, (useconds_t)(r * 3137 % 40000), r);	/* in its reading */
 	}
-	/* the server notices each death (socket EOF, the address space
-	 * reaped once the copies ahead into it are over): wait for it,
-	 * however long the machine takes */
-	while (ut_server_fds(&srv) != base)
-		usleep(10000);
-	CHECK(kill(srv.pid, 0) == 0, "the server died");
-
-	ut_fc_map(&fc, 1, len, off);
-	ut_fc_handshake(&fc, srv.sock);
-	ut_fc_check(&fc, 0, 1);
+	/* each death noticed: the socket's EOF, the address space reaped
+	 * once the copies ahead into it are over */
+	ut_server_serves_after(&srv, base, len, off, &fc);
 	return UT_PASS;
 }

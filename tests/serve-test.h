@@ -400,6 +400,34 @@ static __attribute__((unused)) void ut_fc_check(const struct ut_fc *fc, unsigned
 	}
 }
 
+/* Kill client @pid (round @r) after @delay_us, somewhere in its work, and
+ * check that the kill is what ended it. */
+static __attribute__((unused)) void ut_client_kill(pid_t pid, useconds_t delay_us, int r)
+{
+	int st;
+
+	usleep(delay_us);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "client %d: status %#x", r, st);
+}
+
+/* After clients' deaths: the server's fds come back to @base (it noticed
+ * each death and freed what it held, however long the machine takes), it
+ * lives, and a new Firecracker client @fc of @len bytes at @off is served
+ * (it stays connected). */
+static __attribute__((unused)) void ut_server_serves_after(struct ut_server *s, int base,
+							    const size_t *len, const uint64_t *off,
+							    struct ut_fc *fc)
+{
+	while (ut_server_fds(s) != base)
+		usleep(10000);
+	CHECK(kill(s->pid, 0) == 0, "the server died");
+	ut_fc_map(fc, 1, len, off);
+	ut_fc_handshake(fc, s->sock);
+	ut_fc_check(fc, 0, 1);
+}
+
 /* Is the server's log line for a client that ends up closed there? */
 #define UT_SERVE_SKIP_NO_UFFD(fc)						\
 	do {								\

@@ -95,19 +95,10 @@ int main(void)
 
 	for (r = 0; r < ROUNDS; r++) {
 		pid = spawn(srv.sock);
-		usleep((useconds_t)(r * 1597 % 20000));	/* somewhere in the copy */
-		kill(pid, SIGKILL);
-		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "client %d: status %#x", r, st);
+		ut_client_kill(pid, (useconds_t)(r * 1597 % 20000), r);	/* in the copy */
 	}
-	/* each death noticed, each push ended: the fds come back */
-	while (ut_server_fds(&srv) != base)
-		usleep(10000);
-	CHECK(kill(srv.pid, 0) == 0, "the server died");
-
-	ut_fc_map(&fc, 1, len, off);
-	ut_fc_handshake(&fc, srv.sock);
-	ut_fc_check(&fc, 0, 1);
+	/* each death noticed, each push ended */
+	ut_server_serves_after(&srv, base, len, off, &fc);
 
 	/* SIGTERM waits for the clients; a second one exits while a set is
 	 * being copied into a live client */

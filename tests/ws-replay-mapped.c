@@ -23,24 +23,6 @@ static uint64_t set_page(size_t i)
 	return (i * 2654435761ULL + 777) % NPAGES;
 }
 
-/* How many pages of the set are in the page tables of the mapping at @map. */
-static size_t set_mapped(const unsigned char *map, const uint64_t *pages)
-{
-	int pm = open("/proc/self/pagemap", O_RDONLY);
-	size_t mapped = 0, i;
-
-	CHECK(pm >= 0, "open /proc/self/pagemap");
-	for (i = 0; i < NSET; i++) {
-		uint64_t e = 0;
-		off_t at = (off_t)(((uintptr_t)map / PG + pages[i]) * sizeof(e));
-
-		CHECK(pread(pm, &e, sizeof(e), at) == sizeof(e), "pagemap");
-		mapped += e >> 63;
-	}
-	close(pm);
-	return mapped;
-}
-
 /* One load per page of the set in each mapping, uninstrumented (a
  * sanitizer's shadow memory would fault on its own). */
 __attribute__((no_sanitize_address, no_sanitize("thread"), noinline))
@@ -95,8 +77,8 @@ int main(void)
 
 	/* (best effort: a prefetch that met a busy table leaves a piece to
 	 * the program's faults) */
-	ms = set_mapped(shared, pages);
-	mp = set_mapped(priv, pages);
+	ms = ws_pages_mapped(shared, pages, NSET);
+	mp = ws_pages_mapped(priv, pages, NSET);
 	printf("%zu and %zu of %d pages of the set mapped by the prefetch\n", ms, mp, NSET);
 	CHECK(ms >= NSET * 9 / 10 && mp >= NSET * 9 / 10,
 	      "shared %zu, private %zu of %d pages mapped", ms, mp, NSET);

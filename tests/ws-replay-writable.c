@@ -48,18 +48,8 @@ int main(void)
 	CHECK_RET(uf_object_prefetch(obj, rec), 0);
 	ws_wait_prefetch(obj, scratch);
 	{
-		int pm = open("/proc/self/pagemap", O_RDONLY);
-		size_t mapped = 0;
+		size_t mapped = ws_pages_mapped(map, pages, NSET);
 
-		CHECK(pm >= 0, "open /proc/self/pagemap");
-		for (i = 0; i < NSET; i++) {
-			uint64_t e = 0;
-			off_t at = (off_t)(((uintptr_t)map / PG + pages[i]) * sizeof(e));
-
-			CHECK(pread(pm, &e, sizeof(e), at) == sizeof(e), "pagemap");
-			mapped += e >> 63;
-		}
-		close(pm);
 		printf("%zu of %d pages of the set mapped by the prefetch\n", mapped, NSET);
 		CHECK(mapped >= NSET / 2, "%zu of %d pages mapped", mapped, NSET);
 	}

@@ -109,6 +109,25 @@ static inline void ws_wait_prefetch(struct uf_object *obj, const char *scratch)
 	unlink(scratch);
 }
 
+/* How many of pages @pages[0..@n) of the mapping at @map are in this
+ * process's page tables (/proc/self/pagemap's present bit). */
+static inline size_t ws_pages_mapped(const void *map, const uint64_t *pages, size_t n)
+{
+	int pm = open("/proc/self/pagemap", O_RDONLY);
+	size_t mapped = 0, i;
+
+	CHECK(pm >= 0, "open /proc/self/pagemap");
+	for (i = 0; i < n; i++) {
+		uint64_t e = 0;
+		off_t at = (off_t)(((uintptr_t)map / UF_PAGE_SIZE + pages[i]) * sizeof(e));
+
+		CHECK(pread(pm, &e, sizeof(e), at) == sizeof(e), "pagemap");
+		mapped += e >> 63;
+	}
+	close(pm);
+	return mapped;
+}
+
 static inline uint64_t ws_cache_pages(struct uf_mm *mm)
 {
 	struct uf_stats st;
