@@ -96,7 +96,7 @@ static int __as_link(struct uf_as *as, struct uf_vma *v)
 
 	if (as->nvmas == as->vmas_cap) {
 		size_t cap = as->vmas_cap ? 2 * as->vmas_cap : 16;
-		struct uf_vma **p = realloc(as->vmas, cap * sizeof(*p));
+		struct uf_vma **p = uf_nocow_realloc(as->vmas, cap * sizeof(*p));
 
 		if (!p)
 			return -ENOMEM;
@@ -126,25 +126,25 @@ static struct uf_vma *as_vma_copy(struct uf_as *as, const struct uf_vma *src,
 				  unsigned long start, unsigned long end)
 {
 	size_t idx = (start - src->start) >> PAGE_SHIFT, n = (end - start) >> PAGE_SHIFT;
-	struct uf_vma *v = calloc(1, sizeof(*v));
+	struct uf_vma *v = uf_nocow_alloc(sizeof(*v));
 
 	if (!v)
 		return NULL;
+	v->as = as;		/* (before readahead: its state is nocow too) */
 	if (src->nl_pgoff) {
-		v->nl_pgoff = malloc(n * sizeof(*v->nl_pgoff));
+		v->nl_pgoff = uf_nocow_alloc(n * sizeof(*v->nl_pgoff));
 		if (!v->nl_pgoff) {
-			free(v);
+			uf_nocow_free(v);
 			return NULL;
 		}
 		memcpy(v->nl_pgoff, src->nl_pgoff + idx, n * sizeof(*v->nl_pgoff));
 	}
 	if (uf_readahead_init(v)) {
-		free(v->nl_pgoff);
-		free(v);
+		uf_nocow_free(v->nl_pgoff);
+		uf_nocow_free(v);
 		return NULL;
 	}
 	v->mm = as->mm;
-	v->as = as;
 	v->id = __atomic_add_fetch(&as->mm->next_vma_id, 1, __ATOMIC_RELAXED);
 	v->start = start;
 	v->end = end;
@@ -452,9 +452,9 @@ static int as_free(struct uf_as *as, bool poison, bool wait)
 	pthread_rwlock_unlock(&as->vma_lock);
 	uf_uffd_close(&as->uffd);
 	as_lists_finish(NULL, released);
-	free(as->vmas);
+	uf_nocow_free(as->vmas);
 	pthread_rwlock_destroy(&as->vma_lock);
-	free(as);
+	uf_nocow_free(as);
 	return 0;
 }
 
@@ -548,7 +548,7 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	/* (children gone are not reaped here: the last put of an object
 	 * they held syncs it, and a sync waits for the events being applied,
 	 * this one among them) */
-	as = calloc(1, sizeof(*as));
+	as = uf_nocow_alloc(sizeof(*as));
 	if (!as) {
 		/* nobody can serve it: its faults would wait for ever */
 		close(fd);
@@ -687,7 +687,7 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -ENODEV;
-	as = calloc(1, sizeof(*as));
+	as = uf_nocow_alloc(sizeof(*as));
 	if (!as)
 		return -ENOMEM;
 	as->mm = mm;

@@ -59,8 +59,10 @@
  *   mm->zap_lock                      (ranges ufault zaps itself, vma.c)
  *   obj->ws->lock -> a prefetch's lock (workingset.c), or -> worker->lock
  *   worker->lock                      (the worker's queue, worker.c)
- * (nothing is taken under obj_lock, zap_lock, a prefetch's lock or
- * worker->lock)
+ *   st->lock                          (nocow.c: memory a fork does not
+ *                                      copy; taken under any lock at all)
+ * (nothing is taken under obj_lock, zap_lock, a prefetch's lock,
+ * worker->lock or nocow's st->lock)
  *
  * Taken with no other ufault lock held, nothing taken under them:
  *   mm->inflight_lock (fault.c), ra->lock (readahead.c), u->lock (uffd.c:
@@ -660,6 +662,11 @@ void uf_thread_join(struct uf_thread *t);
 
 /* pid.c: is this a fork child of the process that made @mm, @obj? */
 pid_t uf_pid(void);
+
+/* nocow.c: memory a fork does not copy, for state no fork child reads */
+void *uf_nocow_alloc(size_t n);
+void *uf_nocow_realloc(void *p, size_t n);
+void uf_nocow_free(void *p);
 bool uf_forked(const struct uf_mm *mm);
 bool uf_object_forked(const struct uf_object *obj);
 

@@ -246,7 +246,7 @@ void uf_mm_put_child(struct uf_mm *mm)
 		close(mm->uffd.kickfd);
 	if (mm->pagemap_fd >= 0)
 		close(mm->pagemap_fd);
-	free(mm->uffd.pending);
+	uf_nocow_free(mm->uffd.pending);	/* (its parent's: nothing here) */
 	free(mm->vmas);
 	uf_huge_free(mm, true);
 	free(mm);

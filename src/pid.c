@@ -7,34 +7,50 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 /*
  * This process, as seen by ufault: a fork child's copy of an mm or object
  * must never act on the parent's userfaultfd, eventfds, pagemap or
  * threads, so every call compares the pid that created it with this one.
- * Updated in the child by a pthread_atfork() handler: cheaper than
- * getpid() in every call.  (A child made by a raw clone() system call is
- * not seen; vfork() and posix_spawn() children exec at once.)
+ * Kept in a page marked MADV_WIPEONFORK: a child reads 0 there and asks
+ * getpid() once, on its first call.  Cheaper than getpid() in every call,
+ * and no code of ufault runs in a child at the fork itself (a handler
+ * there would fault in its code and data, copy-on-write, at each fork).
+ * (A child made by a raw clone() system call is not seen; vfork() and
+ * posix_spawn() children exec at once.)  Without the page, getpid().
  */
-static pid_t uf_self;
+static pid_t *uf_self;
 static pthread_once_t uf_self_once = PTHREAD_ONCE_INIT;
-
-static void uf_self_child(void)
-{
-	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
-}
 
 static void uf_self_init(void)
 {
-	__atomic_store_n(&uf_self, getpid(), __ATOMIC_RELAXED);
-	pthread_atfork(NULL, NULL, uf_self_child);
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, page, MADV_WIPEONFORK) < 0) {
+		munmap(p, page);	/* (before 4.14) */
+		return;
+	}
+	uf_self = p;
 }
 
 pid_t uf_pid(void)
 {
+	pid_t pid;
+
 	pthread_once(&uf_self_once, uf_self_init);
-	return __atomic_load_n(&uf_self, __ATOMIC_RELAXED);
+	if (!uf_self)
+		return getpid();
+	pid = __atomic_load_n(uf_self, __ATOMIC_RELAXED);
+	if (!pid) {
+		pid = getpid();
+		__atomic_store_n(uf_self, pid, __ATOMIC_RELAXED);
+	}
+	return pid;
 }
 
 bool uf_forked(const struct uf_mm *mm)

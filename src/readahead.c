@@ -83,7 +83,8 @@ struct ra_work {
 
 int uf_readahead_init(struct uf_vma *vma)
 {
-	struct uf_ra_state *ra = calloc(1, sizeof(*ra));
+	/* (another address space's VMA: memory its fork does not copy) */
+	struct uf_ra_state *ra = vma->as ? uf_nocow_alloc(sizeof(*ra)) : calloc(1, sizeof(*ra));
 	int i;
 
 	if (!ra)
@@ -105,7 +106,10 @@ void uf_readahead_free(struct uf_vma *vma)
 		return;
 	pthread_mutex_destroy(&ra->lock);
 	pthread_cond_destroy(&ra->cond);
-	free(ra);
+	if (vma->as)
+		uf_nocow_free(ra);
+	else
+		free(ra);
 	vma->ra = NULL;
 }
 

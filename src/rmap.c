@@ -53,6 +53,12 @@ void uf_vma_free(struct uf_vma *vma)
 	pthread_mutex_destroy(&vma->ref_lock);
 	pthread_cond_destroy(&vma->ref_cond);
 	uf_readahead_free(vma);
+	if (vma->as) {
+		/* another address space's: as.c's, made by uf_nocow_alloc() */
+		uf_nocow_free(vma->nl_pgoff);
+		uf_nocow_free(vma);
+		return;
+	}
 	free(vma->nl_pgoff);
 	free(vma);
 }

@@ -357,7 +357,9 @@ static void grow_queue(struct uf_uffd *u, struct uffd_msg **q, size_t *used, siz
 		if (c >= want)
 			return;
 		want = want * 2;
-		p = malloc(want * sizeof(*p));
+		/* (no copy-on-write after a fork: a guest's queues are made
+		 * as its fork event is read) */
+		p = uf_nocow_alloc(want * sizeof(*p));
 		if (!p)
 			return;
 		pthread_mutex_lock(&u->ev_lock);
@@ -371,7 +373,7 @@ static void grow_queue(struct uf_uffd *u, struct uffd_msg **q, size_t *used, siz
 			p = old;
 		}
 		pthread_mutex_unlock(&u->ev_lock);
-		free(p);
+		uf_nocow_free(p);
 	}
 }
 
@@ -851,8 +853,13 @@ static int __start_handler(struct uf_uffd *u)
  * returns only once a thread has read the event; a pthread_create() then
  * would wait for the fork, and the fork for the monitor.  Forks take
  * spawn_lock shared (pthread_atfork), the monitor tries it exclusive.
+ * The lock is memory a fork does not copy (nocow.c): the unlock after a
+ * fork writes no page the fork write-protected, and a child finds it all
+ * zeros, which is a free rwlock (PTHREAD_RWLOCK_INITIALIZER, in glibc as
+ * in musl), with no handler of ours run in the child to unlock it.
  */
-static pthread_rwlock_t spawn_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_rwlock_t spawn_lock_static = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_rwlock_t *spawn_lock = &spawn_lock_static;
 static pthread_once_t spawn_once = PTHREAD_ONCE_INIT;
 
 /*
@@ -874,7 +881,7 @@ static void spawn_fork_prepare(void)
 		arm_timer(u, 2 * 1000 * 1000);
 	}
 	pthread_mutex_unlock(&engines_lock);
-	pthread_rwlock_rdlock(&spawn_lock);
+	pthread_rwlock_rdlock(spawn_lock);
 }
 
 static void engines_add(struct uf_uffd *u)
@@ -901,12 +908,21 @@ static void engines_del(struct uf_uffd *u)
 
 static void spawn_fork_done(void)
 {
-	pthread_rwlock_unlock(&spawn_lock);
+	pthread_rwlock_unlock(spawn_lock);
 }
 
 static void spawn_init(void)
 {
-	pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_done);
+	pthread_rwlock_t *l = uf_nocow_alloc(sizeof(*l));
+
+	if (!l) {
+		/* the lock of the program's memory, unlocked in the child */
+		pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_done);
+		return;
+	}
+	pthread_rwlock_init(l, NULL);
+	spawn_lock = l;
+	pthread_atfork(spawn_fork_prepare, spawn_fork_done, NULL);
 }
 
 /* Has @fd something to read?  A system call, no lock taken. */
@@ -982,7 +998,7 @@ static void *monitor_thread(void *arg)
 		 * after this arms the timer again */
 		__atomic_store_n(&u->t->timer_armed, false, __ATOMIC_SEQ_CST);
 		if ((u->features & UFFD_FEATURE_EVENT_FORK) &&
-		    pthread_rwlock_trywrlock(&spawn_lock) != 0) {
+		    pthread_rwlock_trywrlock(spawn_lock) != 0) {
 			/* a fork is under way (or a spare being started): read
 			 * its event, whatever the handlers do, until it is done */
 			drain_all(u);
@@ -990,7 +1006,7 @@ static void *monitor_thread(void *arg)
 				arm_timer(u, 1000 * 1000);
 			continue;
 		} else if (u->features & UFFD_FEATURE_EVENT_FORK) {
-			pthread_rwlock_unlock(&spawn_lock);
+			pthread_rwlock_unlock(spawn_lock);
 		}
 		if (__atomic_load_n(&u->t->nidle, __ATOMIC_SEQ_CST) != 0)
 			continue;
@@ -1005,11 +1021,11 @@ static void *monitor_thread(void *arg)
 		}
 		now = now_ns();
 		if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS &&
-		    pthread_rwlock_trywrlock(&spawn_lock) == 0) {
+		    pthread_rwlock_trywrlock(spawn_lock) == 0) {
 			pthread_mutex_lock(&u->lock);
 			__start_handler(u);	/* at UF_MAX_HANDLERS: none */
 			pthread_mutex_unlock(&u->lock);
-			pthread_rwlock_unlock(&spawn_lock);
+			pthread_rwlock_unlock(spawn_lock);
 		} else if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS) {
 			/* a fork is under way: read for it, look again soon */
 			if (!__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
@@ -1256,10 +1272,10 @@ void uf_uffd_close(struct uf_uffd *u)
 		munmap(u->t, sizeof(*u->t));
 	u->t = NULL;
 	u->fd = u->stopfd = u->kickfd = -1;
-	free(u->pending);
+	uf_nocow_free(u->pending);
 	u->pending = NULL;
 	u->npending = u->pending_cap = 0;
-	free(u->evq);
+	uf_nocow_free(u->evq);
 	u->evq = NULL;
 	u->evq_cap = 0;
 	__atomic_store_n(&u->nevq, 0, __ATOMIC_RELAXED);

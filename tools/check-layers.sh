@@ -23,7 +23,7 @@ layers='
 		reclaim.c huge.c populate.c pagemap.c worker.c workingset.c
 4 stores	store_file.c
 5 engine	uffd.c
-6 shared	internal.h lockdep.c compat.h pid.c thread.c
+6 shared	internal.h lockdep.c compat.h pid.c thread.c nocow.c
 '
 
 # The static inlines of internal.h and whose structures they serve (a file
