@@ -54,7 +54,7 @@
 #define MAX_SHIFT	16			/* 64 KiB */
 #define NCLASS		(MAX_SHIFT - MIN_SHIFT + 1)
 #define LARGE		NCLASS			/* hdr.cls of a mapping of its own */
-#define CHUNK		(256u << 10)		/* carved into small blocks */
+#define CHUNK		(128u << 10)		/* carved into small blocks */
 #define MAGIC		0x776f636eu		/* "ncow" */
 
 struct hdr {
@@ -73,11 +73,12 @@ struct nocow_state {
 static struct nocow_state *st;
 static pthread_once_t st_once = PTHREAD_ONCE_INIT;
 
-/* An anonymous mapping of @len bytes no fork copies; NULL on failure. */
+/* An anonymous mapping of @len bytes no fork copies; NULL on failure.
+ * Populated: a block first used as a fork event is read costs no fault. */
 static void *map_nocow(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;

@@ -1817,6 +1817,21 @@ static void *fork_floor_handler(void *arg)
 	return NULL;
 }
 
+/* A thread that allocates once (the C library gives it a malloc arena,
+ * as ufault's threads have) and then sleeps for good. */
+static void *fork_idle_thread(void *arg)
+{
+	static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+	void *volatile p = malloc(64);
+
+	free(p);
+	pthread_mutex_lock(&m);
+	for (;;)
+		pthread_cond_wait(&never, &m);
+	return arg;
+}
+
 /*
  * A process to fork beside this one, round by round, so that both see the
  * same load: it maps @size bytes of @fd shared, touches the first half,
@@ -1855,8 +1870,23 @@ static void fork_peer_main(int fd, size_t size, bool bare_uffd, int cmd, int res
 	ns = 0;			/* ready: nothing of the set-up runs beside the timings */
 	if (write(res, &ns, sizeof(ns)) != sizeof(ns))
 		_exit(1);
-	while (read(cmd, &c, 1) == 1 && c == 'f') {
-		ns = fork_once_ns();
+	while (read(cmd, &c, 1) == 1) {
+		if (c == 't') {
+			unsigned char n = 0;
+
+			/* n idle threads that have each allocated (an arena) */
+			if (read(cmd, &n, 1) != 1)
+				break;
+			while (n--)
+				if (pthread_create(&t, NULL, fork_idle_thread, NULL))
+					_exit(1);
+			usleep(10000);
+			ns = 0;
+		} else if (c == 'f') {
+			ns = fork_once_ns();
+		} else {
+			break;
+		}
 		if (write(res, &ns, sizeof(ns)) != sizeof(ns))
 			break;
 	}
@@ -1893,6 +1923,30 @@ static bool fork_peer_start(struct fork_peer *p, int fd, size_t size, bool bare_
 	p->cmd = c[1];
 	p->res = r[0];
 	return p->pid > 0 && read(p->res, &ready, sizeof(ready)) == sizeof(ready);
+}
+
+/* Threads of this process. */
+static unsigned int count_threads(void)
+{
+	unsigned int n = 0;
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+
+	if (!dir)
+		return 1;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/* Start @n idle threads with a malloc arena each in the peer. */
+static bool fork_peer_threads(struct fork_peer *p, unsigned char n)
+{
+	char c[2] = { 't', (char)n };
+	uint64_t ns;
+
+	return write(p->cmd, c, 2) == 2 && read(p->res, &ns, sizeof(ns)) == sizeof(ns);
 }
 
 /* One fork in the peer: its ns, or 0. */
@@ -1934,8 +1988,9 @@ static int bench_fork(struct bench *b, size_t size)
 {
 	struct uf_mm_config cfg = { .readahead_max = PG, .flags = UF_MM_NO_HUGE };
 	char path[] = "/dev/shm/ufault-bench-fork-XXXXXX";
-	uint64_t t[3][FORK_ROUNDS], *res, parent_ns, child_ns, uf_fork, k_fork, floor_fork, flt;
-	struct fork_peer kern = { -1, -1, -1 }, bare = { -1, -1, -1 };
+	uint64_t t[4][FORK_ROUNDS], *res, parent_ns, child_ns, uf_fork, k_fork, floor_fork, mt_fork, flt;
+	struct fork_peer kern = { -1, -1, -1 }, bare = { -1, -1, -1 }, mt = { -1, -1, -1 };
+	unsigned char nthreads;
 	struct uf_object *obj = NULL;
 	struct uf_mm *mm = NULL;
 	unsigned char *m;
@@ -1950,7 +2005,8 @@ static int bench_fork(struct bench *b, size_t size)
 		return 1;
 	unlink(path);
 	/* the references, started before this process has an mm */
-	if (!fork_peer_start(&kern, fd, size, false) || !fork_peer_start(&bare, fd, size, true)) {
+	if (!fork_peer_start(&kern, fd, size, false) || !fork_peer_start(&bare, fd, size, true) ||
+	    !fork_peer_start(&mt, fd, size, true)) {
 		fprintf(stderr, "ufault-bench: fork: %s\n", strerror(errno));
 		return 1;
 	}
@@ -1985,24 +2041,34 @@ static int bench_fork(struct bench *b, size_t size)
 	 * turn, round by round */
 	for (i = 0; i < size / PG / 2; i++)
 		(void)*(volatile unsigned char *)(m + i * PG);
+	/* the last peer gets as many threads as ufault has here, the bare
+	 * handler one of them, the others with a malloc arena each */
+	nthreads = (unsigned char)(count_threads() - 1);
+	if (nthreads > 1 && !fork_peer_threads(&mt, nthreads - 1)) {
+		fprintf(stderr, "ufault-bench: fork: %s\n", strerror(errno));
+		return 1;
+	}
 	flt = other_threads_minflt();
 	for (r = 0; r < FORK_ROUNDS; r++) {
 		t[0][r] = fork_once_ns();
 		t[1][r] = fork_peer_ns(&kern);
 		t[2][r] = fork_peer_ns(&bare);
-		if (!t[0][r] || !t[1][r] || !t[2][r]) {
+		t[3][r] = fork_peer_ns(&mt);
+		if (!t[0][r] || !t[1][r] || !t[2][r] || !t[3][r]) {
 			fprintf(stderr, "ufault-bench: fork: a round failed\n");
 			return 1;
 		}
 	}
 	flt = other_threads_minflt() - flt;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 4; i++)
 		qsort(t[i], FORK_ROUNDS, sizeof(t[i][0]), cmp_u64);
 	uf_fork = t[0][FORK_ROUNDS / 2];
 	k_fork = t[1][FORK_ROUNDS / 2];
 	floor_fork = t[2][FORK_ROUNDS / 2];
+	mt_fork = t[3][FORK_ROUNDS / 2];
 	fork_peer_end(&kern);
 	fork_peer_end(&bare);
+	fork_peer_end(&mt);
 	uf_munmap(mm, m, size);
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
@@ -2014,6 +2080,10 @@ static int bench_fork(struct bench *b, size_t size)
 	       "fork floor (bare uffd, fork event)", (double)floor_fork / 1e6,
 	       (double)k_fork / 1e6, (double)floor_fork / (double)k_fork,
 	       (double)uf_fork / (double)floor_fork);
+	printf("%-34s %9.2f ms        tmpfs  %9.2f ms        %6.2fx (info; ufault %.2fx it)\n",
+	       "fork floor (same threads, event)", (double)mt_fork / 1e6,
+	       (double)k_fork / 1e6, (double)mt_fork / (double)k_fork,
+	       (double)uf_fork / (double)mt_fork);
 	printf("%-34s %9.1f              (info; copy-on-write after each fork)\n",
 	       "fork: faults of ufault's threads", (double)flt / FORK_ROUNDS);
 	munmap(res, PG);
