@@ -27,16 +27,18 @@ int main(void)
 	m[20 * PG] = 0x20;
 	m[3 * PG] = 0x03;
 	CHECK(mremap(m, SIZE, 16 * PG, 0) == m, "mremap: %s", strerror(errno));
+	/* the freed range taken at once, before any call that may map memory
+	 * (a sync's buffers, the sanitizers' allocators) could land there */
+	own = mmap(m + 16 * PG, 16 * PG, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(own == m + 16 * PG, "mmap in the freed range: %s", strerror(errno));
+	memset(own, 0x77, 16 * PG);
 	vma = uf_find_vma(mm, m);
 	CHECK(vma && uf_vma_len(vma) == 16 * PG, "length %zu", vma ? uf_vma_len(vma) : 0);
 	CHECK(uf_find_vma(mm, m + 20 * PG) == NULL, "uf_find_vma in the cut-off part");
 	CHECK_RET(uf_object_sync(obj), 0);
 	CHECK(ut_file_byte(path, 20 * PG) == 0x20, "write to the cut-off part lost");
 	CHECK(ut_file_byte(path, 3 * PG) == 0x03, "write lost");
-	own = mmap(m + 16 * PG, 16 * PG, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	CHECK(own == m + 16 * PG, "mmap in the freed range: %s", strerror(errno));
-	memset(own, 0x77, 16 * PG);
 	m[4 * PG] = 0x04;
 	CHECK_RET(uf_munmap(mm, m, 16 * PG), 0);
 	CHECK_RET(uf_object_sync(obj), 0);
