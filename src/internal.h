@@ -194,7 +194,7 @@ struct uf_thread {
 
 /*
  * The handler threads of an engine and what they write at every event: in
- * memory fork children do not inherit (MADV_WIPEONFORK), since after
+ * memory fork children do not inherit (uf_nocow_alloc()), since after
  * fork() each page a handler writes costs a copy-on-write fault while the
  * child lives, and the handler that reads the fork event writes these
  * before it reads.  @nidle counts handlers waiting for an event (atomic).
@@ -663,12 +663,14 @@ void uf_thread_join(struct uf_thread *t);
 /* pid.c: is this a fork child of the process that made @mm, @obj? */
 pid_t uf_pid(void);
 
+bool uf_forked(const struct uf_mm *mm);
+bool uf_object_forked(const struct uf_object *obj);
+
 /* nocow.c: memory a fork does not copy, for state no fork child reads */
 void *uf_nocow_alloc(size_t n);
 void *uf_nocow_realloc(void *p, size_t n);
 void uf_nocow_free(void *p);
-bool uf_forked(const struct uf_mm *mm);
-bool uf_object_forked(const struct uf_object *obj);
+void *uf_nocow_map(size_t len);
 
 /* mm.c */
 void uf_mm_put(struct uf_mm *mm);

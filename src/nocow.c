@@ -73,9 +73,12 @@ struct nocow_state {
 static struct nocow_state *st;
 static pthread_once_t st_once = PTHREAD_ONCE_INIT;
 
-/* An anonymous mapping of @len bytes no fork copies; NULL on failure.
- * Populated: a block first used as a fork event is read costs no fault. */
-static void *map_nocow(size_t len)
+/*
+ * uf_nocow_map - an anonymous mapping of @len bytes (a page multiple) that
+ * no fork copies, or NULL.  Populated: a block first used as a fork event
+ * is read costs no fault.  munmap() it.
+ */
+void *uf_nocow_map(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -92,7 +95,7 @@ static void *map_nocow(size_t len)
 
 static void st_init(void)
 {
-	st = map_nocow((size_t)sysconf(_SC_PAGESIZE));
+	st = uf_nocow_map((size_t)sysconf(_SC_PAGESIZE));
 }
 
 /* The state, as this process's (a fork child starts empty).  Locking:
@@ -132,11 +135,12 @@ static size_t capacity(const struct hdr *h)
  */
 void *uf_nocow_alloc(size_t n)
 {
-	unsigned int c = size_class(n);
+	unsigned int c;
 	struct hdr *h;
 
 	if (n > SIZE_MAX / 2)
 		return NULL;
+	c = size_class(n);
 	pthread_once(&st_once, st_init);
 	if (!st)
 		return NULL;
@@ -144,7 +148,7 @@ void *uf_nocow_alloc(size_t n)
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
 		size_t len = (n + sizeof(*h) + page - 1) & ~(page - 1);
 
-		h = map_nocow(len);
+		h = uf_nocow_map(len);
 		if (!h)
 			return NULL;
 		*h = (struct hdr){ MAGIC, LARGE, len };
@@ -161,7 +165,7 @@ void *uf_nocow_alloc(size_t n)
 
 		if ((size_t)(st->end - st->bump) < sz) {
 			/* (the old chunk's rest is left: a few KiB at most) */
-			st->bump = map_nocow(CHUNK);
+			st->bump = uf_nocow_map(CHUNK);
 			st->end = st->bump ? st->bump + CHUNK : NULL;
 		}
 		h = (struct hdr *)st->bump;

@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 /*
@@ -26,16 +25,7 @@ static pthread_once_t uf_self_once = PTHREAD_ONCE_INIT;
 
 static void uf_self_init(void)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		return;
-	if (madvise(p, page, MADV_WIPEONFORK) < 0) {
-		munmap(p, page);	/* (before 4.14) */
-		return;
-	}
-	uf_self = p;
+	uf_self = uf_nocow_map((size_t)sysconf(_SC_PAGESIZE));
 }
 
 pid_t uf_pid(void)

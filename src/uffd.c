@@ -1050,14 +1050,9 @@ int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd
 	int ret;
 
 	pthread_once(&spawn_once, spawn_init);
-	u->t = mmap(NULL, sizeof(*u->t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		    -1, 0);
-	if (u->t == MAP_FAILED) {
-		u->t = NULL;
-		return -errno;
-	}
-	/* (without it, on kernels before 4.14, only slower forks) */
-	madvise(u->t, sizeof(*u->t), MADV_WIPEONFORK);
+	u->t = uf_nocow_alloc(sizeof(*u->t));
+	if (!u->t)
+		return -ENOMEM;
 	u->ops = ops;
 	u->owner = owner;
 	u->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -1268,8 +1263,7 @@ void uf_uffd_close(struct uf_uffd *u)
 	}
 	pthread_mutex_destroy(&u->guest_lock);
 	pthread_mutex_destroy(&u->lock);
-	if (u->t)
-		munmap(u->t, sizeof(*u->t));
+	uf_nocow_free(u->t);
 	u->t = NULL;
 	u->fd = u->stopfd = u->kickfd = -1;
 	uf_nocow_free(u->pending);

@@ -1760,8 +1760,9 @@ static uint64_t fork_once_ns(void)
 }
 
 /* Page faults taken so far by this process's threads other than the
- * calling one (ufault's: the handlers, the monitor, the worker). */
-static uint64_t other_threads_minflt(void)
+ * calling one (ufault's: the handlers, the monitor, the worker); with
+ * @nthreads, the number of threads, the caller's too. */
+static uint64_t other_threads_minflt(unsigned int *nthreads)
 {
 	char path[300], buf[1024];
 	uint64_t sum = 0;
@@ -1769,6 +1770,8 @@ static uint64_t other_threads_minflt(void)
 	struct dirent *d;
 	DIR *dir = opendir("/proc/self/task");
 
+	if (nthreads)
+		*nthreads = 1;
 	if (!dir)
 		return 0;
 	while ((d = readdir(dir))) {
@@ -1779,6 +1782,8 @@ static uint64_t other_threads_minflt(void)
 
 		if (d->d_name[0] == '.' || atoi(d->d_name) == self)
 			continue;
+		if (nthreads)
+			++*nthreads;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", d->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -1925,21 +1930,6 @@ static bool fork_peer_start(struct fork_peer *p, int fd, size_t size, bool bare_
 	return p->pid > 0 && read(p->res, &ready, sizeof(ready)) == sizeof(ready);
 }
 
-/* Threads of this process. */
-static unsigned int count_threads(void)
-{
-	unsigned int n = 0;
-	struct dirent *d;
-	DIR *dir = opendir("/proc/self/task");
-
-	if (!dir)
-		return 1;
-	while ((d = readdir(dir)))
-		n += d->d_name[0] != '.';
-	closedir(dir);
-	return n;
-}
-
 /* Start @n idle threads with a malloc arena each in the peer. */
 static bool fork_peer_threads(struct fork_peer *p, unsigned char n)
 {
@@ -1990,7 +1980,7 @@ static int bench_fork(struct bench *b, size_t size)
 	char path[] = "/dev/shm/ufault-bench-fork-XXXXXX";
 	uint64_t t[4][FORK_ROUNDS], *res, parent_ns, child_ns, uf_fork, k_fork, floor_fork, mt_fork, flt;
 	struct fork_peer kern = { -1, -1, -1 }, bare = { -1, -1, -1 }, mt = { -1, -1, -1 };
-	unsigned char nthreads;
+	unsigned int nthreads;
 	struct uf_object *obj = NULL;
 	struct uf_mm *mm = NULL;
 	unsigned char *m;
@@ -2043,12 +2033,12 @@ static int bench_fork(struct bench *b, size_t size)
 		(void)*(volatile unsigned char *)(m + i * PG);
 	/* the last peer gets as many threads as ufault has here, the bare
 	 * handler one of them, the others with a malloc arena each */
-	nthreads = (unsigned char)(count_threads() - 1);
-	if (nthreads > 1 && !fork_peer_threads(&mt, nthreads - 1)) {
+	flt = other_threads_minflt(&nthreads);
+	nthreads = nthreads - 1 < 255 ? nthreads - 1 : 255;	/* ufault's */
+	if (nthreads > 1 && !fork_peer_threads(&mt, (unsigned char)(nthreads - 1))) {
 		fprintf(stderr, "ufault-bench: fork: %s\n", strerror(errno));
 		return 1;
 	}
-	flt = other_threads_minflt();
 	for (r = 0; r < FORK_ROUNDS; r++) {
 		t[0][r] = fork_once_ns();
 		t[1][r] = fork_peer_ns(&kern);
@@ -2059,7 +2049,7 @@ static int bench_fork(struct bench *b, size_t size)
 			return 1;
 		}
 	}
-	flt = other_threads_minflt() - flt;
+	flt = other_threads_minflt(NULL) - flt;
 	for (i = 0; i < 4; i++)
 		qsort(t[i], FORK_ROUNDS, sizeof(t[i][0]), cmp_u64);
 	uf_fork = t[0][FORK_ROUNDS / 2];
