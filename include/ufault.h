@@ -676,18 +676,24 @@ int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsigned long le
  *	object's last put; a temporary file beside it is made now.
  *
  * A page counts when it is first touched through any mapping of @obj (any
- * of the mm's address spaces: each page's first touch is a fault on a
- * hole of the cache) or first read by uf_object_pread().  While a record
- * runs, the object's faults read no readahead: a page enters the cache
- * only when it is touched, which makes the order exact and costs one
- * fault per page of a sequential run.  Pages first reached only by
- * uf_object_pwrite() are not recorded.
+ * of the mm's address spaces) or first read by uf_object_pread().  Where
+ * the kernel lets ufault read the program's page tables (PAGEMAP_SCAN,
+ * Linux 6.7+, and no cache budget) and every mapping of @obj is the mm's
+ * own and linear, readahead stays on: a page read ahead counts when a
+ * mapping first shows it, which ufault looks for at each fault and at the
+ * end, so pages touched between two faults are recorded in page order.
+ * For that the object's mappings are registered write-protect, which
+ * turns the kernel's fault-around off for them until they are unmapped.
+ * Elsewhere, and after a fork, the object's faults read no readahead
+ * while a record runs: each page is a fault of its own.  Pages first
+ * reached only by uf_object_pwrite() are not recorded.
  *
  * Return: 0, or -EINVAL (NULL or empty argument, the object's mm was
  * destroyed), -EBUSY (a record or a prefetch of @obj is running),
  * -ECHILD (in a fork child), -ENOMEM, or the error of making the
  * temporary file beside @path (-ENOENT, -EACCES, ...).
- * Context: any thread but a handler's; takes no lock a fault needs.
+ * Context: any thread but a handler's; holds the mm's mapping table
+ * briefly, as uf_mmap() does.
  */
 int uf_object_record(struct uf_object *obj, const char *path);
 

@@ -562,8 +562,12 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	pthread_rwlock_rdlock(lock);
 	src = parent ? parent->vmas : mm->vmas;
 	n = parent ? parent->nvmas : mm->nvmas;
-	for (i = 0; i < n && ok; i++)
+	for (i = 0; i < n && ok; i++) {
+		/* a record's readahead is not watched in the child */
+		if (src[i]->obj)
+			uf_ws_unwatch(src[i]->obj);
 		ok = as_fork_copy(as, src[i], &opened);
+	}
 	/* and the mm's own mappings a uf_mmap() or uf_munmap() is making or
 	 * taking away: the kernel's fork may have copied them, registered */
 	for (b = parent ? NULL : mm->busy; b && ok; b = b->busy_next)

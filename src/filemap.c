@@ -204,6 +204,24 @@ static int store_read(struct uf_object *obj, void *buf, size_t len, uint64_t off
 }
 
 /*
+ * The page of the fault this thread is filling (uf_filemap_fault()) when
+ * its copy may wake the faulting thread itself: a copy straight into the
+ * faulting mapping that holds the page wakes its waiters (the kernel maps
+ * the page there and wakes in one call), which saves the fault path a
+ * wake of its own.  Only for a one-page fill: the fill is then done once
+ * the copy is, and fault.c counts the fault at once (uf_fault_settle()).
+ * Not into a writable mapping: the page must be marked present before its
+ * thread can write it, or a sync racing the mark would not count the
+ * write (dirty marking goes by the present bit).
+ */
+static __thread struct {
+	struct uf_vma *vma;		/* NULL: no copy wakes */
+	uint64_t pgoff;
+	bool faulting;			/* pgoff is a fault's (uf_filemap_fault) */
+	bool woken;
+} fill_wake;
+
+/*
  * Where object page @pg goes by a uffd copy: straight into @vma when it is
  * a shared linear mapping of it (the copy fills the cache and maps the page
  * there at once, saving the faulting thread a second fault), else into
@@ -221,9 +239,19 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 	    !vma->nl_pgoff) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 
+		/* a watched record: a mapping shows only pages touched, so
+		 * only the faulting page goes there (see workingset.c) */
+		bool watched = pg >= vma->pgoff && pg < vend && uf_ws_watching(obj);
+
+		if (watched && !(fill_wake.faulting && fill_wake.pgoff == pg)) {
+			if (fill_wake.faulting && fill_wake.pgoff > pg &&
+			    *run > fill_wake.pgoff - pg)
+				*run = fill_wake.pgoff - pg;
+			return (unsigned long)obj->cache_map + (pg << PAGE_SHIFT);
+		}
 		if (pg >= vma->pgoff && pg < vend) {
-			if (*run > vend - pg)
-				*run = vend - pg;
+			if (*run > (watched ? 1 : vend - pg))
+				*run = watched ? 1 : vend - pg;
 			if (vma->flags & VMA_REG_WP)	/* keep it write-protected */
 				*mode |= UF_UFFD_WP;
 			return vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);
@@ -234,22 +262,6 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 	return (unsigned long)obj->cache_map + (pg << PAGE_SHIFT);
 }
 
-/*
- * The page of the fault this thread is filling (uf_filemap_fault()) when
- * its copy may wake the faulting thread itself: a copy straight into the
- * faulting mapping that holds the page wakes its waiters (the kernel maps
- * the page there and wakes in one call), which saves the fault path a
- * wake of its own.  Only for a one-page fill: the fill is then done once
- * the copy is, and fault.c counts the fault at once (uf_fault_settle()).
- * Not into a writable mapping: the page must be marked present before its
- * thread can write it, or a sync racing the mark would not count the
- * write (dirty marking goes by the present bit).
- */
-static __thread struct {
-	struct uf_vma *vma;		/* NULL: no copy wakes */
-	uint64_t pgoff;
-	bool woken;
-} fill_wake;
 
 __thread struct uf_fill_sink *uf_fill_sink;
 
@@ -368,6 +380,8 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		if (copied && uf_fill_sink && uf_fill_sink->obj == obj)
 			uf_fill_sink->fn(uf_fill_sink, pgoff + at, buf + (at << PAGE_SHIFT),
 					 copied >> PAGE_SHIFT);
+		if (copied)	/* (pending, while a record watches readahead) */
+			uf_ws_filled(obj, pgoff + at, copied >> PAGE_SHIFT);
 		if (ret && dst != cdst) {
 			/*
 			 * The mapping refused: going away, moved or unmapped by
@@ -703,7 +717,7 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 	else if (ret > 0)
 		ret = 0;
 	if (!ret)
-		uf_ws_note(obj, pgoff, 1);	/* a ->fault's own page */
+		uf_ws_note(obj, pgoff, 1, false);	/* a ->fault's own page */
 out:
 	uf_bounce_put(bounce);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
@@ -758,8 +772,9 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->type = UF_FAULT_SIGBUS;
 		return NULL;
 	}
-	if (!uf_ws_window(obj, fdata->pgoff, &ra))	/* (recording, prefetching) */
+	if (!uf_ws_window(obj, vma, fdata->pgoff, &ra))	/* (recording, prefetching) */
 		uf_readahead_window(vma, fdata->pgoff, &ra);
+	uf_ws_checkpoint(obj);		/* (a record watching readahead) */
 
 	/*
 	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
@@ -779,9 +794,11 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 		if (ra.n == 1 && !ra.bg_n)
 			fill_wake.vma = vma;
 		fill_wake.pgoff = fdata->pgoff;
+		fill_wake.faulting = true;
 		fill_wake.woken = false;
 		ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
 		fill_wake.vma = NULL;
+		fill_wake.faulting = false;
 		if (fill_wake.woken)
 			fdata->flags |= UF_FAULT_FLAG_WOKEN;
 		if (!ret && !major && !uf_protocol_broken())
@@ -825,7 +842,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->flags |= UF_FAULT_FLAG_EOF;
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
-		uf_ws_note(obj, fdata->pgoff, 1);
+		uf_ws_note(obj, fdata->pgoff, 1, true);
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 		if (filled > (major ? 1u : 0u)) {
 			uint64_t ra = filled - (major ? 1 : 0);
@@ -956,7 +973,8 @@ static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t
 	done = memfd_io(obj->memfd, buf, len, offset, false);
 	if (done > 0)
 		uf_ws_note(obj, offset >> PAGE_SHIFT,
-			   ((offset + (uint64_t)done - 1) >> PAGE_SHIFT) - (offset >> PAGE_SHIFT) + 1);
+			   ((offset + (uint64_t)done - 1) >> PAGE_SHIFT) - (offset >> PAGE_SHIFT) + 1,
+			   false);
 	return done;
 }
 

@@ -16,6 +16,25 @@
  * record is meant for a cold object.  The price is one fault per page
  * where readahead would have read a run in one.
  *
+ * Watched readahead.  Where ufault can read the program's page tables
+ * (PAGEMAP_SCAN, 6.7+, with asynchronous write-protect, so no budget) and
+ * every mapping of the object is the mm's own and linear, a record keeps
+ * readahead on for faults of those mappings: the pages a window brings in
+ * are "pending", and a pending page counts as touched once a mapping
+ * shows it present.  For that a mapping must show only what the program
+ * touched: the object's mappings are registered WP, which turns the
+ * kernel's fault-around off (they stay so until unmapped: dropping the
+ * mode would need an unregistration, and a touch meanwhile would put a
+ * zero page into the cache); no fill copies a page into them but the
+ * faulting one (copy_dest() in filemap.c), nothing populates them, no
+ * extent collapses.  Each time the record takes a page (a fault, a
+ * pread) it first scans the last WS_RECENT windows and takes their pages
+ * now mapped, in page order; uf_object_record_stop() scans every pending
+ * page.  So the order holds between faults, and within the pages touched
+ * between two faults it is page order.  A fork child's faults read their
+ * page alone, and a fork ends the watching (uf_ws_unwatch()): a page read
+ * ahead before, touched first by the child, is not seen.
+ *
  * Replay.  uf_object_prefetch() reads the file at once (its errors are the
  * caller's) and hands the runs to fillers: the mm's worker (worker.c),
  * which queues itself again every PF_CHUNK pages behind the readahead
@@ -104,6 +123,13 @@
 
 #define PF_CHUNK	1024		/* pages per turn of the worker */
 
+/* ws->seen's two maps: pages recorded, and pages read ahead while a
+ * watched record runs, not yet seen touched */
+#define WS_SEEN		UF_PG_PRESENT
+#define WS_PENDING	UF_PG_DIRTY
+#define WS_RECENT	4		/* windows scanned at each page taken */
+#define WS_SCAN_PAGES	512		/* pages per scan step */
+
 /* the version of an object a record names */
 struct ws_version {
 	uint16_t kind;
@@ -156,8 +182,13 @@ struct uf_ws {
 	int tmpfd;			/* the record's temporary file */
 	char *path, *tmppath;
 	struct ws_version ver;
-	struct uf_pagemap seen;		/* UF_PG_PRESENT: recorded */
+	struct uf_pagemap seen;		/* WS_SEEN, WS_PENDING */
 	uint64_t seen_cap;		/* pages the map was grown to */
+	bool watch;			/* readahead on, watched (atomic) */
+	uint64_t npend;			/* WS_PENDING pages (atomic read) */
+	uint64_t pend_lo, pend_hi;	/* they lie in [pend_lo, pend_hi) */
+	struct uf_ws_run recent[WS_RECENT];	/* the last windows */
+	unsigned int nrecent;
 	struct uf_ws_run *runs;
 	size_t nruns, runs_cap;
 	uint64_t npages;
@@ -202,15 +233,17 @@ static struct uf_ws *ws_get(struct uf_object *obj)
 static const struct uf_ws_run *pf_find(const struct ws_prefetch *pf, uint64_t pg);
 
 /*
- * The window a fault on @pgoff reads instead of readahead's, if the
- * working set has one: while a record runs, the page alone (a page enters
- * the cache at its first touch); while a prefetch runs, a page of the set
+ * The window a fault of @vma on @pgoff reads instead of readahead's, if
+ * the working set has one: while a record runs, the page alone (a page
+ * enters the cache at its first touch) unless readahead is watched; while
+ * a prefetch runs, a page of the set
  * brings in the rest of its recorded run now (a prefetch to come would
  * read it so), and no background window competes with the prefetch for
  * the worker.  Return false for readahead's own window.
  * Locking: no ufault lock held; takes ws->lock while a prefetch runs.
  */
-bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req)
+bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgoff,
+		  struct uf_ra_req *req)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 	const struct uf_ws_run *r = NULL;
@@ -221,7 +254,9 @@ bool uf_ws_window(struct uf_object *obj, uint64_t pgoff, struct uf_ra_req *req)
 	*req = (struct uf_ra_req){ .first = pgoff, .n = 1, .idx = -1 };
 	if (__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE) &&
 	    !__atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED))
-		return true;
+		/* watched: readahead's window (its pages: uf_ws_filled()) */
+		return !(__atomic_load_n(&ws->watch, __ATOMIC_ACQUIRE) && !vma->as &&
+			 !vma->nl_pgoff);
 	if (!__atomic_load_n(&ws->pf, __ATOMIC_ACQUIRE))
 		return false;
 	pthread_mutex_lock(&ws->lock);
@@ -264,25 +299,33 @@ static int object_version(struct uf_object *obj, struct ws_version *v)
 /* Recording                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Room in ws->seen for [first, first + n).  Locking: ws->lock held. */
+static bool __ws_reserve(struct uf_ws *ws, uint64_t first, uint64_t n)
+{
+	uint64_t end = first + n;
+
+	if (end > ws->seen_cap) {
+		uint64_t cap = end > 2 * ws->seen_cap ? end : 2 * ws->seen_cap;
+
+		if (uf_pagemap_grow(&ws->seen, cap))
+			return false;
+		ws->seen_cap = cap;
+	}
+	return uf_pagemap_reserve(&ws->seen, first, n) == 0;
+}
+
 /* Note page @pg.  Locking: ws->lock held. */
 static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 {
 	struct uf_ws_run *r;
 
-	if (pg >= ws->seen_cap) {
-		uint64_t cap = pg + 1 > 2 * ws->seen_cap ? pg + 1 : 2 * ws->seen_cap;
-
-		if (uf_pagemap_grow(&ws->seen, cap)) {
-			ws->nomem = true;
-			return;
-		}
-		ws->seen_cap = cap;
-	}
-	if (uf_pagemap_reserve(&ws->seen, pg, 1)) {
+	if (!__ws_reserve(ws, pg, 1)) {
 		ws->nomem = true;
 		return;
 	}
-	if (uf_pagemap_set(&ws->seen, UF_PG_PRESENT, pg) != 0)
+	if (uf_pagemap_clear(&ws->seen, WS_PENDING, pg))
+		__atomic_store_n(&ws->npend, ws->npend - 1, __ATOMIC_RELAXED);
+	if (uf_pagemap_set(&ws->seen, WS_SEEN, pg) != 0)
 		return;		/* seen before */
 	ws->npages++;
 	r = ws->nruns ? &ws->runs[ws->nruns - 1] : NULL;
@@ -295,7 +338,7 @@ static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 		struct uf_ws_run *n = realloc(ws->runs, cap * sizeof(*n));
 
 		if (!n) {
-			uf_pagemap_clear(&ws->seen, UF_PG_PRESENT, pg);
+			uf_pagemap_clear(&ws->seen, WS_SEEN, pg);
 			ws->npages--;
 			ws->nomem = true;
 			return;
@@ -306,12 +349,183 @@ static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 	ws->runs[ws->nruns++] = (struct uf_ws_run){ pg, 1 };
 }
 
+/* Mark [first, first + n) pending where not recorded, and keep it among
+ * the recent windows.  Locking: ws->lock held. */
+static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n)
+{
+	uint64_t p, lo = UINT64_MAX, hi = 0;
+
+	if (!n || !__ws_reserve(ws, first, n))
+		return;		/* (out of memory: these are not watched) */
+	for (p = first; p < first + n; p++) {
+		if (uf_pagemap_test(&ws->seen, WS_SEEN, p))
+			continue;
+		if (uf_pagemap_set(&ws->seen, WS_PENDING, p) == 0) {
+			if (!ws->npend || p < ws->pend_lo)
+				ws->pend_lo = p;
+			if (!ws->npend || p >= ws->pend_hi)
+				ws->pend_hi = p + 1;
+			__atomic_store_n(&ws->npend, ws->npend + 1, __ATOMIC_RELAXED);
+		}
+		if (p < lo)
+			lo = p;
+		hi = p + 1;
+	}
+	if (lo >= hi)
+		return;
+	if (ws->nrecent == WS_RECENT) {
+		memmove(ws->recent, ws->recent + 1, (WS_RECENT - 1) * sizeof(ws->recent[0]));
+		ws->nrecent--;
+	}
+	ws->recent[ws->nrecent++] = (struct uf_ws_run){ lo, hi - lo };
+}
+
+/*
+ * A watched record: pages [first, first + n) were just copied into the
+ * cache (a fault's window, a background window, a pread's).  They are
+ * pending until a mapping shows them (ws_scan()) or the record notes them.
+ * Locking: any lock above ws->lock may be held (internal.h); takes it.
+ */
+void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	if (!ws || !__atomic_load_n(&ws->watch, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ws->lock);
+	if (ws->watch)
+		__ws_pend(ws, first, n);
+	pthread_mutex_unlock(&ws->lock);
+}
+
+/* Set in @bits (bit k: page @base + k) the pages of [a, b) that @vma
+ * shows.  Locking: obj->rmap_lock held shared. */
+static void ws_scan_vma(int fd, const struct uf_vma *vma, uint64_t a, uint64_t b, uint64_t base,
+			uint64_t *bits)
+{
+	struct page_region vec[32];
+	struct pm_scan_arg arg = {
+		.size = sizeof(arg),
+		.vec = (unsigned long)vec,
+		.vec_len = 32,
+		.category_mask = PAGE_IS_PRESENT,
+		.return_mask = PAGE_IS_PRESENT,
+	};
+	unsigned long start = vma->start + ((a - vma->pgoff) << PAGE_SHIFT);
+	unsigned long end = vma->start + ((b - vma->pgoff) << PAGE_SHIFT);
+
+	while (start < end) {
+		unsigned long addr;
+		long n, i;
+
+		arg.start = start;
+		arg.end = end;
+		n = ioctl(fd, PAGEMAP_SCAN, &arg);
+		if (n < 0)
+			return;
+		for (i = 0; i < n; i++) {
+			for (addr = vec[i].start; addr < vec[i].end; addr += PAGE_SIZE) {
+				uint64_t k = __uf_vma_pgoff(vma, addr) - base;
+
+				bits[k / 64] |= 1ULL << (k % 64);
+			}
+		}
+		if (arg.walk_end <= start)
+			return;
+		start = arg.walk_end;
+	}
+}
+
+/*
+ * Take the pending pages of [first, end) that a watched mapping of @obj
+ * shows now, in page order, WS_SCAN_PAGES at a time.
+ * Locking: takes obj->rmap_lock shared, and ws->lock inside it.
+ */
+static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uint64_t end)
+{
+	int fd = obj->mm->pagemap_fd;
+
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	while (first < end) {
+		uint64_t bits[WS_SCAN_PAGES / 64] = { 0 };
+		uint64_t stop, p;
+		struct uf_vma *vma;
+
+		pthread_mutex_lock(&ws->lock);
+		first = ws->recording ? uf_pagemap_next(&ws->seen, WS_PENDING, first, end) : end;
+		pthread_mutex_unlock(&ws->lock);
+		if (first >= end)
+			break;
+		stop = end - first > WS_SCAN_PAGES ? first + WS_SCAN_PAGES : end;
+		uf_rmap_foreach(vma, obj) {
+			uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
+			uint64_t a = first > vma->pgoff ? first : vma->pgoff;
+			uint64_t b = stop < vend ? stop : vend;
+
+			/* (a mapping not watched may show pages untouched) */
+			if (a < b && !vma->nl_pgoff && (vma->flags & VMA_REG_WP) &&
+			    !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE))
+				ws_scan_vma(fd, vma, a, b, first, bits);
+		}
+		pthread_mutex_lock(&ws->lock);
+		for (p = first; ws->recording && p < stop; p++)
+			if ((bits[(p - first) / 64] >> ((p - first) % 64) & 1) &&
+			    uf_pagemap_test(&ws->seen, WS_PENDING, p))
+				__ws_note_page(ws, p);
+		pthread_mutex_unlock(&ws->lock);
+		first = stop;
+	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+}
+
+/* Scan the recent windows, oldest first, and forget those with no page
+ * pending left.  Locking: takes obj->rmap_lock shared, ws->lock. */
+static void ws_scan_recent(struct uf_object *obj, struct uf_ws *ws)
+{
+	struct uf_ws_run win[WS_RECENT];
+	unsigned int n, i, k;
+
+	pthread_mutex_lock(&ws->lock);
+	n = ws->nrecent;
+	memcpy(win, ws->recent, n * sizeof(win[0]));
+	pthread_mutex_unlock(&ws->lock);
+	for (i = 0; i < n; i++)
+		ws_scan(obj, ws, win[i].start, win[i].start + win[i].len);
+	pthread_mutex_lock(&ws->lock);
+	for (i = k = 0; i < ws->nrecent; i++) {
+		struct uf_ws_run *r = &ws->recent[i];
+
+		if (uf_pagemap_next(&ws->seen, WS_PENDING, r->start, r->start + r->len) <
+		    r->start + r->len)
+			ws->recent[k++] = *r;
+	}
+	ws->nrecent = k;
+	pthread_mutex_unlock(&ws->lock);
+}
+
+/*
+ * A watched record takes a page now: first the pages of the recent
+ * windows touched since the last time.  A fault calls it before its fill,
+ * whose copy may wake the faulting thread before the page is noted.
+ * Locking: no ws->lock, page_lock or lock under rmap_lock held (see
+ * internal.h); takes obj->rmap_lock shared and ws->lock.
+ */
+void uf_ws_checkpoint(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	if (ws && __atomic_load_n(&ws->npend, __ATOMIC_RELAXED))
+		ws_scan_recent(obj, ws);
+}
+
 /*
  * Pages [first, first + n) of @obj were touched (a fault served) or read
- * (pread): record those seen for the first time.
- * Locking: any ufault lock may be held; takes ws->lock.
+ * (pread): record those seen for the first time, after the recent
+ * windows' pages touched before (uf_ws_checkpoint(); not again with
+ * @checked, when the caller did it).
+ * Locking: as uf_ws_checkpoint().
  */
-void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n)
+void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n, bool checked)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 	uint64_t i;
@@ -319,6 +533,8 @@ void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n)
 	if (!ws || !__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE) ||
 	    __atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED))
 		return;
+	if (!checked)
+		uf_ws_checkpoint(obj);
 	pthread_mutex_lock(&ws->lock);
 	for (i = 0; ws->recording && !ws->serve_only && i < n; i++)
 		__ws_note_page(ws, first + i);
@@ -461,6 +677,9 @@ static void __ws_record_free(struct uf_ws *ws)
 	ws->seen_cap = 0;
 	ws->npages = 0;
 	ws->nomem = false;
+	__atomic_store_n(&ws->watch, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&ws->npend, 0, __ATOMIC_RELAXED);
+	ws->nrecent = 0;
 }
 
 /* A record ended: its bytes and files, written with no lock held. */
@@ -520,6 +739,69 @@ static int ws_out_write(struct ws_out *out)
 
 static bool __pf_running(struct ws_prefetch *pf);
 
+/*
+ * Watch readahead for record @rec of @obj (see the top of this file) when
+ * the mm can and every mapping of @obj is the mm's own and linear: those
+ * not registered WP are registered so now; a mapping made later is
+ * registered so by uf_vma_register().
+ * Locking: takes mm->vma_lock exclusive, obj->rmap_lock exclusive and
+ * ws->lock inside them.
+ */
+static void ws_watch_start(struct uf_object *obj, struct uf_ws *ws, uint64_t rec)
+{
+	struct uf_mm *mm = obj->mm;
+	struct uf_vma *vma;
+	bool ok;
+
+	if (!mm->wp_async || mm->pagemap_fd < 0 || mm->budget_pages)
+		return;
+	pthread_rwlock_wrlock(&mm->vma_lock);
+	pthread_rwlock_wrlock(&obj->rmap_lock);
+	ok = !uf_object_forked(obj);
+	uf_rmap_foreach(vma, obj)
+		if (vma->as || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE))
+			ok = false;
+	uf_rmap_foreach(vma, obj) {
+		if (!ok || (vma->flags & VMA_REG_WP))
+			continue;
+		if (uf_uffd_register(&mm->uffd, vma->start, vma->end - vma->start, true))
+			ok = false;
+		else
+			__atomic_store_n(&vma->flags, vma->flags | VMA_REG_WP, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_lock(&ws->lock);
+	if (ok && ws->recording && ws->rec == rec)
+		__atomic_store_n(&ws->watch, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ws->lock);
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	pthread_rwlock_unlock(&mm->vma_lock);
+}
+
+/* Is readahead of @obj watched by a record now?  Locking: none. */
+bool uf_ws_watching(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	return ws && __atomic_load_n(&ws->watch, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A fork: the child's mappings of @obj are not watched, so readahead
+ * stops for the rest of the record (the pages pending are still taken
+ * where the mm's own mappings show them).
+ * Locking: takes ws->lock.
+ */
+void uf_ws_unwatch(struct uf_object *obj)
+{
+	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
+
+	if (!ws || !__atomic_load_n(&ws->watch, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ws->lock);
+	__atomic_store_n(&ws->watch, false, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ws->lock);
+}
+
 /* Start a record of @obj into @path: of every address space, or with
  * @serve_only of the next process served alone.
  * Locking: takes ws->lock, and pf->lock inside it. */
@@ -528,6 +810,7 @@ static int ws_record_start(struct uf_object *obj, const char *path, bool serve_o
 	struct ws_version ver;
 	struct uf_ws *ws;
 	char *p, *tmp;
+	uint64_t rec;
 	int fd, ret;
 
 	if (!obj || !path || !*path || uf_object_orphaned(obj))
@@ -571,7 +854,10 @@ static int ws_record_start(struct uf_object *obj, const char *path, bool serve_o
 	ws->serve_claimed = false;
 	__atomic_store_n(&ws->rec, ++ws->rec_seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&ws->recording, true, __ATOMIC_RELEASE);
+	rec = ws->rec;
 	pthread_mutex_unlock(&ws->lock);
+	if (!serve_only)
+		ws_watch_start(obj, ws, rec);
 	return 0;
 fail:
 	pthread_mutex_unlock(&ws->lock);
@@ -604,6 +890,16 @@ UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
 	ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 	if (!ws)
 		return -EINVAL;
+	if (__atomic_load_n(&ws->npend, __ATOMIC_RELAXED)) {
+		/* every page read ahead that a mapping shows now */
+		uint64_t lo, hi;
+
+		pthread_mutex_lock(&ws->lock);
+		lo = ws->pend_lo;
+		hi = ws->npend ? ws->pend_hi : lo;
+		pthread_mutex_unlock(&ws->lock);
+		ws_scan(obj, ws, lo, hi);
+	}
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording)
 		__ws_record_end(ws, &out);

@@ -1,10 +1,10 @@
 /* Description: uf_object_record() holds each page of an object once, in
  * order of first access, whether touched through a shared or a private
- * mapping or read by uf_object_pread(); while it runs no readahead brings
- * in a page untouched; uf_object_record_stop() returns the count and
- * leaves only the record file (no temporary); readahead works again
- * afterwards; the object's last put ends a record too.  On the tmpfs and
- * disk file stores.
+ * mapping or read by uf_object_pread(), and no page untouched, though
+ * readahead may read some ahead (see ws-record-watched);
+ * uf_object_record_stop() returns the count and leaves only the record
+ * file (no temporary); readahead works again afterwards; the object's
+ * last put ends a record too.  On the tmpfs and disk file stores.
  */
 #define _GNU_SOURCE
 #include "ws-test.h"
@@ -12,7 +12,7 @@
 #include <glob.h>
 #include <sys/mman.h>
 
-#define SIZE	(4UL << 20)
+#define SIZE	(16UL << 20)
 #define PG	UF_PAGE_SIZE
 
 struct ctx {
@@ -75,7 +75,7 @@ static void run(struct ctx *c, const char *dir)
 	CHECK_RET(uf_object_pread(obj, buf, 10, 11 * PG), 10);	/* seen already */
 	touch(c, m1, 0, 100);
 	m2[3 * PG] = 1;			/* a private write to page 5 (5 - 2 = 3) */
-	CHECK(ws_cache_pages(c->mm) == nwant + 1, "%s: %lu pages cached, %zu touched", c->name,
+	CHECK(ws_cache_pages(c->mm) >= nwant + 1, "%s: %lu pages cached, %zu touched", c->name,
 	      (unsigned long)ws_cache_pages(c->mm), nwant + 1);
 	CHECK_RET(uf_object_record_stop(obj), nwant + 1);
 	CHECK_RET(uf_object_record_stop(obj), -EINVAL);
@@ -94,22 +94,23 @@ static void run(struct ctx *c, const char *dir)
 	CHECK(f.nruns == 7, "%s: %lu runs", c->name, (unsigned long)f.nruns);
 	free(f.pages);
 
-	/* readahead is back: a sequential pair reads a window */
+	/* readahead is back: a sequential pair reads a window (far from
+	 * what the record's readahead may have read) */
 	before = ws_cache_pages(c->mm);
-	touch(c, m1, 0, 200);
-	touch(c, m1, 0, 201);
+	touch(c, m1, 0, 3000);
+	touch(c, m1, 0, 3001);
 	CHECK(ws_cache_pages(c->mm) > before + 2, "%s: no readahead after the record", c->name);
 
-	/* the last put ends a record and writes it (pages below 200: the
-	 * readahead just now reads from 201 on) */
+	/* the last put ends a record and writes it (pages not cached: the
+	 * readahead just now reads from 3002 on) */
 	CHECK_RET(uf_object_record(obj, c->rec), 0);
-	touch(c, m1, 0, 150);
-	touch(c, m1, 0, 20);
+	touch(c, m1, 0, 2500);
+	touch(c, m1, 0, 2200);
 	CHECK_RET(uf_munmap(c->mm, m1, SIZE), 0);
 	CHECK_RET(uf_munmap(c->mm, m2, SIZE - 2 * PG), 0);
 	uf_object_put(obj);
 	ws_read_file(c->rec, &f);
-	CHECK(f.npages == 2 && f.pages[0] == 150 && f.pages[1] == 20, "%s: put: %lu pages", c->name,
+	CHECK(f.npages == 2 && f.pages[0] == 2500 && f.pages[1] == 2200, "%s: put: %lu pages", c->name,
 	      (unsigned long)f.npages);
 	free(f.pages);
 	no_temporaries(c);
