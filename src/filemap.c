@@ -349,6 +349,8 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		if (vma && vma == fill_wake.vma && fill_wake.pgoff - (pgoff + i) < run &&
 		    dst != cdst && !(mode & UF_UFFD_WP) && !(vma->prot & PROT_WRITE))
 			mode &= ~UF_UFFD_DONTWAKE;
+		/* pending before a thread can map them (a watched record) */
+		uf_ws_filled(obj, pgoff + i, run, fill_wake.faulting);
 		if (dst == cdst)
 			ret = uf_uffd_copy(&obj->mm->uffd, dst, buf + (i << PAGE_SHIFT),
 					   run << PAGE_SHIFT, mode, &copied);
@@ -380,8 +382,6 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		if (copied && uf_fill_sink && uf_fill_sink->obj == obj)
 			uf_fill_sink->fn(uf_fill_sink, pgoff + at, buf + (at << PAGE_SHIFT),
 					 copied >> PAGE_SHIFT);
-		if (copied)	/* (pending, while a record watches readahead) */
-			uf_ws_filled(obj, pgoff + at, copied >> PAGE_SHIFT);
 		if (ret && dst != cdst) {
 			/*
 			 * The mapping refused: going away, moved or unmapped by
@@ -967,6 +967,7 @@ static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t
 		return 0;
 	if (len > size - offset)
 		len = (size_t)(size - offset);
+	uf_ws_checkpoint(obj);		/* (a record watching readahead) */
 	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
 	if (ret)
 		return ret;
@@ -974,7 +975,7 @@ static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t
 	if (done > 0)
 		uf_ws_note(obj, offset >> PAGE_SHIFT,
 			   ((offset + (uint64_t)done - 1) >> PAGE_SHIFT) - (offset >> PAGE_SHIFT) + 1,
-			   false);
+			   true);
 	return done;
 }
 

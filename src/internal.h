@@ -850,7 +850,7 @@ int uf_file_store_stat(void *store, struct stat *st);
 struct uf_ra_req;
 bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgoff,
 		  struct uf_ra_req *req);
-void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault);
 bool uf_ws_watching(struct uf_object *obj);
 void uf_ws_unwatch(struct uf_object *obj);
 void uf_ws_checkpoint(struct uf_object *obj);

@@ -99,7 +99,10 @@
  * Locking: ws->lock guards the record and ws->pf; pf->lock guards pf->obj
  * and pf->done.  Both are leaves, ws->lock taken before pf->lock (see
  * internal.h).  The prefetcher takes obj->invalidate_lock shared around
- * each piece's fill and mm->obj_lock (alone) to count the cache.
+ * each piece's fill and mm->obj_lock (alone) to count the cache.  A
+ * watched record's scans take obj->rmap_lock shared, and ws->lock inside
+ * it; its start takes mm->vma_lock and obj->rmap_lock exclusive to
+ * register the mappings, and ws->lock inside them.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -127,7 +130,7 @@
  * watched record runs, not yet seen touched */
 #define WS_SEEN		UF_PG_PRESENT
 #define WS_PENDING	UF_PG_DIRTY
-#define WS_RECENT	4		/* windows scanned at each page taken */
+#define WS_RECENT	2		/* windows scanned at each page taken */
 #define WS_SCAN_PAGES	512		/* pages per scan step */
 
 /* the version of an object a record names */
@@ -349,11 +352,21 @@ static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 	ws->runs[ws->nruns++] = (struct uf_ws_run){ pg, 1 };
 }
 
-/* Mark [first, first + n) pending where not recorded, and keep it among
- * the recent windows.  Locking: ws->lock held. */
-static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n)
+/* Pages apart that a window may lie from a recent one and join it: a
+ * background window starts after its marker page. */
+#define WS_JOIN_GAP	16
+
+/*
+ * Mark [first, first + n) pending where not recorded.  A fault's window
+ * is kept among the recent windows, as the newest; another (a background
+ * window the worker fills later) only grows a recent window it lies next
+ * to, so that the last faults' windows stay recent.
+ * Locking: ws->lock held.
+ */
+static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n, bool fault)
 {
 	uint64_t p, lo = UINT64_MAX, hi = 0;
+	unsigned int i;
 
 	if (!n || !__ws_reserve(ws, first, n))
 		return;		/* (out of memory: these are not watched) */
@@ -373,6 +386,23 @@ static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n)
 	}
 	if (lo >= hi)
 		return;
+	for (i = 0; i < ws->nrecent; i++) {
+		struct uf_ws_run *r = &ws->recent[i];
+
+		if (r->start <= hi + WS_JOIN_GAP && lo <= r->start + r->len + WS_JOIN_GAP) {
+			hi = hi > r->start + r->len ? hi : r->start + r->len;
+			lo = lo < r->start ? lo : r->start;
+			if (!fault) {
+				*r = (struct uf_ws_run){ lo, hi - lo };
+				return;
+			}
+			memmove(r, r + 1, (ws->nrecent - i - 1) * sizeof(*r));
+			ws->nrecent--;
+			break;
+		}
+	}
+	if (!fault)
+		return;
 	if (ws->nrecent == WS_RECENT) {
 		memmove(ws->recent, ws->recent + 1, (WS_RECENT - 1) * sizeof(ws->recent[0]));
 		ws->nrecent--;
@@ -381,12 +411,15 @@ static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n)
 }
 
 /*
- * A watched record: pages [first, first + n) were just copied into the
- * cache (a fault's window, a background window, a pread's).  They are
- * pending until a mapping shows them (ws_scan()) or the record notes them.
+ * A watched record: pages [first, first + n) are about to be copied into
+ * the cache (with @fault, by a fault's fill; else a background window's or
+ * a pread's): pending
+ * from before a thread can map them until a mapping shows them (ws_scan())
+ * or the record notes them.  A page whose copy fails stays pending, and
+ * unseen.
  * Locking: any lock above ws->lock may be held (internal.h); takes it.
  */
-void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n)
+void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 
@@ -394,7 +427,7 @@ void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n)
 		return;
 	pthread_mutex_lock(&ws->lock);
 	if (ws->watch)
-		__ws_pend(ws, first, n);
+		__ws_pend(ws, first, n, fault);
 	pthread_mutex_unlock(&ws->lock);
 }
 

@@ -44,7 +44,7 @@ static void no_temporaries(struct ctx *c)
 
 static void run(struct ctx *c, const char *dir)
 {
-	static const uint64_t want[] = { 10, 3, 11, 12, 13, 50, 51, 0, 1, 100 };
+	static const uint64_t want[] = { 10, 3, 11, 12, 13, 50, 51, 0, 1, 2000 };
 	const size_t nwant = sizeof(want) / sizeof(want[0]);
 	unsigned char *m1, *m2, buf[PG];
 	struct uf_object *obj;
@@ -73,7 +73,7 @@ static void run(struct ctx *c, const char *dir)
 	touch(c, m1, 0, 0);		/* the start of a stream: no window now */
 	touch(c, m1, 0, 1);
 	CHECK_RET(uf_object_pread(obj, buf, 10, 11 * PG), 10);	/* seen already */
-	touch(c, m1, 0, 100);
+	touch(c, m1, 0, 2000);		/* far from the streams: a fault */
 	m2[3 * PG] = 1;			/* a private write to page 5 (5 - 2 = 3) */
 	CHECK(ws_cache_pages(c->mm) >= nwant + 1, "%s: %lu pages cached, %zu touched", c->name,
 	      (unsigned long)ws_cache_pages(c->mm), nwant + 1);
