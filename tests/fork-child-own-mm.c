@@ -23,6 +23,18 @@ __attribute__((used)) const char *__tsan_default_options(void)
 	return "die_after_fork=0";
 }
 
+/* AddressSanitizer (gcc 12's runtime): its allocator's locks are not
+ * taken around fork(), so a child whose new threads allocate deadlocks
+ * when a parent thread held one at the fork (seen: 1 run in 10, the
+ * child's handler threads asleep in the allocator at their start). */
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN_BUILD	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN_BUILD	1
+#endif
+#endif
+
 /* The child's part of round @r; exits with 0 or fails an FK_CHECK. */
 static void child(struct fk_sync *s, struct uf_mm *parent_mm, const unsigned char *pm, int r)
 {
@@ -71,6 +83,10 @@ int main(void)
 	int r;
 
 	ut_watchdog(90);
+#ifdef ASAN_BUILD
+	printf("AddressSanitizer's allocator is not fork-safe for a child's new threads\n");
+	return UT_SKIP;
+#endif
 	if (!ut_fork_events())
 		return UT_SKIP;
 	s = fk_sync_new();
