@@ -678,14 +678,17 @@ int uf_filemap_populate(struct uf_vma *vma, unsigned long addr, unsigned long le
  * A page counts when it is first touched through any mapping of @obj (any
  * of the mm's address spaces) or first read by uf_object_pread().  Where
  * the kernel lets ufault read the program's page tables (PAGEMAP_SCAN,
- * Linux 6.7+, and no cache budget) and every mapping of @obj is the mm's
- * own and linear, readahead stays on: a page read ahead counts when a
- * mapping first shows it, which ufault looks for at each fault and at the
- * end, so pages touched between two faults are recorded in page order.
- * For that the object's mappings are registered write-protect, which
- * turns the kernel's fault-around off for them until they are unmapped.
- * Elsewhere, and after a fork, the object's faults read no readahead
- * while a record runs: each page is a fault of its own.  Pages first
+ * Linux 6.7+, and no cache budget), every mapping of @obj is the mm's
+ * own and linear, and the mm serves no other address space (fork
+ * children, attached clients), readahead stays on: a page read ahead
+ * counts when a mapping first shows it, which ufault looks for at each
+ * fault and at the end, so pages touched between two faults are recorded
+ * in page order.  For that the object's mappings are registered
+ * write-protect, which turns the kernel's fault-around off for them until
+ * they are unmapped.  Elsewhere, and after a fork or a client's mapping
+ * (a page read ahead before, first touched there, is then missed), the
+ * object's faults read no readahead while a record runs: each page is a
+ * fault of its own.  Pages first
  * reached only by uf_object_pwrite() are not recorded.
  *
  * Return: 0, or -EINVAL (NULL or empty argument, the object's mm was

@@ -126,8 +126,13 @@ static struct uf_vma *as_vma_copy(struct uf_as *as, const struct uf_vma *src,
 				  unsigned long start, unsigned long end)
 {
 	size_t idx = (start - src->start) >> PAGE_SHIFT, n = (end - start) >> PAGE_SHIFT;
-	struct uf_vma *v = uf_nocow_alloc(sizeof(*v));
+	struct uf_vma *v;
 
+	/* a record's readahead is not watched in another process: the
+	 * kernel maps a page read ahead there with no fault */
+	if (src->obj)
+		uf_ws_unwatch(src->obj);
+	v = uf_nocow_alloc(sizeof(*v));
 	if (!v)
 		return NULL;
 	v->as = as;		/* (before readahead: its state is nocow too) */
@@ -562,12 +567,8 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	pthread_rwlock_rdlock(lock);
 	src = parent ? parent->vmas : mm->vmas;
 	n = parent ? parent->nvmas : mm->nvmas;
-	for (i = 0; i < n && ok; i++) {
-		/* a record's readahead is not watched in the child */
-		if (src[i]->obj)
-			uf_ws_unwatch(src[i]->obj);
+	for (i = 0; i < n && ok; i++)
 		ok = as_fork_copy(as, src[i], &opened);
-	}
 	/* and the mm's own mappings a uf_mmap() or uf_munmap() is making or
 	 * taking away: the kernel's fork may have copied them, registered */
 	for (b = parent ? NULL : mm->busy; b && ok; b = b->busy_next)

@@ -31,9 +31,11 @@
  * pread) it first scans the last WS_RECENT windows and takes their pages
  * now mapped, in page order; uf_object_record_stop() scans every pending
  * page.  So the order holds between faults, and within the pages touched
- * between two faults it is page order.  A fork child's faults read their
- * page alone, and a fork ends the watching (uf_ws_unwatch()): a page read
- * ahead before, touched first by the child, is not seen.
+ * between two faults it is page order.  Another address space's faults
+ * (a fork child's, an attached client's) read their page alone, and a
+ * fork or a client's mapping ends the watching (uf_ws_unwatch()): a page
+ * read ahead before, touched first there, is not seen.  A record does not
+ * watch while the mm has such address spaces.
  *
  * Replay.  uf_object_prefetch() reads the file at once (its errors are the
  * caller's) and hands the runs to fillers: the mm's worker (worker.c),
@@ -790,7 +792,9 @@ static void ws_watch_start(struct uf_object *obj, struct uf_ws *ws, uint64_t rec
 		return;
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	pthread_rwlock_wrlock(&obj->rmap_lock);
-	ok = !uf_object_forked(obj);
+	/* (another address space, a fork child's or an attached client's,
+	 * may map @obj: the kernel maps what is cached there unseen) */
+	ok = !uf_object_forked(obj) && !__atomic_load_n(&mm->nchildren, __ATOMIC_ACQUIRE);
 	uf_rmap_foreach(vma, obj)
 		if (vma->as || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE))
 			ok = false;
@@ -819,9 +823,10 @@ bool uf_ws_watching(struct uf_object *obj)
 }
 
 /*
- * A fork: the child's mappings of @obj are not watched, so readahead
- * stops for the rest of the record (the pages pending are still taken
- * where the mm's own mappings show them).
+ * Another address space maps @obj (a fork child, an attached client):
+ * its mappings are not watched, so readahead stops for the rest of the
+ * record (the pages pending are still taken where the mm's own mappings
+ * show them).
  * Locking: takes ws->lock.
  */
 void uf_ws_unwatch(struct uf_object *obj)
