@@ -480,7 +480,6 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 {
 	int fd = obj->mm->pagemap_fd;
 
-	pthread_rwlock_rdlock(&obj->rmap_lock);
 	while (first < end) {
 		uint64_t bits[WS_SCAN_PAGES / 64] = { 0 };
 		uint64_t stop, p;
@@ -492,6 +491,8 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 		if (first >= end)
 			break;
 		stop = end - first > WS_SCAN_PAGES ? first + WS_SCAN_PAGES : end;
+		/* (per step: a long scan at the stop holds no map or unmap up) */
+		pthread_rwlock_rdlock(&obj->rmap_lock);
 		uf_rmap_foreach(vma, obj) {
 			uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 			uint64_t a = first > vma->pgoff ? first : vma->pgoff;
@@ -508,9 +509,9 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 			    uf_pagemap_test(&ws->seen, WS_PENDING, p))
 				__ws_note_page(ws, p);
 		pthread_mutex_unlock(&ws->lock);
+		pthread_rwlock_unlock(&obj->rmap_lock);
 		first = stop;
 	}
-	pthread_rwlock_unlock(&obj->rmap_lock);
 }
 
 /* Scan the recent windows, oldest first, and forget those with no page
