@@ -525,6 +525,8 @@ void uf_vma_free(struct uf_vma *vma);
 void uf_vma_put(struct uf_vma *vma);
 void uf_vma_release(struct uf_vma *vma);
 uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
+void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
+		    void (*fn)(void *arg, uint64_t pg), void *arg);
 /*
  * The object's mappings (obj->vmas): the mm's own VMAs of it; a child's
  * are in the child's table only.  Linked and unlinked with mm->vma_lock

@@ -83,6 +83,20 @@ out:
 		pthread_mutex_unlock(&obj->page_lock);
 }
 
+struct mapped {
+	struct uf_pagemap *map;
+	uint64_t end;
+};
+
+static void mark_mapped(void *arg, uint64_t pg)
+{
+	struct mapped *m = arg;
+
+	/* (out of memory: the page looks unmapped) */
+	if (pg < m->end)
+		uf_pagemap_set(m->map, UF_PG_PRESENT, pg);
+}
+
 /*
  * Mark referenced every page that a shared mapping of @obj has mapped now.
  * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive; takes
@@ -90,48 +104,16 @@ out:
  */
 static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, uint64_t end)
 {
+	struct mapped m = { mapped, end };
 	struct uf_mm *mm = obj->mm;
 	struct uf_vma *vma;
 
 	if (mm->pagemap_fd < 0)
 		return;
 	pthread_rwlock_rdlock(&obj->rmap_lock);
-	uf_rmap_foreach(vma, obj) {
-		struct page_region vec[64];
-		struct pm_scan_arg arg = {
-			.size = sizeof(arg),
-			.vec = (unsigned long)vec,
-			.vec_len = 64,
-			.category_mask = PAGE_IS_PRESENT,
-			.return_mask = PAGE_IS_PRESENT,
-		};
-		unsigned long start = vma->start;
-
-		if (!(vma->flags & VMA_SHARED))
-			continue;
-		while (start < vma->end) {
-			long n, i;
-			unsigned long a;
-
-			arg.start = start;
-			arg.end = vma->end;
-			n = ioctl(mm->pagemap_fd, PAGEMAP_SCAN, &arg);
-			if (n < 0)
-				break;
-			for (i = 0; i < n; i++) {
-				for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE) {
-					uint64_t pg = __uf_vma_pgoff(vma, a);
-
-					/* (out of memory: the page looks unmapped) */
-					if (pg < end)
-						uf_pagemap_set(mapped, UF_PG_PRESENT, pg);
-				}
-			}
-			if (arg.walk_end <= start)
-				break;
-			start = arg.walk_end;
-		}
-	}
+	uf_rmap_foreach(vma, obj)
+		if (vma->flags & VMA_SHARED)
+			uf_vma_present(mm->pagemap_fd, vma, vma->start, vma->end, mark_mapped, &m);
 	pthread_rwlock_unlock(&obj->rmap_lock);
 }
 

@@ -27,6 +27,43 @@ uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
 	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
 }
 
+/*
+ * Call @fn(@arg, pg) for the object page of each address of [start, end)
+ * in @vma that the process's page tables map now (PAGEMAP_SCAN of the
+ * pagemap @fd, PAGE_IS_PRESENT), in address order.  A scan that fails
+ * ends it: the rest looks unmapped.
+ * Locking: obj->rmap_lock held (any mode), for where @vma lies.
+ */
+void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
+		    void (*fn)(void *arg, uint64_t pg), void *arg)
+{
+	struct page_region vec[64];
+	struct pm_scan_arg scan = {
+		.size = sizeof(scan),
+		.vec = (unsigned long)vec,
+		.vec_len = 64,
+		.category_mask = PAGE_IS_PRESENT,
+		.return_mask = PAGE_IS_PRESENT,
+	};
+
+	while (start < end) {
+		unsigned long a;
+		long n, i;
+
+		scan.start = start;
+		scan.end = end;
+		n = ioctl(fd, PAGEMAP_SCAN, &scan);
+		if (n < 0)
+			return;
+		for (i = 0; i < n; i++)
+			for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE)
+				fn(arg, __uf_vma_pgoff(vma, a));
+		if (scan.walk_end <= start)
+			return;
+		start = scan.walk_end;
+	}
+}
+
 struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot)
 {
 	struct uf_vma *vma = calloc(1, sizeof(*vma));

@@ -433,42 +433,19 @@ void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault)
 	pthread_mutex_unlock(&ws->lock);
 }
 
-/* Set in @bits (bit k: page @base + k) the pages of [a, b) that @vma
- * shows.  Locking: obj->rmap_lock held shared. */
-static void ws_scan_vma(int fd, const struct uf_vma *vma, uint64_t a, uint64_t b, uint64_t base,
-			uint64_t *bits)
+/* A scan step's pages seen mapped: bit k is page base + k. */
+struct ws_step {
+	uint64_t base;
+	uint64_t bits[WS_SCAN_PAGES / 64];
+};
+
+static void ws_step_mark(void *arg, uint64_t pg)
 {
-	struct page_region vec[32];
-	struct pm_scan_arg arg = {
-		.size = sizeof(arg),
-		.vec = (unsigned long)vec,
-		.vec_len = 32,
-		.category_mask = PAGE_IS_PRESENT,
-		.return_mask = PAGE_IS_PRESENT,
-	};
-	unsigned long start = vma->start + ((a - vma->pgoff) << PAGE_SHIFT);
-	unsigned long end = vma->start + ((b - vma->pgoff) << PAGE_SHIFT);
+	struct ws_step *st = arg;
+	uint64_t k = pg - st->base;
 
-	while (start < end) {
-		unsigned long addr;
-		long n, i;
-
-		arg.start = start;
-		arg.end = end;
-		n = ioctl(fd, PAGEMAP_SCAN, &arg);
-		if (n < 0)
-			return;
-		for (i = 0; i < n; i++) {
-			for (addr = vec[i].start; addr < vec[i].end; addr += PAGE_SIZE) {
-				uint64_t k = __uf_vma_pgoff(vma, addr) - base;
-
-				bits[k / 64] |= 1ULL << (k % 64);
-			}
-		}
-		if (arg.walk_end <= start)
-			return;
-		start = arg.walk_end;
-	}
+	if (k < WS_SCAN_PAGES)
+		st->bits[k / 64] |= 1ULL << (k % 64);
 }
 
 /*
@@ -481,7 +458,7 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 	int fd = obj->mm->pagemap_fd;
 
 	while (first < end) {
-		uint64_t bits[WS_SCAN_PAGES / 64] = { 0 };
+		struct ws_step st = { 0 };
 		uint64_t stop, p;
 		struct uf_vma *vma;
 
@@ -491,6 +468,7 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 		if (first >= end)
 			break;
 		stop = end - first > WS_SCAN_PAGES ? first + WS_SCAN_PAGES : end;
+		st.base = first;
 		/* (per step: a long scan at the stop holds no map or unmap up) */
 		pthread_rwlock_rdlock(&obj->rmap_lock);
 		uf_rmap_foreach(vma, obj) {
@@ -501,11 +479,14 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 			/* (a mapping not watched may show pages untouched) */
 			if (a < b && !vma->nl_pgoff && (vma->flags & VMA_REG_WP) &&
 			    !__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE))
-				ws_scan_vma(fd, vma, a, b, first, bits);
+				uf_vma_present(fd, vma,
+					       vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
+					       vma->start + ((b - vma->pgoff) << PAGE_SHIFT),
+					       ws_step_mark, &st);
 		}
 		pthread_mutex_lock(&ws->lock);
 		for (p = first; ws->recording && p < stop; p++)
-			if ((bits[(p - first) / 64] >> ((p - first) % 64) & 1) &&
+			if ((st.bits[(p - first) / 64] >> ((p - first) % 64) & 1) &&
 			    uf_pagemap_test(&ws->seen, WS_PENDING, p))
 				__ws_note_page(ws, p);
 		pthread_mutex_unlock(&ws->lock);
