@@ -250,8 +250,10 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 			return (unsigned long)obj->cache_map + (pg << PAGE_SHIFT);
 		}
 		if (pg >= vma->pgoff && pg < vend) {
-			if (*run > (watched ? 1 : vend - pg))
-				*run = watched ? 1 : vend - pg;
+			uint64_t room = watched ? 1 : vend - pg;	/* (the fault's page) */
+
+			if (*run > room)
+				*run = room;
 			if (vma->flags & VMA_REG_WP)	/* keep it write-protected */
 				*mode |= UF_UFFD_WP;
 			return vma->start + ((pg - vma->pgoff) << PAGE_SHIFT);

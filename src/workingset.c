@@ -191,7 +191,6 @@ struct uf_ws {
 	uint64_t seen_cap;		/* pages the map was grown to */
 	bool watch;			/* readahead on, watched (atomic) */
 	uint64_t npend;			/* WS_PENDING pages (atomic read) */
-	uint64_t pend_lo, pend_hi;	/* they lie in [pend_lo, pend_hi) */
 	struct uf_ws_run recent[WS_RECENT];	/* the last windows */
 	unsigned int nrecent;
 	struct uf_ws_run *runs;
@@ -375,13 +374,8 @@ static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n, bool fault)
 	for (p = first; p < first + n; p++) {
 		if (uf_pagemap_test(&ws->seen, WS_SEEN, p))
 			continue;
-		if (uf_pagemap_set(&ws->seen, WS_PENDING, p) == 0) {
-			if (!ws->npend || p < ws->pend_lo)
-				ws->pend_lo = p;
-			if (!ws->npend || p >= ws->pend_hi)
-				ws->pend_hi = p + 1;
+		if (uf_pagemap_set(&ws->seen, WS_PENDING, p) == 0)
 			__atomic_store_n(&ws->npend, ws->npend + 1, __ATOMIC_RELAXED);
-		}
 		if (p < lo)
 			lo = p;
 		hi = p + 1;
@@ -911,14 +905,14 @@ UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
 	if (!ws)
 		return -EINVAL;
 	if (__atomic_load_n(&ws->npend, __ATOMIC_RELAXED)) {
-		/* every page read ahead that a mapping shows now */
-		uint64_t lo, hi;
+		/* every page read ahead that a mapping shows now (the scan
+		 * steps over what is not pending) */
+		uint64_t cap;
 
 		pthread_mutex_lock(&ws->lock);
-		lo = ws->pend_lo;
-		hi = ws->npend ? ws->pend_hi : lo;
+		cap = ws->seen_cap;
 		pthread_mutex_unlock(&ws->lock);
-		ws_scan(obj, ws, lo, hi);
+		ws_scan(obj, ws, 0, cap);
 	}
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording)
