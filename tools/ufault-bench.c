@@ -53,6 +53,7 @@
 #include <ufault.h>
 #include "bench-redis.h"
 #include "serve/bench-serve.h"
+#include "bench/bare.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -824,24 +825,6 @@ struct uffd_min {
 	int err;
 };
 
-static int uffd_min_open(void)
-{
-	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC), fd;
-
-	if (dev >= 0) {
-		fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
-		close(dev);
-		if (fd >= 0)
-			return fd;
-	}
-	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (fd >= 0)
-		return fd;
-	/* the faults here are all user-mode touches */
-	fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-	return fd >= 0 ? fd : -errno;
-}
-
 /* One event per poll + read, one page per UFFDIO_COPY (which wakes). */
 static void *uffd_min_handler(void *arg)
 {
@@ -904,7 +887,7 @@ static int run_uffd_min(struct bench *b, const struct bench_case *c, struct samp
 	memset(u.src, 0xa5, PG);
 	madvise(area + PG, b->size, MADV_NOHUGEPAGE);	/* 4 KiB faults, as ufault */
 
-	u.uffd = ret = uffd_min_open();
+	u.uffd = ret = bare_uffd_open();
 	if (ret < 0)
 		goto out;
 	ret = ioctl(u.uffd, UFFDIO_API, &api) < 0 ? -errno : 0;
@@ -1570,8 +1553,8 @@ out_mm:
 /* One thread of the minimal prefetch loop (below). */
 struct ws_bare {
 	const struct ws_bench *w;
-	int fd, uffd;
-	char *cm, *pm;
+	int fd;
+	struct bare_map map;
 	size_t next;		/* the next index of the set to take (atomic) */
 	pthread_mutex_t lock;	/* cpu_ns */
 	double cpu_ns;		/* the threads' CPU, summed */
@@ -1584,6 +1567,7 @@ static void *ws_bare_thread(void *arg)
 	char *buf = aligned_alloc(PG, WS_RUN * PG);
 	struct timespec t0, t1;
 	size_t i, j;
+	int ret;
 
 	if (!buf) {
 		b->err = -ENOMEM;
@@ -1601,18 +1585,10 @@ static void *ws_bare_thread(void *arg)
 			;
 		off = (size_t)b->w->order[i] * PG;
 		len = (j - i) * PG;
-		if (pread(b->fd, buf, len, (off_t)off) != (ssize_t)len) {
+		if (pread(b->fd, buf, len, (off_t)off) != (ssize_t)len)
 			b->err = -EIO;
-		} else {
-			struct uffdio_copy cp = {
-				.dst = (unsigned long)b->cm + off, .src = (unsigned long)buf,
-				.len = len, .mode = UFFDIO_COPY_MODE_DONTWAKE,
-			};
-
-			if (ioctl(b->uffd, UFFDIO_COPY, &cp) < 0 ||
-			    madvise(b->pm + off, len, MADV_POPULATE_READ) < 0)
-				b->err = -errno;
-		}
+		else if ((ret = bare_map_fill(&b->map, off, buf, len)))
+			b->err = ret;
 	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
 	free(buf);
@@ -1633,35 +1609,13 @@ static void *ws_bare_thread(void *arg)
 static double ws_bare_prefetch(const struct ws_bench *w, enum bench_store store,
 			       unsigned int nthreads)
 {
-	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_MISSING_SHMEM };
-	struct ws_bare b = { .w = w, .fd = w->file[store].fd, .uffd = -1,
+	struct ws_bare b = { .w = w, .fd = w->file[store].fd,
 			     .lock = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t t[2];
 	unsigned int k, started = 0;
-	int mfd, ret = 0;
-	size_t i;
+	int ret;
 
-	b.cm = b.pm = MAP_FAILED;
-	mfd = memfd_create("ufault-bench-ws", MFD_CLOEXEC);
-	if (mfd < 0 || ftruncate(mfd, WS_SIZE) < 0)
-		ret = -errno;
-	if (!ret && (b.uffd = uffd_min_open()) < 0)
-		ret = b.uffd;
-	if (!ret && ioctl(b.uffd, UFFDIO_API, &api) < 0)
-		ret = -errno;
-	if (!ret && ((b.cm = mmap(NULL, WS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0)) ==
-		     MAP_FAILED || (b.pm = mmap(NULL, WS_SIZE, PROT_READ, MAP_PRIVATE, mfd, 0)) ==
-		     MAP_FAILED))
-		ret = -ENOMEM;
-	for (i = 0; !ret && i < 2; i++) {
-		struct uffdio_register reg = {
-			.range = { (unsigned long)(i ? b.pm : b.cm), WS_SIZE },
-			.mode = UFFDIO_REGISTER_MODE_MISSING,
-		};
-
-		if (ioctl(b.uffd, UFFDIO_REGISTER, &reg) < 0)
-			ret = -errno;
-	}
+	ret = bare_map_open(&b.map, WS_SIZE);
 	for (k = 0; !ret && k < nthreads && k < 2; k++) {
 		if (pthread_create(&t[k], NULL, ws_bare_thread, &b))
 			ret = -EAGAIN;
@@ -1672,14 +1626,7 @@ static double ws_bare_prefetch(const struct ws_bench *w, enum bench_store store,
 		pthread_join(t[k], NULL);
 	if (!ret)
 		ret = b.err;
-	if (b.pm != MAP_FAILED)
-		munmap(b.pm, WS_SIZE);
-	if (b.cm != MAP_FAILED)
-		munmap(b.cm, WS_SIZE);
-	if (b.uffd >= 0)
-		close(b.uffd);
-	if (mfd >= 0)
-		close(mfd);
+	bare_map_close(&b.map);
 	return ret ? ret : b.cpu_ns;
 }
 

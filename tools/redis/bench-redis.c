@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "bench-redis.h"
+#include "../bench/bare.h"
 
 #include <ufault.h>
 #include <ufault-redis.h>
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -1407,6 +1409,7 @@ out:
 #define WSR_NRUNS	128
 #define WSR_NSINGLE	2048
 #define WSR_SET		(WSR_NRUNS * 16 + WSR_NSINGLE)
+#define WSR_MAXREP	64	/* runs of the minimal loop kept */
 
 enum { WSR_LAZY, WSR_RECORD, WSR_REPLAY, WSR_FLOOR, WSR_NMODES };
 static const char *const wsr_names[] = { "lazy", "record", "replay", "floor" };
@@ -1443,9 +1446,40 @@ static void wsr_make_set(uint32_t *order, uint32_t *starts, uint32_t *lens, size
 	free(used);
 }
 
-static int wsr_run(const char *url, const char *rec, const uint32_t *order, int mode,
-		   double *ns, uint64_t *majors)
+/* The masters' CPU so far, in ns (INFO cpu: used_cpu_sys + used_cpu_user),
+ * or -1. */
+static double servers_cpu_ns(struct rcluster *rc)
 {
+	double sum = 0;
+	int i;
+
+	for (i = 0; i < rc->nnodes; i++) {
+		redisReply *r = cmd(rc, rc->node[i].c, "INFO cpu");
+		const char *sys, *user;
+
+		if (!r)
+			return -1;
+		sys = r->type == REDIS_REPLY_STRING ? strstr(r->str, "used_cpu_sys:") : NULL;
+		user = r->type == REDIS_REPLY_STRING ? strstr(r->str, "used_cpu_user:") : NULL;
+		if (sys && user)
+			sum += (strtod(sys + 13, NULL) + strtod(user + 14, NULL)) * 1e9;
+		freeReplyObject(r);
+		if (!sys || !user)
+			return -1;
+	}
+	return sum;
+}
+
+static double tv_ns(const struct timeval *tv)
+{
+	return (double)tv->tv_sec * 1e9 + (double)tv->tv_usec * 1e3;
+}
+
+static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const uint32_t *order,
+		   int mode, double *ns, uint64_t *majors, double *cpu, double *server)
+{
+	struct rusage ru0, ru1;
+	double s0;
 	struct uf_object *obj;
 	struct uf_stats st;
 	struct uf_mm *mm;
@@ -1463,6 +1497,8 @@ static int wsr_run(const char *url, const char *rec, const uint32_t *order, int 
 	ret = uf_mmap(mm, WSR_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&base);
 	if (ret)
 		goto out_obj;
+	s0 = servers_cpu_ns(rc);
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now_ns();
 	if (mode == WSR_RECORD)
 		ret = uf_object_record(obj, rec);
@@ -1483,6 +1519,10 @@ static int wsr_run(const char *url, const char *rec, const uint32_t *order, int 
 		ret = n < 0 ? n : n != WSR_SET ? -EPROTO : 0;
 	}
 	t1 = now_ns();
+	getrusage(RUSAGE_SELF, &ru1);
+	*server = servers_cpu_ns(rc) - s0;
+	*cpu = tv_ns(&ru1.ru_utime) + tv_ns(&ru1.ru_stime) - tv_ns(&ru0.ru_utime) -
+	       tv_ns(&ru0.ru_stime);
 	if (!ret && bad)
 		ret = -EIO;
 	*ns = (double)(t1 - t0);
@@ -1493,6 +1533,138 @@ out_obj:
 	uf_object_put(obj);
 out_mm:
 	uf_mm_destroy(mm);
+	return ret;
+}
+
+#define WSR_BATCH	64	/* HMGETs a batch: one is in flight while one is read */
+#define WSR_EXTENT	512	/* pages per extent hash (redis/store.c's layout) */
+
+/* One HMGET of the set's piece: @n pages from page @p, inside one extent. */
+struct wsr_piece {
+	uint32_t p, n;
+	redisContext *c;
+};
+
+static void wsr_send(struct rcluster *rc, const char *name, struct wsr_piece *pc, size_t n)
+{
+	static char fields[WSR_EXTENT][4];
+	const char *argv[2 + 16];
+	size_t argvlen[2 + 16], i, k;
+	char key[128];
+
+	if (!fields[1][0])
+		for (k = 0; k < WSR_EXTENT; k++)
+			snprintf(fields[k], sizeof(fields[k]), "%zu", k);
+	for (i = 0; i < n; i++) {
+		uint32_t ext = pc[i].p / WSR_EXTENT;
+
+		argvlen[1] = (size_t)snprintf(key, sizeof(key), "uf:{%s:%" PRIu32 "}:x", name, ext);
+		argv[0] = "HMGET", argvlen[0] = 5;
+		argv[1] = key;
+		for (k = 0; k < pc[i].n; k++) {
+			argv[2 + k] = fields[pc[i].p % WSR_EXTENT + k];
+			argvlen[2 + k] = strlen(argv[2 + k]);
+		}
+		pc[i].c = rc_node(rc, key, argvlen[1]);
+		redisAppendCommandArgv(pc[i].c, (int)(2 + pc[i].n), argv, argvlen);
+	}
+	for (k = 0; k < (size_t)rc->nnodes; k++) {
+		int done = 0;
+
+		while (!done && redisBufferWrite(rc->node[k].c, &done) == REDIS_OK)
+			;
+	}
+}
+
+/* Read @n pieces' replies, in order, into the bare map. */
+static int wsr_recv(struct rcluster *rc, struct bare_map *m, const struct wsr_piece *pc, size_t n,
+		    unsigned char *buf)
+{
+	size_t i, k;
+	int ret = 0;
+
+	for (i = 0; i < n; i++) {
+		redisReply *r;
+
+		if (get_reply(pc[i].c, &r) != REDIS_OK) {
+			snprintf(rc->err, sizeof(rc->err), "%s", pc[i].c->errstr);
+			return -EIO;
+		}
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != pc[i].n)
+			ret = -EPROTO;
+		for (k = 0; !ret && k < pc[i].n; k++) {
+			if (r->element[k]->type != REDIS_REPLY_STRING || r->element[k]->len != PG)
+				ret = -EPROTO;
+			else
+				memcpy(buf + k * PG, r->element[k]->str, PG);
+		}
+		freeReplyObject(r);
+		if (!ret)
+			ret = bare_map_fill(m, (size_t)pc[i].p * PG, buf, pc[i].n * PG);
+		if (ret) {
+			snprintf(rc->err, sizeof(rc->err), "a piece of the set: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The minimal prefetch loop from the cluster, in one thread, the set in
+ * recorded order: an HMGET per recorded run (split where it crosses an
+ * extent), sent WSR_BATCH at a time, one batch in flight while the one
+ * before is read; per run a UFFDIO_COPY and a MADV_POPULATE_READ
+ * (bench/bare.h).  hiredis builds a reply object per page, which ufault's
+ * client does not.  *cpu gets this thread's CPU, *server the masters' (from
+ * INFO cpu, 10 ms granularity), in ns; 0 or -errno.
+ */
+static int wsr_bare(struct rcluster *rc, const char *name, const uint32_t *starts,
+		    const uint32_t *lens, size_t items, double *cpu, double *server)
+{
+	struct wsr_piece *pc = calloc(2 * items, sizeof(*pc));
+	unsigned char *buf = aligned_alloc(PG, 16 * PG);
+	struct timespec t0, t1;
+	struct bare_map m;
+	size_t i, n = 0, b;
+	double s0, s1;
+	int ret;
+
+	if (!pc || !buf) {
+		free(pc);
+		free(buf);
+		return -ENOMEM;
+	}
+	for (i = 0; i < items; i++) {
+		uint32_t p = starts[i], left = lens[i];
+
+		while (left) {
+			uint32_t room = WSR_EXTENT - p % WSR_EXTENT;
+
+			pc[n].p = p;
+			pc[n].n = left < room ? left : room;
+			p += pc[n].n;
+			left -= pc[n++].n;
+		}
+	}
+	ret = bare_map_open(&m, WSR_SIZE);
+	s0 = servers_cpu_ns(rc);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	if (!ret)
+		wsr_send(rc, name, pc, n < WSR_BATCH ? n : WSR_BATCH);
+	for (b = 0; !ret && b < n; b += WSR_BATCH) {
+		size_t next = b + WSR_BATCH, cnt = n - b < WSR_BATCH ? n - b : WSR_BATCH;
+
+		if (next < n)
+			wsr_send(rc, name, pc + next, n - next < WSR_BATCH ? n - next : WSR_BATCH);
+		ret = wsr_recv(rc, &m, pc + b, cnt, buf);
+	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	s1 = servers_cpu_ns(rc);
+	bare_map_close(&m);
+	*cpu = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	*server = s0 < 0 || s1 < 0 ? 0 : s1 - s0;
+	free(pc);
+	free(buf);
 	return ret;
 }
 
@@ -1538,6 +1710,8 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 	uint32_t *starts = malloc((WSR_NRUNS + WSR_NSINGLE) * sizeof(*starts));
 	uint32_t *lens = malloc((WSR_NRUNS + WSR_NSINGLE) * sizeof(*lens));
 	double *ns = calloc(WSR_NMODES * repeat, sizeof(*ns)), med[WSR_NMODES], up, cost;
+	double *cpu = calloc(WSR_NMODES * repeat, sizeof(*cpu)), mcpu[WSR_NMODES];
+	double *srv = calloc(WSR_NMODES * repeat, sizeof(*srv)), msrv[WSR_NMODES];
 	uint64_t maj[WSR_NMODES] = { 0 };
 	char rec[512];
 	struct stat st;
@@ -1546,7 +1720,7 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 
 	snprintf(rec, sizeof(rec), "%s/ufault-bench-ws-redis.%d",
 		 o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", sb.pid);
-	if (!order || !starts || !lens || !ns || object_url(&sb, o->url))
+	if (!order || !starts || !lens || !ns || !cpu || !srv || object_url(&sb, o->url))
 		goto out;
 	ret = uf_mm_create(NULL, &sb.mm);
 	if (ret) {
@@ -1567,20 +1741,27 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 	/* round 0: warm-up, and the first record */
 	for (r = 0; r <= repeat; r++)
 		for (k = 0; k < WSR_NMODES; k++) {
-			double t = 0;
+			double t = 0, c = 0, sv = 0;
 
-			ret = wsr_run(sb.url, rec, order, (int)k, &t, &maj[k]);
+			ret = wsr_run(rc, sb.url, rec, order, (int)k, &t, &maj[k], &c, &sv);
 			if (ret) {
 				fprintf(stderr, "ufault-bench: ws %s/redis: %s\n", wsr_names[k],
 					strerror(-ret));
 				goto out;
 			}
-			if (r)
+			if (r) {
 				ns[k * repeat + r - 1] = t;
+				cpu[k * repeat + r - 1] = c;
+				srv[k * repeat + r - 1] = sv;
+			}
 		}
 	for (k = 0; k < WSR_NMODES; k++) {
 		qsort(ns + k * repeat, repeat, sizeof(double), cmp_double);
 		med[k] = ns[k * repeat + repeat / 2];
+		qsort(cpu + k * repeat, repeat, sizeof(double), cmp_double);
+		mcpu[k] = cpu[k * repeat + repeat / 2];
+		qsort(srv + k * repeat, repeat, sizeof(double), cmp_double);
+		msrv[k] = srv[k * repeat + repeat / 2];
 	}
 	up = med[WSR_LAZY] / med[WSR_REPLAY];
 	cost = med[WSR_RECORD] / med[WSR_LAZY];
@@ -1594,6 +1775,39 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 	       up < 10 ? "MISS" : "PASS", cost, cost > 1.3 ? "MISS" : "PASS",
 	       med[WSR_LAZY] / med[WSR_FLOOR], med[WSR_REPLAY] / med[WSR_FLOOR]);
 	printf("record: %ld bytes (<= 32768)\n", stat(rec, &st) == 0 ? (long)st.st_size : -1L);
+	printf("CPU, ms (this process; the cluster):");
+	for (k = 0; k < WSR_NMODES; k++)
+		printf(" %s %.1f; %.1f%s", wsr_names[k], mcpu[k] / 1e6, msrv[k] / 1e6,
+		       k + 1 < WSR_NMODES ? "," : "\n");
+	{
+		/* what the replay could be at best here: the touches, the
+		 * loop's CPU and the cluster's shared by the CPUs */
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		const char *name = strchr(sb.url + 8, '/') + 1;
+		double cpu[WSR_MAXREP], srv[WSR_MAXREP], best;
+		char nm[256];
+
+		snprintf(nm, sizeof(nm), "%.*s", (int)strcspn(name, "?"), name);
+		for (r = 0; r < repeat && r < WSR_MAXREP; r++) {
+			ret = wsr_bare(rc, nm, starts, lens, items, &cpu[r], &srv[r]);
+			if (ret) {
+				fprintf(stderr, "ufault-bench: ws: minimal loop: %s\n", rc->err);
+				goto out;
+			}
+		}
+		qsort(cpu, r, sizeof(double), cmp_double);
+		qsort(srv, r, sizeof(double), cmp_double);
+		best = (med[WSR_FLOOR] + cpu[r / 2] + srv[r / 2]) / (double)(ncpu > 1 ? ncpu : 1);
+		if (best < med[WSR_FLOOR])
+			best = med[WSR_FLOOR];
+		printf("redis  minimal prefetch loop: %.1f ms CPU, the cluster %.1f ms; best replay on "
+		       "%ld CPUs %.1f ms: lazy/best %.2fx\n", cpu[r / 2] / 1e6, srv[r / 2] / 1e6,
+		       ncpu, best / 1e6, med[WSR_LAZY] / best);
+		printf("(minimal prefetch loop: one thread, an HMGET per recorded run, 64 in "
+		       "flight, a UFFDIO_COPY and a MADV_POPULATE_READ each; best replay: the "
+		       "touches alone, the loop's CPU and the cluster's shared by the CPUs, at "
+		       "least the touches alone)\n");
+	}
 	status = (up < 10 || cost > 1.3) && o->check ? EXIT_MISS : 0;
 out:
 	if (sb.object_made && (ret = uf_redis_remove(sb.url)))
@@ -1604,6 +1818,8 @@ out:
 	free(starts);
 	free(lens);
 	free(ns);
+	free(cpu);
+	free(srv);
 	return status;
 }
 

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The minimal prefetch target the benches measure ufault's replay
+ * against: a memfd registered MISSING through a shared mapping, which
+ * UFFDIO_COPY fills (ufault's cache), and mapped private, which
+ * MADV_POPULATE_READ maps (a read-only object's mapping).  Nothing else:
+ * no handler thread, no page state, no queue.
+ */
+#ifndef UFAULT_BENCH_BARE_H
+#define UFAULT_BENCH_BARE_H
+
+#include <stddef.h>
+
+struct bare_map {
+	int mfd, uffd;
+	char *cm, *pm;		/* the shared (registered) and private mappings */
+	size_t size;
+};
+
+/* A userfaultfd, O_NONBLOCK: from /dev/userfaultfd where it is open to
+ * us, else the system call (user-mode faults only where that is all it
+ * allows).  Returns the fd or -errno. */
+int bare_uffd_open(void);
+
+/* Set up @m over a new memfd of @size bytes; 0 or -errno (nothing left). */
+int bare_map_open(struct bare_map *m, size_t size);
+
+/* Copy @len bytes from @src into the memfd at @off (one UFFDIO_COPY) and
+ * map them in the private mapping (one MADV_POPULATE_READ); 0 or -errno. */
+int bare_map_fill(struct bare_map *m, size_t off, const void *src, size_t len);
+
+void bare_map_close(struct bare_map *m);
+
+#endif
