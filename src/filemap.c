@@ -42,7 +42,16 @@
  * object (an overlay), whose fill needs a buffer of its own while the
  * outer fill's buffer is still in use.  Buffers are reused (a fresh
  * multi-MiB buffer per fill is 6-15x slower here) and freed at thread exit.
+ *
+ * A buffer of BOUNCE_HUGE or more is made a whole number of transparent
+ * huge pages, where the system gives them on request: a new thread's first
+ * large fill (a prefetch's fillers are new threads) otherwise pays a fault
+ * for each 4 KiB page of its buffer as the store's read first writes it,
+ * about 10 us each on this VM (5 ms for 2 MiB), against one fault of about
+ * 70 us for a 2 MiB huge page.
  */
+#define BOUNCE_HUGE	(256u << 10)
+#define HUGE_BYTES	((size_t)2 << 20)
 struct uf_bounce {
 	struct uf_bounce *next;
 	void *p;
@@ -83,15 +92,25 @@ struct uf_bounce *uf_bounce_get(size_t len, void **bufp)
 			return NULL;
 	}
 	if (b->len < len) {
-		void *p = aligned_alloc(PAGE_SIZE, (len + PAGE_SIZE - 1) & PAGE_MASK);
+		size_t size = (len + PAGE_SIZE - 1) & PAGE_MASK;
+		void *p;
 
+		if (size >= BOUNCE_HUGE) {
+			size = (size + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
+			if (posix_memalign(&p, HUGE_BYTES, size))
+				p = NULL;
+			else
+				(void)madvise(p, size, MADV_HUGEPAGE);	/* a hint */
+		} else {
+			p = aligned_alloc(PAGE_SIZE, size);
+		}
 		if (!p) {
 			uf_bounce_put(b);
 			return NULL;
 		}
 		free(b->p);
 		b->p = p;
-		b->len = len;
+		b->len = size;
 	}
 	*bufp = b->p;
 	return b;
