@@ -1491,8 +1491,9 @@ static void ws_make_set(struct ws_bench *w)
 
 /* One timed cold start; @ns its duration, @majors its major faults. */
 static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode, double *ns,
-		  uint64_t *majors)
+		  uint64_t *majors, double *cpu)
 {
+	struct rusage ru0, ru1;
 	struct uf_mm_config nora = { .readahead_max = PG };
 	struct bench_file *f = &w->file[store];
 	struct uf_object *obj;
@@ -1516,6 +1517,7 @@ static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode,
 	ret = uf_mmap(mm, WS_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&base);
 	if (ret)
 		goto out_obj;
+	getrusage(RUSAGE_SELF, &ru0);
 	t0 = now_ns();
 	if (mode == WS_RECORD)
 		ret = uf_object_record(obj, w->rec);
@@ -1534,6 +1536,11 @@ static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode,
 		ret = n < 0 ? n : n != WS_SET ? -EPROTO : 0;
 	}
 	t1 = now_ns();
+	getrusage(RUSAGE_SELF, &ru1);
+	*cpu = (double)(ru1.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_utime.tv_sec -
+			ru0.ru_stime.tv_sec) * 1e9 +
+	       (double)(ru1.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_utime.tv_usec -
+			ru0.ru_stime.tv_usec) * 1e3;
 	if (!ret && bad) {
 		fprintf(stderr, "ufault-bench: ws %s/%s: %zu pages read wrong bytes\n",
 			ws_mode_names[mode], store_names[store], bad);
@@ -1644,6 +1651,7 @@ static int bench_ws(struct bench *b)
 	static const enum bench_store stores[] = { STORE_TMPFS, STORE_DISK };
 	struct ws_bench *w = calloc(1, sizeof(*w));
 	double ns[2][WS_NMODES][1000], med[2][WS_NMODES];
+	double cpu[2][WS_NMODES][1000];
 	uint64_t maj[2][WS_NMODES] = { { 0 } };
 	bool miss = false;
 	unsigned int r, k;
@@ -1674,16 +1682,18 @@ static int bench_ws(struct bench *b)
 	for (r = 0; r <= b->repeat && !ret; r++)
 		for (i = 0; i < 2 && !ret; i++)
 			for (k = 0; k < WS_NMODES && !ret; k++) {
-				double t = 0;
+				double t = 0, c = 0;
 
-				ret = ws_run(w, stores[i], (enum ws_mode)k, &t, &maj[i][k]);
+				ret = ws_run(w, stores[i], (enum ws_mode)k, &t, &maj[i][k], &c);
 				/* each cold start on a settled machine: the run
 				 * before's teardown weighed on the run after it
 				 * (recording right after the lazy run: 1.25x
 				 * lazy; first in the round: 1.08x) */
 				usleep(WS_SETTLE_US);
-				if (r)
+				if (r) {
 					ns[i][k][r - 1] = t;
+					cpu[i][k][r - 1] = c;
+				}
 				if (ret)
 					fprintf(stderr, "ufault-bench: ws %s/%s: %s\n", ws_mode_names[k],
 						store_names[stores[i]], strerror(-ret));
@@ -1725,6 +1735,14 @@ static int bench_ws(struct bench *b)
 	miss |= w->rec_bytes < 0 || w->rec_bytes > 32768;
 	printf("record: %ld bytes for %u pages (<= 32768) %s\n", w->rec_bytes, (unsigned int)WS_SET,
 	       w->rec_bytes >= 0 && w->rec_bytes <= 32768 ? "PASS" : "MISS");
+	for (i = 0; i < 2; i++) {
+		printf("%-6s CPU of this process, ms:", store_names[stores[i]]);
+		for (k = 0; k < WS_NMODES; k++) {
+			qsort(cpu[i][k], b->repeat, sizeof(double), cmp_double);
+			printf(" %s %.1f%s", ws_mode_names[k], cpu[i][k][b->repeat / 2] / 1e6,
+			       k + 1 < WS_NMODES ? "," : "\n");
+		}
+	}
 	for (i = 0; i < 2; i++) {
 		/* what the replay could be at best here: the touches, and the
 		 * minimal loop's CPU shared with them on the machine's CPUs */
