@@ -84,13 +84,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef USERFAULTFD_IOC_NEW
-#define USERFAULTFD_IOC_NEW	_IO(0xAA, 0x00)
-#endif
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY	1
-#endif
-
 #define PG		UF_PAGE_SIZE
 #define PG_SHIFT	12
 #define SEED		0x7566617574626e63ULL	/* fixed: same order every run */
