@@ -48,9 +48,10 @@
  * large fill (a prefetch's fillers are new threads) otherwise pays a fault
  * for each 4 KiB page of its buffer as the store's read first writes it,
  * about 10 us each on this VM (5 ms for 2 MiB), against one fault of about
- * 70 us for a 2 MiB huge page.
+ * 70 us for a 2 MiB huge page.  Not below 1 MiB: a thread keeps its
+ * buffers, and a smaller one would grow to 2 MiB.
  */
-#define BOUNCE_HUGE	(256u << 10)
+#define BOUNCE_HUGE	(1u << 20)
 #define HUGE_BYTES	((size_t)2 << 20)
 struct uf_bounce {
 	struct uf_bounce *next;
