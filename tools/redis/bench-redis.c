@@ -1447,7 +1447,8 @@ static void wsr_make_set(uint32_t *order, uint32_t *starts, uint32_t *lens, size
 }
 
 /* The masters' CPU so far, in ns (INFO cpu: used_cpu_sys + used_cpu_user),
- * or -1. */
+ * or -1.  cpu_delta(): the CPU between two such readings, 0 if either
+ * failed. */
 static double servers_cpu_ns(struct rcluster *rc)
 {
 	double sum = 0;
@@ -1468,6 +1469,11 @@ static double servers_cpu_ns(struct rcluster *rc)
 			return -1;
 	}
 	return sum;
+}
+
+static double cpu_delta(double s0, double s1)
+{
+	return s0 < 0 || s1 < 0 ? 0 : s1 - s0;
 }
 
 static double tv_ns(const struct timeval *tv)
@@ -1520,7 +1526,7 @@ static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const 
 	}
 	t1 = now_ns();
 	getrusage(RUSAGE_SELF, &ru1);
-	*server = servers_cpu_ns(rc) - s0;
+	*server = cpu_delta(s0, servers_cpu_ns(rc));
 	*cpu = tv_ns(&ru1.ru_utime) + tv_ns(&ru1.ru_stime) - tv_ns(&ru0.ru_utime) -
 	       tv_ns(&ru0.ru_stime);
 	if (!ret && bad)
@@ -1616,7 +1622,7 @@ static int wsr_recv(struct rcluster *rc, struct bare_map *m, const struct wsr_pi
  * before is read; per run a UFFDIO_COPY and a MADV_POPULATE_READ
  * (bench/bare.h).  hiredis builds a reply object per page, which ufault's
  * client does not.  *cpu gets this thread's CPU, *server the masters' (from
- * INFO cpu, 10 ms granularity), in ns; 0 or -errno.
+ * INFO cpu; 0 if it cannot be read), in ns; 0 or -errno.
  */
 static int wsr_bare(struct rcluster *rc, const char *name, const uint32_t *starts,
 		    const uint32_t *lens, size_t items, double *cpu, double *server)
@@ -1662,7 +1668,7 @@ static int wsr_bare(struct rcluster *rc, const char *name, const uint32_t *start
 	s1 = servers_cpu_ns(rc);
 	bare_map_close(&m);
 	*cpu = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-	*server = s0 < 0 || s1 < 0 ? 0 : s1 - s0;
+	*server = cpu_delta(s0, s1);
 	free(pc);
 	free(buf);
 	return ret;
@@ -1784,24 +1790,26 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 		 * loop's CPU and the cluster's shared by the CPUs */
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		const char *name = strchr(sb.url + 8, '/') + 1;
-		double cpu[WSR_MAXREP], srv[WSR_MAXREP], best;
+		double bcpu[WSR_MAXREP], bsrv[WSR_MAXREP], best;
 		char nm[256];
 
 		snprintf(nm, sizeof(nm), "%.*s", (int)strcspn(name, "?"), name);
 		for (r = 0; r < repeat && r < WSR_MAXREP; r++) {
-			ret = wsr_bare(rc, nm, starts, lens, items, &cpu[r], &srv[r]);
+			rc->err[0] = 0;
+			ret = wsr_bare(rc, nm, starts, lens, items, &bcpu[r], &bsrv[r]);
 			if (ret) {
-				fprintf(stderr, "ufault-bench: ws: minimal loop: %s\n", rc->err);
+				fprintf(stderr, "ufault-bench: ws: minimal loop: %s\n",
+					rc->err[0] ? rc->err : strerror(-ret));
 				goto out;
 			}
 		}
-		qsort(cpu, r, sizeof(double), cmp_double);
-		qsort(srv, r, sizeof(double), cmp_double);
-		best = (med[WSR_FLOOR] + cpu[r / 2] + srv[r / 2]) / (double)(ncpu > 1 ? ncpu : 1);
+		qsort(bcpu, r, sizeof(double), cmp_double);
+		qsort(bsrv, r, sizeof(double), cmp_double);
+		best = (med[WSR_FLOOR] + bcpu[r / 2] + bsrv[r / 2]) / (double)(ncpu > 1 ? ncpu : 1);
 		if (best < med[WSR_FLOOR])
 			best = med[WSR_FLOOR];
 		printf("redis  minimal prefetch loop: %.1f ms CPU, the cluster %.1f ms; best replay on "
-		       "%ld CPUs %.1f ms: lazy/best %.2fx\n", cpu[r / 2] / 1e6, srv[r / 2] / 1e6,
+		       "%ld CPUs %.1f ms: lazy/best %.2fx\n", bcpu[r / 2] / 1e6, bsrv[r / 2] / 1e6,
 		       ncpu, best / 1e6, med[WSR_LAZY] / best);
 		printf("(minimal prefetch loop: one thread, an HMGET per recorded run, 64 in "
 		       "flight, a UFFDIO_COPY and a MADV_POPULATE_READ each; best replay: the "
