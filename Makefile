@@ -80,7 +80,7 @@ $(B)/libufault.a: $(LIB_OBJ)
 $(B)/libufault.pc: libufault.pc.in Makefile | $(B)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(B)/%: tools/%.c $(B)/libufault.a include/ufault.h
+$(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h
 	$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
@@ -89,7 +89,7 @@ $(B)/%: tools/%.c $(B)/libufault.a include/ufault.h
 # instead, which says how to get the Redis store when one is asked for.
 ifeq ($(HIREDIS),yes)
 REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
-$(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h \
+$(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
@@ -99,7 +99,7 @@ $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-re
 		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
 NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
-$(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h \
+$(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault.a include/ufault.h include/ufault-redis.h

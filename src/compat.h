@@ -11,6 +11,7 @@
 #include <linux/fs.h>
 #include <linux/types.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 
 #ifndef UFFD_FEATURE_WP_UNPOPULATED
 #define UFFD_FEATURE_WP_UNPOPULATED	(1 << 13)
@@ -32,6 +33,13 @@
 #endif
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY		1
+#endif
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ	22	/* 5.14 */
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE		25	/* 6.1 */
 #endif
 
 #ifndef PAGEMAP_SCAN

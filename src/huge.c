@@ -47,10 +47,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE	25
-#endif
-
 #define HUGE_QUEUE_MAX	4096	/* extents waiting; more are not collapsed */
 
 struct huge_ext {

@@ -35,10 +35,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ	22	/* Linux 5.14 */
-#endif
-
 void uf_vma_populate_cached(struct uf_vma *vma)
 {
 	struct uf_object *obj = vma->obj;

@@ -35,67 +35,10 @@
 
 /*
  * This tool probes the kernel itself, beside the library.  Debian 12's
- * uapi headers are 6.1: what came later is defined here, under #ifndef.
+ * uapi headers are 6.1: what came later is defined in the library's
+ * src/compat.h, which this tool shares.
  */
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED	(1 << 13)
-#endif
-#ifndef UFFD_FEATURE_POISON
-#define UFFD_FEATURE_POISON		(1 << 14)
-#endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC		(1 << 15)
-#endif
-#ifndef UFFD_FEATURE_MOVE
-#define UFFD_FEATURE_MOVE		(1 << 16)
-#endif
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM	(1 << 12)
-#endif
-#ifndef USERFAULTFD_IOC_NEW
-#define USERFAULTFD_IOC_NEW		_IO(0xAA, 0x00)
-#endif
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY		1
-#endif
-
-#ifndef PAGEMAP_SCAN
-#define PAGE_IS_WPALLOWED	(1 << 0)
-#define PAGE_IS_WRITTEN		(1 << 1)
-#define PAGE_IS_FILE		(1 << 2)
-#define PAGE_IS_PRESENT		(1 << 3)
-#define PAGE_IS_SWAPPED		(1 << 4)
-#define PAGE_IS_PFNZERO		(1 << 5)
-#define PAGE_IS_HUGE		(1 << 6)
-#define PAGE_IS_SOFT_DIRTY	(1 << 7)
-
-struct page_region {
-	__u64 start;
-	__u64 end;
-	__u64 categories;
-};
-
-#define PM_SCAN_WP_MATCHING	(1 << 0)
-#define PM_SCAN_CHECK_WPASYNC	(1 << 1)
-
-struct pm_scan_arg {
-	__u64 size;
-	__u64 flags;
-	__u64 start;
-	__u64 end;
-	__u64 walk_end;
-	__u64 vec;
-	__u64 vec_len;
-	__u64 max_pages;
-	__u64 category_inverted;
-	__u64 category_mask;
-	__u64 category_anyof_mask;
-	__u64 return_mask;
-};
-
-#define PAGEMAP_SCAN	_IOWR('f', 16, struct pm_scan_arg)
-#endif
-
+#include "../src/compat.h"
 
 #define CAP_SYS_PTRACE_BIT	19
 
@@ -301,10 +244,6 @@ static void probe_pagemap_scan(struct info *in)
 	munmap(p, len);
 	close(fd);
 }
-
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE	25
-#endif
 
 /*
  * Huge extents: what ufault does, with plain system calls.  A 2 MiB memfd

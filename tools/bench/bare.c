@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "bare.h"
+#include "../../src/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,16 +13,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#ifndef USERFAULTFD_IOC_NEW
-#define USERFAULTFD_IOC_NEW	_IO(0xAA, 0x00)
-#endif
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY	1
-#endif
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ	22
-#endif
 
 int bare_uffd_open(void)
 {
