@@ -12,68 +12,18 @@
 #define NPAGES	8	/* read in turn by the readers (trunc-race.h) */
 #include "trunc-race.h"
 
-#include <time.h>
-
 #define ITERS	2000
 
 static void run(struct race *r, struct uf_mm *mm, enum tt_kind kind)
 {
-	struct reader rd[2] = {
-		{ .r = r, .name = "shared" },
-		{ .r = r, .name = "private" },
-	};
+	struct reader rd[2];
 	uint64_t i;
-	size_t pg;
-	int k;
 
-	tt_open(&r->t, mm, kind, NPAGES * PG);
-	r->state = 0;
-	r->stop = 0;
-	rd[0].map = tt_map(&r->t, NPAGES * PG, PROT_READ, true, 0);
-	rd[1].map = tt_map(&r->t, NPAGES * PG, PROT_READ, false, 0);
-	for (k = 0; k < 2; k++)
-		CHECK_RET(pthread_create(&rd[k].thread, NULL, reader_main, &rd[k]), 0);
-
+	race_start(r, mm, kind, rd);
 	for (i = 0; i < ITERS; i++) {
-		unsigned char s = stamp(i);
-
-		__atomic_store_n(&r->state, 3 * i + 1, __ATOMIC_SEQ_CST);
-		CHECK_RET(tt_truncate(&r->t, 0), 0);
-		CHECK_RET(tt_truncate(&r->t, NPAGES * PG), 0);
-		__atomic_store_n(&r->state, 3 * i + 2, __ATOMIC_SEQ_CST);
-		for (pg = 0; pg < NPAGES; pg++)
-			CHECK_RET(tt_pwrite(&r->t, &s, 1, pg * PG + OFF), 1);
-		__atomic_store_n(&r->state, 3 * i + 3, __ATOMIC_SEQ_CST);
+		race_step(r, i);
 	}
-	__atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
-	for (k = 0; k < 2; k++) {
-		/* a reader still blocked in a fault 10 s after the last
-		 * truncate is a stuck page (the seed's "page stuck") */
-		struct timespec ts;
-		int ret;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 10;
-		ret = pthread_timedjoin_np(rd[k].thread, NULL, &ts);
-		CHECK(ret == 0, "%s: %s reader stuck in a fault for 10 s after %lu reads "
-		      "(%lu SIGBUS): page stuck", r->t.name, rd[k].name, rd[k].reads, rd[k].sigbus);
-	}
-
-	for (k = 0; k < 2; k++) {
-		for (pg = 0; pg < NPAGES; pg++) {
-			unsigned char v = 0;
-			struct ut_fault f;
-
-			CHECK(ut_read(rd[k].map + pg * PG + OFF, &v, &f) == 0, "%s: final read",
-			      r->t.name);
-			CHECK(v == stamp(ITERS - 1), "%s: %s page %zu: final byte %#x, want %#x",
-			      r->t.name, rd[k].name, pg, v, stamp(ITERS - 1));
-		}
-		printf("%s: %s: %lu reads: %lu SIGBUS, %lu zero, %lu stamped\n", r->t.name,
-		       rd[k].name, rd[k].reads, rd[k].sigbus, rd[k].zeros, rd[k].stamps);
-		tt_unmap(&r->t, rd[k].map, NPAGES * PG);
-	}
-	tt_close(&r->t);
+	race_finish(r, rd, ITERS);
 }
 
 int main(void)
