@@ -411,16 +411,35 @@ static int in_line(struct rc_in *in, int fd, char type, long long *v)
 	}
 }
 
+/* Where element @i of @cmd's sink reply goes: *@room bytes at the
+ * return value (0 bytes: dropped). */
+static char *sink_place(const struct rc_cmd *cmd, long long i, size_t *room)
+{
+	size_t off = (size_t)i * RC_PAGE;
+
+	*room = 0;
+	if (cmd->dests) {
+		if ((size_t)i >= cmd->ndests)
+			return NULL;
+		*room = cmd->dests[i].len < RC_PAGE ? cmd->dests[i].len : RC_PAGE;
+		return cmd->dests[i].buf;
+	}
+	if (off >= cmd->destlen)
+		return NULL;
+	*room = cmd->destlen - off < RC_PAGE ? cmd->destlen - off : RC_PAGE;
+	return cmd->dest + off;
+}
+
 /*
- * The reply to a command with a sink (HMGET): an array of bulk strings,
- * element i copied to @dest + i * RC_PAGE, at most @destlen bytes in all,
- * a nil or short element zero-filled, bytes past a page dropped.  *rp gets
- * an empty array reply.  A reply that is no array (an error: MOVED, ...)
- * is hiredis's to read.  Bytes read past the reply stay in the
- * connection's struct rc_in for the next reply.
+ * The reply to a command with a sink (HMGET; struct rc_cmd): an array of
+ * bulk strings, each element copied to its place (sink_place()), a nil or
+ * short element zero-filled, bytes past a page dropped.  *rp gets an
+ * empty array reply.  A reply that is no array (an error: MOVED, ...) is
+ * hiredis's to read.  Bytes read past the reply stay in the connection's
+ * struct rc_in for the next reply.
  * Return REDIS_OK, or REDIS_ERR for a lost connection or a protocol error.
  */
-static int get_sink_reply(struct rc_client *c, int node, char *dest, size_t destlen,
+static int get_sink_reply(struct rc_client *c, int node, const struct rc_cmd *cmd,
 			  redisReply **rp)
 {
 	redisContext *ctx = c->conns[node];
@@ -456,10 +475,9 @@ static int get_sink_reply(struct rc_client *c, int node, char *dest, size_t dest
 	if (in_line(in, fd, '*', &n) || n < 0)
 		return REDIS_ERR;
 	for (i = 0; i < n; i++) {
-		size_t off = (size_t)i * RC_PAGE, room = 0, got = 0;
+		size_t room, got = 0;
+		char *dest = sink_place(cmd, i, &room);
 
-		if (off < destlen)
-			room = destlen - off < RC_PAGE ? destlen - off : RC_PAGE;
 		if (in_line(in, fd, '$', &blen) || blen < -1)
 			return REDIS_ERR;
 		while (blen >= 0 && got < (size_t)blen) {
@@ -472,7 +490,7 @@ static int get_sink_reply(struct rc_client *c, int node, char *dest, size_t dest
 				size_t take = avail < want ? avail : want;
 
 				if (got < room)
-					memcpy(dest + off + got, in->buf + in->pos,
+					memcpy(dest + got, in->buf + in->pos,
 					       take < room - got ? take : room - got);
 				in->pos += take;
 				got += take;
@@ -484,7 +502,7 @@ static int get_sink_reply(struct rc_client *c, int node, char *dest, size_t dest
 			if (in_reserve(in, RBUF))
 				return REDIS_ERR;
 			if (got < room) {
-				iov[0].iov_base = dest + off + got;
+				iov[0].iov_base = dest + got;
 				iov[0].iov_len = want < room - got ? want : room - got;
 				niov++;
 			}
@@ -510,7 +528,7 @@ static int get_sink_reply(struct rc_client *c, int node, char *dest, size_t dest
 			in->pos += 2;
 		}
 		if (got < room)
-			memset(dest + off + got, 0, room - got);
+			memset(dest + got, 0, room - got);
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -963,7 +981,7 @@ static int recv_node(struct rc_client *c, int node, struct rc_cmd *cmds, size_t 
 			r = NULL;
 			cmd->ask_node = RC_NO_NODE;
 		}
-		e = cmd->dest ? get_sink_reply(c, node, cmd->dest, cmd->destlen, &r) :
+		e = cmd->dest || cmd->dests ? get_sink_reply(c, node, cmd, &r) :
 				get_reply(c, node, &r);
 		if (e != REDIS_OK)
 			goto lost;
@@ -1234,7 +1252,7 @@ int rc_recv(struct rc_cluster *cl, struct rc_pending *p, struct rc_cmd *cmds)
 				ret = -EAGAIN;
 				continue;
 			}
-			e = get_sink_reply(c, p->node[i], cmds[j].dest, cmds[j].destlen, &r);
+			e = get_sink_reply(c, p->node[i], &cmds[j], &r);
 			if (e != REDIS_OK) {
 				drop_conn(c, p->node[i]);
 				ctx = NULL;

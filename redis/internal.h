@@ -47,12 +47,21 @@ void rc_config_free(struct rc_config *cfg);
 /* cluster.c                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Where one element of a sink's reply goes: @len bytes (at most 4096) at
+ * @buf.  (struct rc_cmd) */
+struct rc_dest {
+	char *buf;
+	size_t len;
+};
+
 /*
  * One command, routed by the slot of argv[keyarg].  The argument bytes are not
- * copied: they must stay valid until rc_exec() returns.  With @dest set,
- * the elements of the command's array reply (HMGET) are copied straight
- * into @dest: element i to @dest + i * 4096, at most @destlen bytes in all,
- * a nil or short element zero-filled; the reply is then an empty array.
+ * copied: they must stay valid until rc_exec() returns.  With @dest or
+ * @dests set (a sink), the elements of the command's array reply (HMGET)
+ * are copied straight to their place, a nil or short element zero-filled,
+ * and the reply is then an empty array: with @dest, element i to @dest +
+ * i * 4096, at most @destlen bytes in all; with @dests, element i to
+ * @dests[i] (elements past @ndests are dropped).
  */
 struct rc_cmd {
 	int argc;
@@ -61,6 +70,8 @@ struct rc_cmd {
 	size_t *argvlen;
 	char *dest;
 	size_t destlen;
+	const struct rc_dest *dests;
+	size_t ndests;
 	redisReply *reply;	/* set by rc_exec(); rc_cmds_clear() frees it */
 
 	/* rc_exec()'s own */

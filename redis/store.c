@@ -667,54 +667,113 @@ static ssize_t rs_read(void *store, void *buf, size_t len, uint64_t off)
 	return (ssize_t)len;
 }
 
+/* One page of a batched read (rs_readv()): its extent and field, where
+ * it goes, and its place in the call, which keeps the sort stable. */
+struct readv_page {
+	uint64_t ext;
+	unsigned int field;
+	size_t order;
+	struct rc_dest dest;
+};
+
+static int readv_page_cmp(const void *a, const void *b)
+{
+	const struct readv_page *x = a, *y = b;
+
+	if (x->ext != y->ext)
+		return x->ext < y->ext ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
 /*
  * Many extents in one go (uf_object_set_readv(): a working-set
- * prefetch): one HMGET per extent piece, all sent before any reply is
- * read, each node's in one pipeline, so a batch of runs and single pages
- * costs one round trip rather than one each.  The store's own
- * read-ahead is left alone.
+ * prefetch): one HMGET per extent for all the pages of the call that lie
+ * in it, whichever pieces they belong to, all sent before any reply is
+ * read, each node's in one pipeline.  So a batch of runs and single
+ * pages costs one round trip, and the cluster one command per extent
+ * rather than one per piece.  The store's own read-ahead is left alone.
  */
 static int rs_readv(void *store, const struct uf_store_iov *iov, size_t n)
 {
 	struct rstore *st = store;
-	struct ext_batch *b = calloc(n ? n : 1, sizeof(*b));
-	struct rc_cmd *all = NULL;
-	size_t i, ncmds = 0, k = 0;
-	int ret = 0;
+	size_t npages = 0, ncmds = 0, keycap = st->namelen + 32, a = 0, i, k;
+	struct readv_page *pg;
+	struct rc_dest *dests = NULL;
+	struct rc_cmd *cmds = NULL;
+	const char **argv = NULL;
+	size_t *argvlen = NULL;
+	char *keys = NULL;
+	int ret = -ENOMEM;
 
-	if (!b)
-		return -ENOMEM;
-	for (i = 0; !ret && i < n; i++) {
-		if (!iov[i].len)
-			continue;
-		ret = batch_build(st, &b[i], EXT_READ, iov[i].off / RC_PAGE, pages_of(iov[i].len),
-				  iov[i].buf, iov[i].len);
-		ncmds += b[i].n;
-	}
-	if (!ret && ncmds && !(all = malloc(ncmds * sizeof(*all))))
-		ret = -ENOMEM;
-	for (i = 0; !ret && i < n; i++) {
-		memcpy(all + k, b[i].cmds, b[i].n * sizeof(*all));
-		k += b[i].n;
-	}
-	if (!ret && ncmds) {
-		ret = rc_exec(st->cl, all, ncmds, 0, st->timeout_ms);
-		for (k = 0; !ret && k < ncmds; k++) {
-			redisReply *r = all[k].reply;
-
-			if (!r)
-				ret = -EIO;
-			else if (r->type == REDIS_REPLY_ERROR)
-				ret = rc_reply_errno(r);
-			else if (r->type != REDIS_REPLY_ARRAY)
-				ret = -EIO;
-		}
-		rc_cmds_clear(all, ncmds);
-	}
-	free(all);
 	for (i = 0; i < n; i++)
-		batch_free(&b[i]);
-	free(b);
+		npages += pages_of(iov[i].len);
+	if (!npages)
+		return 0;
+	pg = malloc(npages * sizeof(*pg));
+	if (!pg)
+		return -ENOMEM;
+	for (i = 0, k = 0; i < n; i++) {
+		uint64_t first = iov[i].off / RC_PAGE, j;
+
+		for (j = 0; j < pages_of(iov[i].len); j++, k++) {
+			size_t off = (size_t)j * RC_PAGE;
+
+			pg[k].ext = (first + j) / RC_EXTENT_PAGES;
+			pg[k].field = (unsigned int)((first + j) % RC_EXTENT_PAGES);
+			pg[k].order = k;
+			pg[k].dest.buf = (char *)iov[i].buf + off;
+			pg[k].dest.len = iov[i].len - off < RC_PAGE ? iov[i].len - off : RC_PAGE;
+		}
+	}
+	qsort(pg, npages, sizeof(*pg), readv_page_cmp);
+	for (k = 0; k < npages; k++)
+		ncmds += !k || pg[k].ext != pg[k - 1].ext;
+	cmds = calloc(ncmds, sizeof(*cmds));
+	dests = malloc(npages * sizeof(*dests));
+	argv = malloc((2 * ncmds + npages) * sizeof(*argv));
+	argvlen = malloc((2 * ncmds + npages) * sizeof(*argvlen));
+	keys = malloc(ncmds * keycap);
+	if (!cmds || !dests || !argv || !argvlen || !keys)
+		goto out;
+	for (i = 0, k = 0; k < npages; i++) {
+		struct rc_cmd *cmd = &cmds[i];
+		char *key = keys + i * keycap;
+		uint64_t ext = pg[k].ext;
+
+		cmd->argv = argv + a;
+		cmd->argvlen = argvlen + a;
+		argv[a] = "HMGET";
+		argvlen[a++] = 5;
+		argv[a] = key;
+		argvlen[a++] = extent_key(st, ext, key, keycap);
+		cmd->dests = dests + k;
+		for (; k < npages && pg[k].ext == ext; k++) {
+			argv[a] = field_names[pg[k].field];
+			argvlen[a++] = field_lens[pg[k].field];
+			dests[k] = pg[k].dest;
+			cmd->ndests++;
+		}
+		cmd->argc = (int)(argv + a - cmd->argv);
+	}
+	ret = rc_exec(st->cl, cmds, ncmds, 0, st->timeout_ms);
+	for (i = 0; !ret && i < ncmds; i++) {
+		redisReply *r = cmds[i].reply;
+
+		if (!r)
+			ret = -EIO;
+		else if (r->type == REDIS_REPLY_ERROR)
+			ret = rc_reply_errno(r);
+		else if (r->type != REDIS_REPLY_ARRAY)
+			ret = -EIO;
+	}
+	rc_cmds_clear(cmds, ncmds);
+out:
+	free(keys);
+	free(argvlen);
+	free(argv);
+	free(dests);
+	free(cmds);
+	free(pg);
 	return ret;
 }
 

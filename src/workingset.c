@@ -48,7 +48,7 @@
  * invalidate lock shared, clamped at i_size, one store read per piece;
  * for a store with ->readv (uf_object_set_readv(): Redis) many pieces a
  * claim, read in one call by uf_object_fill_runs(), so that a batch of
- * runs costs one round trip.  Where a shared mapping of the mm shows a
+ * runs costs one round trip (and the Redis store one HMGET per extent).  Where a shared mapping of the mm shows a
  * piece (not a read-only object's, which is mapped private), the copy
  * goes straight into it, as a fault's does: the program's first touch
  * there is then no fault.  The program's other mappings of the object get

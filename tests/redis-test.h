@@ -92,4 +92,33 @@ static RT_UNUSED long rt_cli_int(const struct rt_cluster *c, const char *fmt, co
 	return strtol(out, NULL, 10);
 }
 
+/* HMGET commands the cluster's nodes have run, summed (INFO
+ * commandstats of each). */
+static RT_UNUSED long rt_hmget_calls(const struct rt_cluster *c)
+{
+	long total = 0;
+	int i;
+
+	for (i = 0; i < c->nports; i++) {
+		char cmd[300], line[512];
+		FILE *f;
+		int st;
+
+		snprintf(cmd, sizeof(cmd), "REDISCLI_AUTH=\"$UFAULT_REDIS_PASSWORD\" redis-cli "
+			 "-h 127.0.0.1 -p %d INFO commandstats 2>&1", c->ports[i]);
+		f = popen(cmd, "r");
+		CHECK(f, "popen: %s", strerror(errno));
+		while (fgets(line, sizeof(line), f)) {
+			const char *calls = strstr(line, "calls=");
+
+			if (!strncmp(line, "cmdstat_hmget:", 14) && calls)
+				total += strtol(calls + 6, NULL, 10);
+		}
+		st = pclose(f);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "redis-cli -p %d INFO commandstats",
+		      c->ports[i]);
+	}
+	return total;
+}
+
 #endif

@@ -1,8 +1,9 @@
 /* Description: a working set of a Redis object (its record names the
  * object's size alone: kind 0) is recorded in one mm and prefetched into
- * another by the remote store's eight fillers: the cache then holds
- * exactly the set, with the bytes written; an object of another size
- * refuses it with -ESTALE. */
+ * another through the store's batched read: the cache then holds exactly
+ * the set, with the bytes written, and the cluster ran one HMGET per
+ * extent of a batch, not one per piece (the set's 800-odd pieces lie in 8
+ * extents); an object of another size refuses it with -ESTALE. */
 #define _GNU_SOURCE
 #include "redis-test.h"
 #include "ws-test.h"
@@ -32,7 +33,8 @@ int main(void)
 	struct uf_object *obj;
 	struct uf_mm *mm;
 	struct ws_file f;
-	uint64_t pg, i, nset = 0;
+	uint64_t pg, i, nset = 0, npieces = 0;
+	long hmgets;
 	int fd;
 
 	rt_cluster(&c, "wsreplay");
@@ -66,6 +68,7 @@ int main(void)
 		if (in_set(pg)) {
 			CHECK(map[pg * PG + 1] == want(pg * PG + 1), "page %lu", (unsigned long)pg);
 			nset++;
+			npieces += pg == 0 || !in_set(pg - 1);
 		}
 	CHECK_RET(uf_object_record_stop(obj), (long)nset);
 	CHECK_RET(uf_munmap(mm, map, SIZE), 0);
@@ -82,8 +85,16 @@ int main(void)
 	CHECK_RET(uf_object_prefetch(obj, rec), -ESTALE);
 	uf_object_put(obj);
 	CHECK_RET(uf_redis_open(mm, url, O_RDONLY, &obj), 0);
+	hmgets = rt_hmget_calls(&c);
 	CHECK_RET(uf_object_prefetch(obj, rec), 0);
 	ws_wait_prefetch(obj, scratch);
+	hmgets = rt_hmget_calls(&c) - hmgets;
+	printf("%lu pages in %lu pieces: %ld HMGETs\n", (unsigned long)nset,
+	       (unsigned long)npieces, hmgets);
+	/* batches of at most 512 pages, from 32 up: 7 for this set, at most
+	 * 8 extents each */
+	CHECK(hmgets > 0 && hmgets <= 8 * 8, "%ld HMGETs for %lu pieces in 8 extents", hmgets,
+	      (unsigned long)npieces);
 	CHECK(ws_cache_pages(mm) == nset, "%lu pages cached, set %lu",
 	      (unsigned long)ws_cache_pages(mm), (unsigned long)nset);
 	for (pg = 0; pg < NPAGES; pg++) {
