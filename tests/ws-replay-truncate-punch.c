@@ -34,22 +34,12 @@ static uint64_t set_page(size_t i)
 
 static void record(struct ctx *c)
 {
-	struct uf_mm *mm = ut_mm_create(NULL);
-	struct uf_object *obj;
-	unsigned char *map;
-	volatile unsigned char sink;
+	static uint64_t pages[NSET];
 	size_t i;
 
-	CHECK_RET(uf_object_open(mm, c->path, O_RDONLY, &obj), 0);
-	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&map), 0);
-	CHECK_RET(uf_object_record(obj, c->rec), 0);
 	for (i = 0; i < NSET; i++)
-		sink = map[set_page(i) * PG];
-	(void)sink;
-	CHECK_RET(uf_object_record_stop(obj), NSET);
-	CHECK_RET(uf_munmap(mm, map, SIZE), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
+		pages[i] = set_page(i);
+	CHECK_RET(ws_record_pages(c->path, SIZE, c->rec, pages, NSET), NSET);
 }
 
 static void round_(struct ctx *c, int r)
