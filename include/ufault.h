@@ -743,10 +743,11 @@ int uf_object_record_stop(struct uf_object *obj);
  *
  * Return: 0, or -ENOENT (no file at @path), -EINVAL (NULL argument, the
  * object's mm was destroyed, or @path is not a working-set file: wrong
- * magic, another format version, truncated or damaged), -ESTALE (recorded
- * from another version of the object: size, or the file's modification
- * time), -EBUSY (a record or another prefetch of @obj is running),
- * -ECHILD, -ENOMEM, or the error opening or reading @path.
+ * magic, another format version, truncated, damaged, or holding a page
+ * twice), -ESTALE (recorded from another version of the object: size, or
+ * the file's modification time), -EBUSY (a record or another prefetch of
+ * @obj is running), -ECHILD, -ENOMEM, or the error opening or reading
+ * @path.
  */
 int uf_object_prefetch(struct uf_object *obj, const char *path);
 
@@ -953,10 +954,10 @@ int uf_object_serve_record(struct uf_object *obj, const char *path);
  *
  * Return: 0, or -ENOENT (no file at @path), -EINVAL (NULL @obj, the mm
  * destroyed, or @path not a working-set file: wrong magic, another
- * format version, truncated or damaged), -ESTALE (recorded from another
- * version of @obj), -EBUSY (a record of @obj runs), -ECHILD, -ENOMEM, or
- * the error opening or reading @path.  On error nothing changes: a set
- * armed before stays armed.
+ * format version, truncated, damaged, or holding a page twice), -ESTALE
+ * (recorded from another version of @obj), -EBUSY (a record of @obj
+ * runs), -ECHILD, -ENOMEM, or the error opening or reading @path.  On
+ * error nothing changes: a set armed before stays armed.
  */
 int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
 

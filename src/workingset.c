@@ -96,7 +96,10 @@
  *		   page, and its length minus one.
  *
  * A run far from the previous one in a 256 MiB object takes 4 bytes: 4096
- * pages in runs of 16 and singles take 8-17 KiB.
+ * pages in runs of 16 and singles take 8-17 KiB.  A record holds each page
+ * once (ws_read() refuses runs that overlap); pages past the size it
+ * names are dropped as it is read (ws_decode()), so a replay, even of a
+ * file made by hand, costs no more than the object.
  *
  * Locking: ws->lock guards the record and ws->pf; pf->lock guards pf->obj
  * and pf->done.  Both are leaves, ws->lock taken before pf->lock (see
@@ -951,7 +954,7 @@ static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ve
 		     struct uf_ws_run **runsp, size_t *nrunsp)
 {
 	const unsigned char *p, *end;
-	uint64_t npages, nruns, body, sum = 0, prev_end = 0, i;
+	uint64_t npages, nruns, body, sum = 0, prev_end = 0, lim, i, kept;
 	struct uf_ws_run *runs;
 
 	if (len < WS_HDR_SIZE || memcmp(buf, WS_MAGIC, 4) || get_le(buf + 4, 2) != WS_VERSION)
@@ -989,18 +992,44 @@ static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ve
 	}
 	if (p != end || sum != npages)
 		goto bad;
+	/* pages past the size the record names (the object grew while it
+	 * ran; or a file made by hand) are past EOF whenever the record
+	 * applies: left out, so a replay costs no more than the object */
+	lim = size_pages(ver->size);
+	for (i = 0, kept = 0; i < nruns; i++) {
+		if (runs[i].start >= lim)
+			continue;
+		runs[kept] = runs[i];
+		if (runs[kept].len > lim - runs[kept].start)
+			runs[kept].len = lim - runs[kept].start;
+		kept++;
+	}
 	*runsp = runs;
-	*nrunsp = nruns;
+	*nrunsp = kept;
 	return 0;
 bad:
 	free(runs);
 	return -EINVAL;
 }
 
-/* Read and decode the record at @path. */
-static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **runsp,
-		   size_t *nrunsp)
+static int cmp_run(const void *a, const void *b)
 {
+	const struct uf_ws_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * Read and decode the record at @path: its runs in recorded order, and
+ * the same by first page in *@sortedp (both malloc'd).  A record holds
+ * each page once (ufault never writes one that does not): runs that
+ * overlap make it -EINVAL, so a replay reads each page once at most.
+ */
+static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **runsp,
+		   size_t *nrunsp, struct uf_ws_run **sortedp)
+{
+	struct uf_ws_run *sorted;
+	size_t i;
 	unsigned char *buf;
 	struct stat st;
 	size_t done = 0;
@@ -1034,6 +1063,26 @@ static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **
 	}
 	ret = ws_decode(buf, done, ver, runsp, nrunsp);
 	free(buf);
+	if (ret)
+		goto out;
+	sorted = malloc((*nrunsp ? *nrunsp : 1) * sizeof(*sorted));
+	if (!sorted) {
+		ret = -ENOMEM;
+	} else {
+		memcpy(sorted, *runsp, *nrunsp * sizeof(*sorted));
+		qsort(sorted, *nrunsp, sizeof(*sorted), cmp_run);
+		for (i = 1; i < *nrunsp && !ret; i++)
+			if (sorted[i].start - sorted[i - 1].start < sorted[i - 1].len)
+				ret = -EINVAL;
+	}
+	if (ret) {
+		free(sorted);
+		free(*runsp);
+		*runsp = NULL;
+		*nrunsp = 0;
+		goto out;
+	}
+	*sortedp = sorted;
 out:
 	close(fd);
 	return ret;
@@ -1052,13 +1101,6 @@ static bool __pf_running(struct ws_prefetch *pf)
 	running = !__atomic_load_n(&pf->done, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&pf->lock);
 	return running;
-}
-
-static int cmp_run(const void *a, const void *b)
-{
-	const struct uf_ws_run *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
 }
 
 /* The run of @sorted (@n runs by first page) holding page @pg, or NULL.
@@ -1363,7 +1405,7 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 {
 	struct ws_version rec = { 0 }, now;
 	struct ws_prefetch *pf;
-	struct uf_ws_run *runs = NULL;
+	struct uf_ws_run *runs = NULL, *sorted = NULL;
 	struct uf_ws *ws;
 	size_t nruns = 0, i, nfill;
 	int ret;
@@ -1374,7 +1416,7 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 		return -EOPNOTSUPP;	/* (the server's to do) */
 	if (uf_object_forked(obj))
 		return -ECHILD;
-	ret = ws_read(path, &rec, &runs, &nruns);
+	ret = ws_read(path, &rec, &runs, &nruns, &sorted);
 	if (ret)
 		return ret;
 	ret = object_version(obj, &now);
@@ -1384,15 +1426,13 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pf = ret || !ws ? NULL : calloc(1, sizeof(*pf));
 	if (!ret && !pf)
 		ret = -ENOMEM;
-	if (!ret && !(pf->sorted = malloc((nruns ? nruns : 1) * sizeof(*runs))))
-		ret = -ENOMEM;
 	if (ret) {
 		free(pf);
+		free(sorted);
 		free(runs);
 		return ret;
 	}
-	memcpy(pf->sorted, runs, nruns * sizeof(*runs));
-	qsort(pf->sorted, nruns, sizeof(*runs), cmp_run);
+	pf->sorted = sorted;
 	pthread_mutex_init(&pf->lock, NULL);
 	uf_lockdep_class(&pf->lock, UF_LK_PREFETCH);
 	pthread_cond_init(&pf->idle, NULL);
@@ -1522,20 +1562,15 @@ UF_EXPORT int uf_object_serve_prefetch(struct uf_object *obj, const char *path)
 		if (!set)
 			return -ENOMEM;
 		set->refs = 1;
-		ret = ws_read(path, &rec, &set->runs, &set->nruns);
+		ret = ws_read(path, &rec, &set->runs, &set->nruns, &set->sorted);
 		if (!ret)
 			ret = object_version(obj, &now);
 		if (!ret && !same_version(&rec, &now))
 			ret = -ESTALE;
-		if (!ret && !(set->sorted = malloc((set->nruns ? set->nruns : 1) *
-						   sizeof(*set->sorted))))
-			ret = -ENOMEM;
 		if (ret) {
 			uf_ws_set_put(set);
 			return ret;
 		}
-		memcpy(set->sorted, set->runs, set->nruns * sizeof(*set->runs));
-		qsort(set->sorted, set->nruns, sizeof(*set->sorted), cmp_run);
 	}
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording) {
