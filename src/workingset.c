@@ -98,8 +98,8 @@
  * A run far from the previous one in a 256 MiB object takes 4 bytes: 4096
  * pages in runs of 16 and singles take 8-17 KiB.  A record holds each page
  * once (ws_read() refuses runs that overlap); pages past the size it
- * names are dropped as it is read (ws_decode()), so a replay, even of a
- * file made by hand, costs no more than the object.
+ * names are dropped as it is read, so a replay, even of a file made by
+ * hand, costs no more than the object.
  *
  * Locking: ws->lock guards the record and ws->pf; pf->lock guards pf->obj
  * and pf->done.  Both are leaves, ws->lock taken before pf->lock (see
@@ -954,7 +954,7 @@ static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ve
 		     struct uf_ws_run **runsp, size_t *nrunsp)
 {
 	const unsigned char *p, *end;
-	uint64_t npages, nruns, body, sum = 0, prev_end = 0, lim, i, kept;
+	uint64_t npages, nruns, body, sum = 0, prev_end = 0, i;
 	struct uf_ws_run *runs;
 
 	if (len < WS_HDR_SIZE || memcmp(buf, WS_MAGIC, 4) || get_le(buf + 4, 2) != WS_VERSION)
@@ -992,20 +992,8 @@ static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ve
 	}
 	if (p != end || sum != npages)
 		goto bad;
-	/* pages past the size the record names (the object grew while it
-	 * ran; or a file made by hand) are past EOF whenever the record
-	 * applies: left out, so a replay costs no more than the object */
-	lim = size_pages(ver->size);
-	for (i = 0, kept = 0; i < nruns; i++) {
-		if (runs[i].start >= lim)
-			continue;
-		runs[kept] = runs[i];
-		if (runs[kept].len > lim - runs[kept].start)
-			runs[kept].len = lim - runs[kept].start;
-		kept++;
-	}
 	*runsp = runs;
-	*nrunsp = kept;
+	*nrunsp = nruns;
 	return 0;
 bad:
 	free(runs);
@@ -1019,17 +1007,36 @@ static int cmp_run(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Leave out of @runs (*@n of them) the pages from @lim on. */
+static void runs_trim(struct uf_ws_run *runs, size_t *n, uint64_t lim)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < *n; i++) {
+		if (runs[i].start >= lim)
+			continue;
+		runs[kept] = runs[i];
+		if (runs[kept].len > lim - runs[kept].start)
+			runs[kept].len = lim - runs[kept].start;
+		kept++;
+	}
+	*n = kept;
+}
+
 /*
  * Read and decode the record at @path: its runs in recorded order, and
  * the same by first page in *@sortedp (both malloc'd).  A record holds
  * each page once (ufault never writes one that does not): runs that
- * overlap make it -EINVAL, so a replay reads each page once at most.
+ * overlap make it -EINVAL.  Pages past the size the record names (the
+ * object grew while it ran; or a file made by hand) are past EOF
+ * whenever the record applies: they are left out.  So a replay reads
+ * each page of the object once at most.
  */
 static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **runsp,
 		   size_t *nrunsp, struct uf_ws_run **sortedp)
 {
 	struct uf_ws_run *sorted;
-	size_t i;
+	size_t i, nsorted;
 	unsigned char *buf;
 	struct stat st;
 	size_t done = 0;
@@ -1074,6 +1081,9 @@ static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **
 		for (i = 1; i < *nrunsp && !ret; i++)
 			if (sorted[i].start - sorted[i - 1].start < sorted[i - 1].len)
 				ret = -EINVAL;
+		nsorted = *nrunsp;
+		runs_trim(*runsp, nrunsp, size_pages(ver->size));
+		runs_trim(sorted, &nsorted, size_pages(ver->size));
 	}
 	if (ret) {
 		free(sorted);

@@ -4,7 +4,11 @@
  * repeated) is -EINVAL for uf_object_prefetch() and
  * uf_object_serve_prefetch(), and caches nothing; runs past the size the
  * record names (2^40 pages from page 2^40) are left out, so the prefetch
- * ends, having cached just the set's pages inside the object.
+ * ends, having cached just the set's pages inside the object.  Then 300
+ * records of random runs (near the object or far past it, long or short,
+ * overlapping or not), each on a fresh object: -EINVAL exactly when two
+ * runs overlap, else the prefetch ends with just the runs' pages inside
+ * the object cached.
  */
 #define _GNU_SOURCE
 #include "ws-test.h"
@@ -41,7 +45,7 @@ static size_t put_varint(unsigned char *p, uint64_t v)
  * runs @r[0..@n), its counts and checksum made to match. */
 static void craft(const char *path, const unsigned char *hdr, const struct run *r, size_t n)
 {
-	unsigned char buf[WS_HDR + 64 * 20];
+	unsigned char buf[WS_HDR + 64 * 20];	/* a varint: 10 bytes at most */
 	uint64_t prev_end = 0, npages = 0;
 	size_t len = WS_HDR, i;
 	uint32_t h = 2166136261u;
@@ -68,6 +72,70 @@ static void craft(const char *path, const unsigned char *hdr, const struct run *
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK(fd >= 0 && write(fd, buf, len) == (ssize_t)len, "write %s", path);
 	close(fd);
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Random records of @hdr's object (@path, SIZE bytes), each prefetched
+ * into a fresh object. */
+static void random_records(struct uf_mm *mm, const char *path, const char *rec,
+			   const char *scratch, const unsigned char *hdr)
+{
+	uint64_t seed = 0x77637261667465ULL;
+	int round, overlaps = 0;
+
+	for (round = 0; round < 300; round++) {
+		struct run r[8], sorted[8];
+		size_t n = 1 + rnd(&seed) % 8, i;
+		uint64_t pg, inside = 0;
+		bool overlap = false;
+		struct uf_object *obj;
+		int ret;
+
+		for (i = 0; i < n; i++) {
+			bool far = rnd(&seed) % 4 == 0, longer = rnd(&seed) % 8 == 0;
+
+			r[i].start = far ? rnd(&seed) % (1ULL << 41) : rnd(&seed) % 400;
+			r[i].len = 1 + (longer ? rnd(&seed) % (1ULL << 35) : rnd(&seed) % 8);
+		}
+		memcpy(sorted, r, n * sizeof(*r));
+		qsort(sorted, n, sizeof(*sorted), cmp_start);
+		for (i = 1; i < n; i++)
+			overlap |= sorted[i].start - sorted[i - 1].start < sorted[i - 1].len;
+		for (pg = 0; pg < SIZE / PG; pg++)
+			for (i = 0; i < n; i++)
+				if (pg - r[i].start < r[i].len) {
+					inside++;
+					break;
+				}
+		craft(rec, hdr, r, n);
+		CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);
+		ret = uf_object_prefetch(obj, rec);
+		CHECK(ret == (overlap ? -EINVAL : 0), "round %d (%zu runs): %d, overlap %d", round,
+		      n, ret, overlap);
+		if (!ret)
+			ws_wait_prefetch(obj, scratch);
+		CHECK(ws_cache_pages(mm) == (overlap ? 0 : inside), "round %d: %lu pages cached, "
+		      "want %lu", round, (unsigned long)ws_cache_pages(mm),
+		      (unsigned long)(overlap ? 0 : inside));
+		uf_object_put(obj);
+		overlaps += overlap;
+	}
+	printf("300 random records, %d with overlapping runs\n", overlaps);
 }
 
 int main(void)
@@ -126,6 +194,7 @@ int main(void)
 		CHECK(page[9] == ut_pattern(pg * PG + 9), "page %lu", (unsigned long)pg);
 	}
 	uf_object_put(obj);
+	random_records(mm, path, rec, scratch, hdr);
 	uf_mm_destroy(mm);
 	unlink(rec);
 	unlink(path);
