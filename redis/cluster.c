@@ -15,10 +15,10 @@
  * Buffers: commands are written with writev() straight from the caller's
  * pages (a fresh multi-megabyte buffer per call costs 6-15x here), and
  * HMGET replies are parsed here, not by hiredis, from a kept buffer per
- * connection filled in big reads, each page copied once into the caller's
- * buffer (or read straight into it), so no reply object holds page bytes
- * (struct rc_in).  Other replies
- * are hiredis's; its reader keeps its buffer between replies (maxbuf 0).
+ * connection filled in big reads (struct rc_in), each page copied once
+ * into the caller's buffer (or read straight into it), so no reply object
+ * holds page bytes.  Other replies are hiredis's; its reader keeps its
+ * buffer between replies (maxbuf 0).
  *
  * Lock order: cl->pool_lock and cl->map_lock are never held together and
  * never across I/O.

@@ -48,12 +48,12 @@
  * invalidate lock shared, clamped at i_size, one store read per piece;
  * for a store with ->readv (uf_object_set_readv(): Redis) many pieces a
  * claim, read in one call by uf_object_fill_runs(), so that a batch of
- * runs costs one round trip (and the Redis store one HMGET per extent).  Where a shared mapping of the mm shows a
- * piece (not a read-only object's, which is mapped private), the copy
- * goes straight into it, as a fault's does: the program's first touch
- * there is then no fault.  The program's other mappings of the object get
- * the pieces mapped once they are in (uf_object_populate_cached(),
- * populate.c), to the same end.
+ * runs costs one round trip (and the Redis store one HMGET per extent).
+ * Where a shared mapping of the mm shows a piece (not a read-only
+ * object's, which is mapped private), the copy goes straight into it, as
+ * a fault's does: the program's first touch there is then no fault.  The
+ * program's other mappings of the object get the pieces mapped once they
+ * are in (uf_object_populate_cached(), populate.c), to the same end.
  * Demand faults are served by the handler threads meanwhile, never behind
  * it: a fault on a page of the set reads the rest of its recorded run at
  * once, and queues no readahead window to compete with the prefetch for
@@ -97,7 +97,7 @@
  *
  * A run far from the previous one in a 256 MiB object takes 4 bytes: 4096
  * pages in runs of 16 and singles take 8-17 KiB.  A record holds each page
- * once (ws_read() refuses runs that overlap); pages past the size it
+ * once (ws_decode() refuses runs that overlap); pages past the size it
  * names are dropped as it is read, so a replay, even of a file made by
  * hand, costs no more than the object.
  *
@@ -949,13 +949,45 @@ static int get_varint(const unsigned char **pp, const unsigned char *end, uint64
 	return 0;
 }
 
-/* Decode a record file's bytes: its version and runs (malloc'd). */
+static int cmp_run(const void *a, const void *b)
+{
+	const struct uf_ws_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Leave out of @runs (*@n of them) the pages from @lim on. */
+static void runs_trim(struct uf_ws_run *runs, size_t *n, uint64_t lim)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < *n; i++) {
+		if (runs[i].start >= lim)
+			continue;
+		runs[kept] = runs[i];
+		if (runs[kept].len > lim - runs[kept].start)
+			runs[kept].len = lim - runs[kept].start;
+		kept++;
+	}
+	*n = kept;
+}
+
+/*
+ * Decode a record file's bytes: its version, its runs in recorded order,
+ * and the same by first page in *@sortedp (both malloc'd).  A record holds
+ * each page once (ufault never writes one that does not): runs that
+ * overlap make it -EINVAL.  Pages past the size the record names (the
+ * object grew while it ran; or a file made by hand) are past EOF
+ * whenever the record applies: they are left out.  So a replay reads
+ * each page of the object once at most.
+ */
 static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ver,
-		     struct uf_ws_run **runsp, size_t *nrunsp)
+		     struct uf_ws_run **runsp, size_t *nrunsp, struct uf_ws_run **sortedp)
 {
 	const unsigned char *p, *end;
 	uint64_t npages, nruns, body, sum = 0, prev_end = 0, i;
-	struct uf_ws_run *runs;
+	struct uf_ws_run *runs, *sorted = NULL;
+	size_t nsorted;
 
 	if (len < WS_HDR_SIZE || memcmp(buf, WS_MAGIC, 4) || get_le(buf + 4, 2) != WS_VERSION)
 		return -EINVAL;
@@ -992,51 +1024,32 @@ static int ws_decode(const unsigned char *buf, size_t len, struct ws_version *ve
 	}
 	if (p != end || sum != npages)
 		goto bad;
+	sorted = malloc((nruns ? nruns : 1) * sizeof(*sorted));
+	if (!sorted) {
+		free(runs);
+		return -ENOMEM;
+	}
+	memcpy(sorted, runs, nruns * sizeof(*sorted));
+	qsort(sorted, nruns, sizeof(*sorted), cmp_run);
+	for (i = 1; i < nruns; i++)
+		if (sorted[i].start - sorted[i - 1].start < sorted[i - 1].len)
+			goto bad;
+	*nrunsp = nsorted = nruns;
+	runs_trim(runs, nrunsp, size_pages(ver->size));
+	runs_trim(sorted, &nsorted, size_pages(ver->size));
 	*runsp = runs;
-	*nrunsp = nruns;
+	*sortedp = sorted;
 	return 0;
 bad:
+	free(sorted);
 	free(runs);
 	return -EINVAL;
 }
 
-static int cmp_run(const void *a, const void *b)
-{
-	const struct uf_ws_run *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Leave out of @runs (*@n of them) the pages from @lim on. */
-static void runs_trim(struct uf_ws_run *runs, size_t *n, uint64_t lim)
-{
-	size_t i, kept = 0;
-
-	for (i = 0; i < *n; i++) {
-		if (runs[i].start >= lim)
-			continue;
-		runs[kept] = runs[i];
-		if (runs[kept].len > lim - runs[kept].start)
-			runs[kept].len = lim - runs[kept].start;
-		kept++;
-	}
-	*n = kept;
-}
-
-/*
- * Read and decode the record at @path: its runs in recorded order, and
- * the same by first page in *@sortedp (both malloc'd).  A record holds
- * each page once (ufault never writes one that does not): runs that
- * overlap make it -EINVAL.  Pages past the size the record names (the
- * object grew while it ran; or a file made by hand) are past EOF
- * whenever the record applies: they are left out.  So a replay reads
- * each page of the object once at most.
- */
+/* Read and decode the record at @path (ws_decode()). */
 static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **runsp,
 		   size_t *nrunsp, struct uf_ws_run **sortedp)
 {
-	struct uf_ws_run *sorted;
-	size_t i, nsorted;
 	unsigned char *buf;
 	struct stat st;
 	size_t done = 0;
@@ -1068,31 +1081,8 @@ static int ws_read(const char *path, struct ws_version *ver, struct uf_ws_run **
 			break;
 		done += (size_t)n;
 	}
-	ret = ws_decode(buf, done, ver, runsp, nrunsp);
+	ret = ws_decode(buf, done, ver, runsp, nrunsp, sortedp);
 	free(buf);
-	if (ret)
-		goto out;
-	sorted = malloc((*nrunsp ? *nrunsp : 1) * sizeof(*sorted));
-	if (!sorted) {
-		ret = -ENOMEM;
-	} else {
-		memcpy(sorted, *runsp, *nrunsp * sizeof(*sorted));
-		qsort(sorted, *nrunsp, sizeof(*sorted), cmp_run);
-		for (i = 1; i < *nrunsp && !ret; i++)
-			if (sorted[i].start - sorted[i - 1].start < sorted[i - 1].len)
-				ret = -EINVAL;
-		nsorted = *nrunsp;
-		runs_trim(*runsp, nrunsp, size_pages(ver->size));
-		runs_trim(sorted, &nsorted, size_pages(ver->size));
-	}
-	if (ret) {
-		free(sorted);
-		free(*runsp);
-		*runsp = NULL;
-		*nrunsp = 0;
-		goto out;
-	}
-	*sortedp = sorted;
 out:
 	close(fd);
 	return ret;

@@ -202,12 +202,19 @@ static int case_prot(const struct bench_case *c)
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
 
-static uint64_t now_ns(void)
+/* @id's time in ns: CLOCK_MONOTONIC (now_ns()), or a CPU clock
+ * (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID). */
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 static uint64_t thread_faults(void)
@@ -1486,13 +1493,12 @@ static void ws_make_set(struct ws_bench *w)
 static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode, double *ns,
 		  uint64_t *majors, double *cpu)
 {
-	struct rusage ru0, ru1;
 	struct uf_mm_config nora = { .readahead_max = PG };
 	struct bench_file *f = &w->file[store];
 	struct uf_object *obj;
 	struct uf_stats st;
 	struct uf_mm *mm;
-	uint64_t t0, t1;
+	uint64_t t0, t1, c0;
 	size_t bad;
 	char *base;
 	int ret, n = 0;
@@ -1510,7 +1516,7 @@ static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode,
 	ret = uf_mmap(mm, WS_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&base);
 	if (ret)
 		goto out_obj;
-	getrusage(RUSAGE_SELF, &ru0);
+	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	t0 = now_ns();
 	if (mode == WS_RECORD)
 		ret = uf_object_record(obj, w->rec);
@@ -1529,11 +1535,7 @@ static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode,
 		ret = n < 0 ? n : n != WS_SET ? -EPROTO : 0;
 	}
 	t1 = now_ns();
-	getrusage(RUSAGE_SELF, &ru1);
-	*cpu = (double)(ru1.ru_utime.tv_sec + ru1.ru_stime.tv_sec - ru0.ru_utime.tv_sec -
-			ru0.ru_stime.tv_sec) * 1e9 +
-	       (double)(ru1.ru_utime.tv_usec + ru1.ru_stime.tv_usec - ru0.ru_utime.tv_usec -
-			ru0.ru_stime.tv_usec) * 1e3;
+	*cpu = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0);
 	if (!ret && bad) {
 		fprintf(stderr, "ufault-bench: ws %s/%s: %zu pages read wrong bytes\n",
 			ws_mode_names[mode], store_names[store], bad);
@@ -1565,7 +1567,7 @@ static void *ws_bare_thread(void *arg)
 {
 	struct ws_bare *b = arg;
 	char *buf = aligned_alloc(PG, WS_RUN * PG);
-	struct timespec t0, t1;
+	uint64_t t0, t1;
 	size_t i, j;
 	int ret;
 
@@ -1573,7 +1575,7 @@ static void *ws_bare_thread(void *arg)
 		b->err = -ENOMEM;
 		return NULL;
 	}
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	/* runs are taken whole: a claim is a run's first index, and the
 	 * indices of its other pages are skipped by whoever meets them */
 	while ((i = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED)) < WS_SET) {
@@ -1590,10 +1592,10 @@ static void *ws_bare_thread(void *arg)
 		else if ((ret = bare_map_fill(&b->map, off, buf, len)))
 			b->err = ret;
 	}
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	t1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	free(buf);
 	pthread_mutex_lock(&b->lock);
-	b->cpu_ns += (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	b->cpu_ns += (double)(t1 - t0);
 	pthread_mutex_unlock(&b->lock);
 	return NULL;
 }

@@ -432,12 +432,19 @@ static const char *arg_key(struct argv *a, int i, const char *fmt, ...)
 	return k;
 }
 
-static uint64_t now_ns(void)
+/* @id's time in ns: CLOCK_MONOTONIC (now_ns()), or a CPU clock
+ * (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID). */
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 static uint64_t splitmix64(uint64_t *s)
@@ -1476,20 +1483,14 @@ static double cpu_delta(double s0, double s1)
 	return s0 < 0 || s1 < 0 ? 0 : s1 - s0;
 }
 
-static double tv_ns(const struct timeval *tv)
-{
-	return (double)tv->tv_sec * 1e9 + (double)tv->tv_usec * 1e3;
-}
-
 static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const uint32_t *order,
 		   int mode, double *ns, uint64_t *majors, double *cpu, double *server)
 {
-	struct rusage ru0, ru1;
 	double s0;
 	struct uf_object *obj;
 	struct uf_stats st;
 	struct uf_mm *mm;
-	uint64_t t0, t1;
+	uint64_t t0, t1, c0;
 	size_t bad = 0, i;
 	char *base;
 	int ret;
@@ -1504,7 +1505,7 @@ static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const 
 	if (ret)
 		goto out_obj;
 	s0 = servers_cpu_ns(rc);
-	getrusage(RUSAGE_SELF, &ru0);
+	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	t0 = now_ns();
 	if (mode == WSR_RECORD)
 		ret = uf_object_record(obj, rec);
@@ -1525,10 +1526,8 @@ static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const 
 		ret = n < 0 ? n : n != WSR_SET ? -EPROTO : 0;
 	}
 	t1 = now_ns();
-	getrusage(RUSAGE_SELF, &ru1);
+	*cpu = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0);
 	*server = cpu_delta(s0, servers_cpu_ns(rc));
-	*cpu = tv_ns(&ru1.ru_utime) + tv_ns(&ru1.ru_stime) - tv_ns(&ru0.ru_utime) -
-	       tv_ns(&ru0.ru_stime);
 	if (!ret && bad)
 		ret = -EIO;
 	*ns = (double)(t1 - t0);
@@ -1629,7 +1628,7 @@ static int wsr_bare(struct rcluster *rc, const char *name, const uint32_t *start
 {
 	struct wsr_piece *pc = calloc(2 * items, sizeof(*pc));
 	unsigned char *buf = aligned_alloc(PG, 16 * PG);
-	struct timespec t0, t1;
+	uint64_t c0, c1;
 	struct bare_map m;
 	size_t i, n = 0, b;
 	double s0, s1;
@@ -1654,7 +1653,7 @@ static int wsr_bare(struct rcluster *rc, const char *name, const uint32_t *start
 	}
 	ret = bare_map_open(&m, WSR_SIZE);
 	s0 = servers_cpu_ns(rc);
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	if (!ret)
 		wsr_send(rc, name, pc, n < WSR_BATCH ? n : WSR_BATCH);
 	for (b = 0; !ret && b < n; b += WSR_BATCH) {
@@ -1664,10 +1663,10 @@ static int wsr_bare(struct rcluster *rc, const char *name, const uint32_t *start
 			wsr_send(rc, name, pc + next, n - next < WSR_BATCH ? n - next : WSR_BATCH);
 		ret = wsr_recv(rc, &m, pc + b, cnt, buf);
 	}
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	s1 = servers_cpu_ns(rc);
 	bare_map_close(&m);
-	*cpu = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+	*cpu = (double)(c1 - c0);
 	*server = cpu_delta(s0, s1);
 	free(pc);
 	free(buf);
