@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+/* Description: a packed snapshot's frames are each read from the raw store once (so decompressed once) for a sequential read of the whole mapping, for scattered faults within one frame, and when two threads read the same range at once; all-zero frames are never read; the readahead windows' frames come in runs (fewer raw reads than frames) */
+#include "pack-test.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#define FRAME	(64u << 10)
+#define FPAGES	(FRAME / UF_PAGE_SIZE)
+#define SIZE	(8u << 20)
+#define NFRAMES	(SIZE / FRAME)
+
+static enum pt_kind kind(uint64_t pg)
+{
+	if (pg / FPAGES % 10 == 9)
+		return PT_ZERO;		/* every tenth frame all zero */
+	return pg % 4 == 1 ? PT_ZERO : pg % 2 ? PT_TEXT : PT_PATTERN;
+}
+
+/* A raw store over the packed file that counts, per frame, the reads
+ * that cover its compressed bytes. */
+struct counting {
+	int fd;
+	struct pt_frame fr[NFRAMES];
+	pthread_mutex_t lock;
+	unsigned int reads[NFRAMES];
+	unsigned int raw_reads;		/* of frames (not header, index) */
+};
+
+static ssize_t counting_read(void *store, void *buf, size_t len, uint64_t off)
+{
+	struct counting *c = store;
+	bool frames = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (unsigned int f = 0; f < NFRAMES; f++) {
+		if (c->fr[f].clen && off <= c->fr[f].off && c->fr[f].off + c->fr[f].clen <= off + len) {
+			c->reads[f]++;
+			frames = true;
+		}
+	}
+	c->raw_reads += frames;
+	pthread_mutex_unlock(&c->lock);
+	return pread(c->fd, buf, len, (off_t)off);
+}
+
+static const struct uf_store_ops counting_ops = { .read = counting_read };
+
+static void reset(struct counting *c)
+{
+	pthread_mutex_lock(&c->lock);
+	memset(c->reads, 0, sizeof(c->reads));
+	c->raw_reads = 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Every frame read @want times (0 for the zero frames), whole-range
+ * checks only in [@first, @last). */
+static void check_counts(struct counting *c, unsigned int first, unsigned int last,
+			 unsigned int want, const char *what)
+{
+	for (unsigned int f = first; f < last; f++) {
+		unsigned int w = c->fr[f].clen ? want : 0;
+
+		CHECK(c->reads[f] == w, "%s: frame %u read %u times, want %u", what, f,
+		      c->reads[f], w);
+	}
+}
+
+struct reader {
+	const unsigned char *map;
+	const struct pt_image *im;
+	unsigned long sum;
+};
+
+static void *read_all(void *arg)
+{
+	struct reader *r = arg;
+
+	for (uint64_t pg = 0; pg < SIZE / UF_PAGE_SIZE; pg++)
+		r->sum += r->map[pg * UF_PAGE_SIZE + 17];
+	return NULL;
+}
+
+static struct uf_object *open_counting(struct uf_mm *mm, struct counting *c)
+{
+	struct uf_object *obj;
+
+	CHECK_RET(uf_pack_create(mm, &counting_ops, c, (uint64_t)lseek(c->fd, 0, SEEK_END), &obj), 0);
+	reset(c);	/* the header, trailer and index reads do not count */
+	return obj;
+}
+
+int main(void)
+{
+	struct counting c = { 0 };
+	struct pt_image im;
+	struct uf_object *obj;
+	struct uf_mm *mm;
+	struct reader r[2];
+	pthread_t th[2];
+	unsigned char *map;
+	unsigned long want = 0;
+	void *a;
+
+	ut_watchdog(120);
+	pt_make(&im, SIZE, kind, FRAME);
+	mm = ut_mm_create(NULL);
+	c.fd = open(im.packed, O_RDONLY);
+	pthread_mutex_init(&c.lock, NULL);
+	for (unsigned int f = 0; f < NFRAMES; f++)
+		CHECK(pt_frame(&im, f, &c.fr[f]) == NFRAMES, "frames");
+	for (uint64_t pg = 0; pg < SIZE / UF_PAGE_SIZE; pg++)
+		want += pt_src_byte(&im, pg * UF_PAGE_SIZE + 17);
+
+	/* one sequential reader */
+	obj = open_counting(mm, &c);
+	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
+	r[0] = (struct reader){ .map = a, .im = &im };
+	read_all(&r[0]);
+	CHECK(r[0].sum == want, "sequential: checksum of bytes %lu, want %lu", r[0].sum, want);
+	check_counts(&c, 0, NFRAMES, 1, "sequential");
+	printf("sequential: %u raw reads for %u frames\n", c.raw_reads, NFRAMES * 9 / 10);
+	CHECK(c.raw_reads < NFRAMES * 9 / 10 / 2, "sequential: %u raw reads for %u frames: no runs",
+	      c.raw_reads, NFRAMES * 9 / 10);
+	CHECK_RET(uf_munmap(mm, a, SIZE), 0);
+	uf_object_put(obj);
+
+	/* scattered faults inside one frame: its first fault reads it */
+	obj = open_counting(mm, &c);
+	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
+	map = a;
+	for (unsigned int k = 0; k < FPAGES; k++) {
+		uint64_t pg = 3 * FPAGES + (k * 7) % FPAGES;
+
+		CHECK(map[pg * UF_PAGE_SIZE + 9] == pt_src_byte(&im, pg * UF_PAGE_SIZE + 9),
+		      "scattered: page %lu", (unsigned long)pg);
+	}
+	CHECK(c.reads[3] == 1, "scattered: frame 3 read %u times, want 1", c.reads[3]);
+	CHECK_RET(uf_munmap(mm, a, SIZE), 0);
+	uf_object_put(obj);
+
+	/* two threads reading the same pages at once */
+	obj = open_counting(mm, &c);
+	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
+	for (int i = 0; i < 2; i++) {
+		r[i] = (struct reader){ .map = a, .im = &im };
+		CHECK(pthread_create(&th[i], NULL, read_all, &r[i]) == 0, "pthread_create");
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		CHECK(r[i].sum == want, "two readers: checksum of bytes %lu, want %lu", r[i].sum, want);
+	}
+	check_counts(&c, 0, NFRAMES, 1, "two readers");
+	CHECK_RET(uf_munmap(mm, a, SIZE), 0);
+	uf_object_put(obj);
+
+	close(c.fd);
+	uf_mm_destroy(mm);
+	return UT_PASS;
+}
