@@ -65,7 +65,9 @@ int uf_pack_probe(const struct uf_store_ops *ops, void *store);
  * object has a batched read (uf_object_set_readv()).
  *
  * On success the object owns @raw_store (@raw_ops->release is called at
- * its last put); on failure the caller keeps it.
+ * its last put); on failure the caller keeps it.  So a store that may hold
+ * a packed snapshot or a plain one is served by this, and on -ENOEXEC by
+ * uf_object_create() with the same store.
  *
  * Return: 0, or -EINVAL (NULL argument, no ->read), -ENOEXEC (not a
  * packed snapshot: no magic number), -EPROTONOSUPPORT (a format version
