@@ -17,46 +17,9 @@ static enum pt_kind kind(uint64_t pg)
 	return pg % 4 == 1 ? PT_ZERO : pg % 2 ? PT_TEXT : PT_PATTERN;
 }
 
-/* A raw store over the packed file that counts, per frame, the reads
- * that cover its compressed bytes. */
-struct counting {
-	int fd;
-	struct pt_frame fr[NFRAMES];
-	pthread_mutex_t lock;
-	unsigned int reads[NFRAMES];
-	unsigned int raw_reads;		/* of frames (not header, index) */
-};
-
-static ssize_t counting_read(void *store, void *buf, size_t len, uint64_t off)
-{
-	struct counting *c = store;
-	bool frames = false;
-
-	pthread_mutex_lock(&c->lock);
-	for (unsigned int f = 0; f < NFRAMES; f++) {
-		if (c->fr[f].clen && off <= c->fr[f].off && c->fr[f].off + c->fr[f].clen <= off + len) {
-			c->reads[f]++;
-			frames = true;
-		}
-	}
-	c->raw_reads += frames;
-	pthread_mutex_unlock(&c->lock);
-	return pread(c->fd, buf, len, (off_t)off);
-}
-
-static const struct uf_store_ops counting_ops = { .read = counting_read };
-
-static void reset(struct counting *c)
-{
-	pthread_mutex_lock(&c->lock);
-	memset(c->reads, 0, sizeof(c->reads));
-	c->raw_reads = 0;
-	pthread_mutex_unlock(&c->lock);
-}
-
 /* Every frame read @want times (0 for the zero frames), whole-range
  * checks only in [@first, @last). */
-static void check_counts(struct counting *c, unsigned int first, unsigned int last,
+static void check_counts(struct pt_counting *c, unsigned int first, unsigned int last,
 			 unsigned int want, const char *what)
 {
 	for (unsigned int f = first; f < last; f++) {
@@ -82,18 +45,9 @@ static void *read_all(void *arg)
 	return NULL;
 }
 
-static struct uf_object *open_counting(struct uf_mm *mm, struct counting *c)
-{
-	struct uf_object *obj;
-
-	CHECK_RET(uf_pack_create(mm, &counting_ops, c, (uint64_t)lseek(c->fd, 0, SEEK_END), &obj), 0);
-	reset(c);	/* the header, trailer and index reads do not count */
-	return obj;
-}
-
 int main(void)
 {
-	struct counting c = { 0 };
+	struct pt_counting c;
 	struct pt_image im;
 	struct uf_object *obj;
 	struct uf_mm *mm;
@@ -106,15 +60,13 @@ int main(void)
 	ut_watchdog(120);
 	pt_make(&im, SIZE, kind, FRAME);
 	mm = ut_mm_create(NULL);
-	c.fd = open(im.packed, O_RDONLY);
-	pthread_mutex_init(&c.lock, NULL);
-	for (unsigned int f = 0; f < NFRAMES; f++)
-		CHECK(pt_frame(&im, f, &c.fr[f]) == NFRAMES, "frames");
+	pt_counting_init(&c, &im);
+	CHECK(c.nframes == NFRAMES, "%lu frames", (unsigned long)c.nframes);
 	for (uint64_t pg = 0; pg < SIZE / UF_PAGE_SIZE; pg++)
 		want += pt_src_byte(&im, pg * UF_PAGE_SIZE + 17);
 
 	/* one sequential reader */
-	obj = open_counting(mm, &c);
+	obj = pt_counting_object(mm, &c);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
 	r[0] = (struct reader){ .map = a, .im = &im };
 	read_all(&r[0]);
@@ -127,7 +79,7 @@ int main(void)
 	uf_object_put(obj);
 
 	/* scattered faults inside one frame: its first fault reads it */
-	obj = open_counting(mm, &c);
+	obj = pt_counting_object(mm, &c);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
 	map = a;
 	for (unsigned int k = 0; k < FPAGES; k++) {
@@ -141,7 +93,7 @@ int main(void)
 	uf_object_put(obj);
 
 	/* two threads reading the same pages at once */
-	obj = open_counting(mm, &c);
+	obj = pt_counting_object(mm, &c);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
 	for (int i = 0; i < 2; i++) {
 		r[i] = (struct reader){ .map = a, .im = &im };

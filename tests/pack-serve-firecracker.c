@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: ufault-serve given a packed SOURCE (ufault-pack's format, known by its magic number) serves a Firecracker-style client the original bytes at each region's offset, zero pages included */
+/* Description: ufault-serve given a packed SOURCE (ufault-pack's format, known by its magic number) serves a Firecracker-style client the original bytes at each region's offset, zero pages included, and goes on doing so after it is killed and started again (the takeover) */
 #include "pack-test.h"
 #include "serve-test.h"
 
@@ -39,6 +39,12 @@ int main(void)
 
 		CHECK((unsigned char)fc.base[0][pg * 4096 + 100] == want(so), "random page %zu", pg);
 	}
+	ut_server_log_wait(&srv, "packed snapshot");
+
+	/* killed and started again on the same SOCKET and SOURCE */
+	ut_server_stop(&srv);
+	ut_server_restart(&srv, NULL);
+	ut_server_log_wait(&srv, "taken over, 2 regions");
 	for (unsigned int i = 0; i < 2; i++) {
 		for (size_t o = 0; o < len[i]; o += 4096) {
 			uint64_t so = off[i] + o;
@@ -48,7 +54,5 @@ int main(void)
 			      "region %u +%zu: %u, want %u", i, o, (unsigned char)fc.base[i][o], want(so));
 		}
 	}
-	ut_server_log_wait(&srv, "packed snapshot");
-	ut_server_log_wait(&srv, "served, 2 regions");
 	return UT_PASS;
 }

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <ufault-pack.h>
@@ -211,6 +212,76 @@ static __attribute__((unused)) void pt_damage(const struct pt_image *im, uint64_
 	b ^= 0x55;
 	CHECK(pwrite(fd, &b, 1, (off_t)off) == 1, "write %s", im->packed);
 	close(fd);
+}
+
+/*
+ * A raw store over a packed file that counts, per frame, the reads that
+ * cover its compressed bytes: each is one decompression of the frame.
+ */
+struct pt_counting {
+	int fd;
+	uint64_t nframes, size;
+	struct pt_frame *fr;
+	pthread_mutex_t lock;
+	unsigned int *reads;		/* per frame */
+	unsigned int raw_reads;		/* reads of frames (not header, index) */
+};
+
+static ssize_t pt_counting_read(void *store, void *buf, size_t len, uint64_t off)
+{
+	struct pt_counting *c = store;
+	bool frames = false;
+
+	pthread_mutex_lock(&c->lock);
+	for (uint64_t f = 0; f < c->nframes; f++) {
+		if (c->fr[f].clen && off <= c->fr[f].off && c->fr[f].off + c->fr[f].clen <= off + len) {
+			c->reads[f]++;
+			frames = true;
+		}
+	}
+	c->raw_reads += frames;
+	pthread_mutex_unlock(&c->lock);
+	return pread(c->fd, buf, len, (off_t)off);
+}
+
+static const struct uf_store_ops pt_counting_ops = { .read = pt_counting_read };
+
+static __attribute__((unused)) void pt_counting_reset(struct pt_counting *c)
+{
+	pthread_mutex_lock(&c->lock);
+	memset(c->reads, 0, c->nframes * sizeof(*c->reads));
+	c->raw_reads = 0;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* The counting store of @im's packed file (kept open for the test). */
+static __attribute__((unused)) void pt_counting_init(struct pt_counting *c, const struct pt_image *im)
+{
+	struct pt_frame f0;
+
+	memset(c, 0, sizeof(*c));
+	c->fd = open(im->packed, O_RDONLY);
+	CHECK(c->fd >= 0, "open %s: %s", im->packed, strerror(errno));
+	c->size = (uint64_t)lseek(c->fd, 0, SEEK_END);
+	pthread_mutex_init(&c->lock, NULL);
+	c->nframes = pt_frame(im, 0, &f0);
+	c->fr = calloc(c->nframes, sizeof(*c->fr));
+	c->reads = calloc(c->nframes, sizeof(*c->reads));
+	CHECK(c->fr && c->reads, "calloc");
+	for (uint64_t f = 0; f < c->nframes; f++)
+		pt_frame(im, f, &c->fr[f]);
+}
+
+/* An object over the counting store, its counts reset after the open's
+ * reads (header, trailer, index). */
+static __attribute__((unused)) struct uf_object *pt_counting_object(struct uf_mm *mm,
+								     struct pt_counting *c)
+{
+	struct uf_object *obj;
+
+	CHECK_RET(uf_pack_create(mm, &pt_counting_ops, c, c->size, &obj), 0);
+	pt_counting_reset(c);
+	return obj;
 }
 
 #endif
