@@ -119,7 +119,7 @@ $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-re
 	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
-		$(if $(filter ufault-serve,$*),$(PACK_LINK)) \
+		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
 NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
@@ -130,7 +130,7 @@ $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-red
 	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
 		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
-		$(if $(filter ufault-serve,$*),$(PACK_LINK)) \
+		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault.a $(LDFLAGS) -lm
 endif
 
