@@ -272,6 +272,26 @@ static __attribute__((unused)) void pt_counting_init(struct pt_counting *c, cons
 		pt_frame(im, f, &c->fr[f]);
 }
 
+/* Frame @f's reads, or with @f = UINT64_MAX the raw reads of frames
+ * (readahead's worker may be reading). */
+static __attribute__((unused)) unsigned int pt_counted(struct pt_counting *c, uint64_t f)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&c->lock);
+	n = f == UINT64_MAX ? c->raw_reads : c->reads[f];
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static __attribute__((unused)) void pt_counting_fini(struct pt_counting *c)
+{
+	close(c->fd);
+	free(c->fr);
+	free(c->reads);
+	pthread_mutex_destroy(&c->lock);
+}
+
 /* An object over the counting store, its counts reset after the open's
  * reads (header, trailer, index). */
 static __attribute__((unused)) struct uf_object *pt_counting_object(struct uf_mm *mm,

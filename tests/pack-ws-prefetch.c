@@ -58,23 +58,24 @@ int main(void)
 	obj = pt_counting_object(mm, &c);
 	CHECK_RET(uf_object_prefetch(obj, rec), 0);
 	ws_wait_prefetch(obj, scratch);
-	before = c.raw_reads;
+	before = pt_counted(&c, UINT64_MAX);
 	CHECK(before > 0, "the prefetch read nothing");
 	for (uint64_t f = 0; f < c.nframes; f++)
-		CHECK(c.reads[f] <= 1, "frame %lu read %u times by the prefetch", (unsigned long)f,
-		      c.reads[f]);
+		CHECK(pt_counted(&c, f) <= 1, "frame %lu read %u times by the prefetch",
+		      (unsigned long)f, pt_counted(&c, f));
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&map), 0);
 	for (size_t i = 0; i < NSET; i++)
 		for (size_t b = 0; b < UF_PAGE_SIZE; b += 1021)
 			CHECK(map[set[i] * UF_PAGE_SIZE + b] == pt_src_byte(&im, set[i] * UF_PAGE_SIZE + b),
 			      "page %lu byte %zu", (unsigned long)set[i], b);
-	CHECK(c.raw_reads == before, "touching the prefetched set read the raw store %u more times",
-	      c.raw_reads - before);
+	CHECK(pt_counted(&c, UINT64_MAX) == before,
+	      "touching the prefetched set read the raw store %u more times",
+	      pt_counted(&c, UINT64_MAX) - before);
 	printf("%d pages recorded; the prefetch read %u runs of frames from the raw store\n", n,
 	       before);
 	CHECK_RET(uf_munmap(mm, map, SIZE), 0);
 	uf_object_put(obj);
-	close(c.fd);
+	pt_counting_fini(&c);
 	uf_mm_destroy(mm);
 	return UT_PASS;
 }
