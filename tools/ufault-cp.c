@@ -103,7 +103,8 @@ static const char *redis_strerror(int err)
 	case -EBUSY:
 		return "another writer has the object open (its lease has not expired)";
 	case -ECONNREFUSED:
-		return "connection refused by every seed node (is the cluster running?)";
+		return "connection refused by every seed node (is the cluster running? "
+		       "ufault-redis-cluster(1) starts one to try)";
 	case -EHOSTUNREACH:
 		return "no seed node of the cluster is reachable";
 	case -ETIMEDOUT:
