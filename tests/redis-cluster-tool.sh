@@ -3,8 +3,8 @@
 # temp dir on free loopback ports (PORT given), status says all six nodes
 # are up (3 masters, 3 replicas), ufault-cp copies a file in through the
 # URL in DIR/env and back byte for byte, stop ends every server by its pid
-# (status then says down and exits 1); usage errors exit 2, a non-empty
-# DIR is refused.
+# (status then says down and exits 1); usage errors exit 2, --help lists
+# every command, a non-empty DIR is refused.
 set -u
 B=${B:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,6 +45,10 @@ done
 [ $? = 2 ] || fail "no arguments: exit status not 2"
 "$TOOL" start >/dev/null 2>&1
 [ $? = 2 ] || fail "start without DIR: exit status not 2"
+"$TOOL" --help >"$tmp/out" 2>&1 || fail "--help exited $?"
+for c in 'start DIR \[PORT\]' 'stop DIR' 'status DIR' 'restart DIR PORT' 'wait DIR'; do
+	grep -q "ufault-redis-cluster $c" "$tmp/out" || fail "--help does not list $c"
+done
 
 "$TOOL" start "$dir" "$base" >"$tmp/out" 2>&1 || fail "start exited $?"
 grep -q "6 nodes ready on 127.0.0.1 ports $base-$((base + 5))" "$tmp/out" || fail "start said"
