@@ -255,8 +255,11 @@ $(B)/redis-pic $(B)/redis-obj:
 
 install-redis: redis
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/man/man3
 	install -m 644 man/man3/uf_redis_*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 755 tools/ufault-redis-cluster $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 man/man1/ufault-redis-cluster.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 include/ufault-redis.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(B)/$(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/libufault-redis.so
