@@ -36,7 +36,7 @@
 #include <zstd.h>
 
 #define PK_CACHE_BYTES	(32u << 20)	/* decompressed frames kept, at most */
-#define PK_CACHE_MIN	8		/* slots, whatever the frame size */
+#define PK_CACHE_MIN	4		/* slots, whatever the frame size */
 #define PK_RUN_MAX	16		/* frames per raw read */
 #define PK_NONE		UINT64_MAX
 
