@@ -79,6 +79,24 @@ int uf_pack_create(struct uf_mm *mm, const struct uf_store_ops *raw_ops, void *r
 		   uint64_t raw_size, struct uf_object **objp);
 
 /**
+ * uf_pack_create_readv - uf_pack_create() over a raw store that can also
+ * read many extents in one call.
+ * @raw_readv: reads each of the @n extents of @iov (byte ranges of the
+ *	raw store, of any length and alignment, not overlapping) in full,
+ *	and returns 0 or a negative errno; or NULL (then as uf_pack_create()).
+ *	uf_http_store_readv() of libufault-http is one.
+ *
+ * The object's batched read (a working-set prefetch, uf_object_prefetch())
+ * then reads the frames its batch needs with one @raw_readv: a remote
+ * store fetches them all at once, not one round trip per frame.
+ *
+ * Return: as uf_pack_create().
+ */
+int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
+			 int (*raw_readv)(void *raw, const struct uf_store_iov *iov, size_t n),
+			 void *raw_store, uint64_t raw_size, struct uf_object **objp);
+
+/**
  * uf_pack_open - an object serving the original bytes of the packed
  * snapshot in the file at @path (opened read-only).
  * @mm, @objp: as for uf_pack_create().

@@ -60,6 +60,7 @@ struct pk_dec {
 
 struct pk_store {
 	const struct uf_store_ops *raw_ops;
+	int (*raw_readv)(void *raw, const struct uf_store_iov *iov, size_t n);	/* or NULL */
 	void *raw;
 	uint64_t size, npages, nframes, index_off;
 	uint32_t frame_size, fpages;
@@ -259,6 +260,22 @@ static size_t __claim_run(struct pk_store *st, uint64_t f, uint64_t last, struct
 	return n;
 }
 
+/* The @n slots of @run loaded (@err[i] 0) or failed: wake their waiters. */
+static void slots_publish(struct pk_store *st, struct pk_slot **run, const int *err, size_t n)
+{
+	pthread_mutex_lock(&st->lock);
+	for (size_t i = 0; i < n; i++) {
+		run[i]->state = SLOT_READY;
+		run[i]->err = err[i];
+		if (err[i] && !run[i]->refs) {
+			run[i]->frame = PK_NONE;
+			run[i]->state = SLOT_EMPTY;
+		}
+	}
+	pthread_cond_broadcast(&st->cond);
+	pthread_mutex_unlock(&st->lock);
+}
+
 /* Read and decode the @n claimed frames of @run (consecutive in the raw
  * store), then publish them.  Called without st->lock. */
 static void load_run(struct pk_store *st, struct pk_slot **run, size_t n)
@@ -281,17 +298,7 @@ static void load_run(struct pk_store *st, struct pk_slot **run, size_t n)
 	}
 	if (d)
 		dec_put(st, d);
-	pthread_mutex_lock(&st->lock);
-	for (size_t i = 0; i < n; i++) {
-		run[i]->state = SLOT_READY;
-		run[i]->err = err[i];
-		if (err[i] && !run[i]->refs) {
-			run[i]->frame = PK_NONE;
-			run[i]->state = SLOT_EMPTY;
-		}
-	}
-	pthread_cond_broadcast(&st->cond);
-	pthread_mutex_unlock(&st->lock);
+	slots_publish(st, run, err, n);
 }
 
 /*
@@ -385,8 +392,121 @@ static ssize_t pk_read(void *store, void *buf, size_t len, uint64_t off)
 	return (ssize_t)done;
 }
 
+/*
+ * Claim the frames @iov needs that are neither zero nor cached, while
+ * slots are free (half the cache at most).  Locking: st->lock.
+ */
+static size_t __claim_batch(struct pk_store *st, const struct uf_store_iov *iov, size_t niov,
+			    struct pk_slot **run, size_t max)
+{
+	uint64_t F = st->frame_size;
+	size_t n = 0;
+
+	for (size_t i = 0; i < niov; i++) {
+		uint64_t end = iov[i].off + iov[i].len < st->size ? iov[i].off + iov[i].len : st->size;
+
+		for (uint64_t f = iov[i].off / F; f * F < end; f++) {
+			uint64_t a = f * F > iov[i].off ? f * F : iov[i].off;
+			uint64_t b = (f + 1) * F < end ? (f + 1) * F : end;
+			struct pk_slot *s;
+
+			if (range_zero(st, a, (size_t)(b - a)) || __slot_find(st, f))
+				continue;
+			if (n == max || !(s = __slot_victim(st)))
+				return n;
+			__slot_claim(st, s, f, 0);
+			run[n++] = s;
+		}
+	}
+	return n;
+}
+
+static int cmp_slot_off(const void *a, const void *b, void *arg)
+{
+	const struct pk_store *st = arg;
+	uint64_t x = st->ents[(*(struct pk_slot *const *)a)->frame].off;
+	uint64_t y = st->ents[(*(struct pk_slot *const *)b)->frame].off;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The raw extents of the @n claimed frames (sorted by place): one per run
+ * of frames next to each other, into @cbuf.  Returns how many. */
+static size_t batch_extents(struct pk_store *st, struct pk_slot **run, size_t n,
+			    unsigned char *cbuf, struct uf_store_iov *riov)
+{
+	size_t nr = 0, pos = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct pk_entry *e = &st->ents[run[i]->frame];
+
+		if (nr && riov[nr - 1].off + riov[nr - 1].len == e->off) {
+			riov[nr - 1].len += e->clen;
+		} else {
+			riov[nr++] = (struct uf_store_iov){ .buf = cbuf + pos, .len = e->clen,
+							    .off = e->off };
+		}
+		pos += e->clen;
+	}
+	return nr;
+}
+
+/*
+ * With the raw store's batched read: the frames a batched read needs,
+ * read with one raw readv (all the runs at once) and decoded into the
+ * cache, so that the copy that follows finds them there.  Best effort:
+ * whatever this does not load, the copy reads frame by frame.
+ */
+static void readv_frames(struct pk_store *st, const struct uf_store_iov *iov, size_t niov)
+{
+	size_t max = st->nslots / 2, n, nr, total = 0, pos = 0;
+	struct pk_slot **run = calloc(max ? max : 1, sizeof(*run));
+	struct uf_store_iov *riov = calloc(max ? max : 1, sizeof(*riov));
+	int *err = calloc(max ? max : 1, sizeof(*err)), ret = 0;
+	unsigned char *cbuf = NULL;
+	struct pk_dec *d = NULL;
+
+	if (!run || !riov || !err)
+		goto out;
+	pthread_mutex_lock(&st->lock);
+	n = __claim_batch(st, iov, niov, run, max);
+	pthread_mutex_unlock(&st->lock);
+	if (!n)
+		goto out;
+	qsort_r(run, n, sizeof(*run), cmp_slot_off, st);
+	for (size_t i = 0; i < n; i++)
+		total += st->ents[run[i]->frame].clen;
+	cbuf = malloc(total);
+	d = dec_get(st, 0);
+	ret = cbuf && d ? 0 : -ENOMEM;
+	for (size_t i = 0; !ret && i < n; i++)
+		if (!run[i]->buf && !(run[i]->buf = malloc(st->frame_size)))
+			ret = -ENOMEM;
+	nr = ret ? 0 : batch_extents(st, run, n, cbuf, riov);
+	if (!ret)
+		ret = st->raw_readv(st->raw, riov, nr);
+	for (size_t i = 0; i < n; i++) {
+		const struct pk_entry *e = &st->ents[run[i]->frame];
+
+		err[i] = ret ? ret : frame_decode(st, d->dctx, cbuf + pos, run[i]->frame, run[i]->buf);
+		pos += e->clen;
+	}
+	if (d)
+		dec_put(st, d);
+	slots_publish(st, run, err, n);
+out:
+	free(cbuf);
+	free(run);
+	free(riov);
+	free(err);
+}
+
 static int pk_readv(void *store, const struct uf_store_iov *iov, size_t niov)
 {
+	struct pk_store *st = store;
+
+	if (st->raw_readv)
+		readv_frames(st, iov, niov);
 	for (size_t i = 0; i < niov; i++) {
 		size_t done = 0;
 
@@ -569,6 +689,13 @@ static int pk_load(struct pk_store *st, uint64_t raw_size)
 PK_EXPORT int uf_pack_create(struct uf_mm *mm, const struct uf_store_ops *raw_ops, void *raw_store,
 			     uint64_t raw_size, struct uf_object **objp)
 {
+	return uf_pack_create_readv(mm, raw_ops, NULL, raw_store, raw_size, objp);
+}
+
+PK_EXPORT int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
+				   int (*raw_readv)(void *, const struct uf_store_iov *, size_t),
+				   void *raw_store, uint64_t raw_size, struct uf_object **objp)
+{
 	struct pk_store *st;
 	int ret;
 
@@ -578,6 +705,7 @@ PK_EXPORT int uf_pack_create(struct uf_mm *mm, const struct uf_store_ops *raw_op
 	if (!st)
 		return -ENOMEM;
 	st->raw_ops = raw_ops;
+	st->raw_readv = raw_readv;
 	st->raw = raw_store;
 	pthread_mutex_init(&st->lock, NULL);
 	pthread_cond_init(&st->cond, NULL);

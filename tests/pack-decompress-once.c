@@ -66,7 +66,7 @@ int main(void)
 		want += pt_src_byte(&im, pg * UF_PAGE_SIZE + 17);
 
 	/* one sequential reader */
-	obj = pt_counting_object(mm, &c);
+	obj = pt_counting_object(mm, &c, false);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
 	r[0] = (struct reader){ .map = a, .im = &im };
 	read_all(&r[0]);
@@ -81,7 +81,7 @@ int main(void)
 	uf_object_put(obj);
 
 	/* scattered faults inside one frame: its first fault reads it */
-	obj = pt_counting_object(mm, &c);
+	obj = pt_counting_object(mm, &c, false);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
 	map = a;
 	for (unsigned int k = 0; k < FPAGES; k++) {
@@ -96,7 +96,7 @@ int main(void)
 	uf_object_put(obj);
 
 	/* two threads reading the same pages at once */
-	obj = pt_counting_object(mm, &c);
+	obj = pt_counting_object(mm, &c, false);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, &a), 0);
 	for (int i = 0; i < 2; i++) {
 		r[i] = (struct reader){ .map = a, .im = &im };

@@ -225,23 +225,48 @@ struct pt_counting {
 	pthread_mutex_t lock;
 	unsigned int *reads;		/* per frame */
 	unsigned int raw_reads;		/* reads of frames (not header, index) */
+	unsigned int raw_readvs;	/* calls of pt_counting_readv() */
 };
 
-static ssize_t pt_counting_read(void *store, void *buf, size_t len, uint64_t off)
+/* Count the frames [@off, @off + @len) covers.  Locking: c->lock. */
+static bool pt_count(struct pt_counting *c, size_t len, uint64_t off)
 {
-	struct pt_counting *c = store;
 	bool frames = false;
 
-	pthread_mutex_lock(&c->lock);
 	for (uint64_t f = 0; f < c->nframes; f++) {
 		if (c->fr[f].clen && off <= c->fr[f].off && c->fr[f].off + c->fr[f].clen <= off + len) {
 			c->reads[f]++;
 			frames = true;
 		}
 	}
-	c->raw_reads += frames;
+	return frames;
+}
+
+static ssize_t pt_counting_read(void *store, void *buf, size_t len, uint64_t off)
+{
+	struct pt_counting *c = store;
+
+	pthread_mutex_lock(&c->lock);
+	c->raw_reads += pt_count(c, len, off);
 	pthread_mutex_unlock(&c->lock);
 	return pread(c->fd, buf, len, (off_t)off);
+}
+
+/* The raw store's batched read, for uf_pack_create_readv(). */
+static __attribute__((unused)) int pt_counting_readv(void *store, const struct uf_store_iov *iov,
+						     size_t n)
+{
+	struct pt_counting *c = store;
+
+	pthread_mutex_lock(&c->lock);
+	c->raw_readvs++;
+	for (size_t i = 0; i < n; i++)
+		pt_count(c, iov[i].len, iov[i].off);
+	pthread_mutex_unlock(&c->lock);
+	for (size_t i = 0; i < n; i++)
+		if (pread(c->fd, iov[i].buf, iov[i].len, (off_t)iov[i].off) != (ssize_t)iov[i].len)
+			return -EIO;
+	return 0;
 }
 
 static const struct uf_store_ops pt_counting_ops = { .read = pt_counting_read };
@@ -251,6 +276,7 @@ static __attribute__((unused)) void pt_counting_reset(struct pt_counting *c)
 	pthread_mutex_lock(&c->lock);
 	memset(c->reads, 0, c->nframes * sizeof(*c->reads));
 	c->raw_reads = 0;
+	c->raw_readvs = 0;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -272,14 +298,15 @@ static __attribute__((unused)) void pt_counting_init(struct pt_counting *c, cons
 		pt_frame(im, f, &c->fr[f]);
 }
 
-/* Frame @f's reads, or with @f = UINT64_MAX the raw reads of frames
- * (readahead's worker may be reading). */
+/* Frame @f's reads; with @f = UINT64_MAX the ->read calls that read
+ * frames, UINT64_MAX - 1 the readv calls (readahead's worker may be
+ * reading). */
 static __attribute__((unused)) unsigned int pt_counted(struct pt_counting *c, uint64_t f)
 {
 	unsigned int n;
 
 	pthread_mutex_lock(&c->lock);
-	n = f == UINT64_MAX ? c->raw_reads : c->reads[f];
+	n = f == UINT64_MAX ? c->raw_reads : f == UINT64_MAX - 1 ? c->raw_readvs : c->reads[f];
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }
@@ -292,14 +319,17 @@ static __attribute__((unused)) void pt_counting_fini(struct pt_counting *c)
 	pthread_mutex_destroy(&c->lock);
 }
 
-/* An object over the counting store, its counts reset after the open's
- * reads (header, trailer, index). */
+/* An object over the counting store (with its batched read when
+ * @readv), its counts reset after the open's reads (header, trailer,
+ * index). */
 static __attribute__((unused)) struct uf_object *pt_counting_object(struct uf_mm *mm,
-								     struct pt_counting *c)
+								     struct pt_counting *c,
+								     bool readv)
 {
 	struct uf_object *obj;
 
-	CHECK_RET(uf_pack_create(mm, &pt_counting_ops, c, c->size, &obj), 0);
+	CHECK_RET(uf_pack_create_readv(mm, &pt_counting_ops, readv ? pt_counting_readv : NULL, c,
+				       c->size, &obj), 0);
 	pt_counting_reset(c);
 	return obj;
 }

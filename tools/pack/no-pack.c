@@ -43,6 +43,14 @@ int uf_pack_create(struct uf_mm *mm, const struct uf_store_ops *raw_ops, void *r
 	return ret < 0 ? ret : ret ? -ENOTSUP : -ENOEXEC;
 }
 
+int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
+			 int (*raw_readv)(void *raw, const struct uf_store_iov *iov, size_t n),
+			 void *raw_store, uint64_t raw_size, struct uf_object **objp)
+{
+	(void)raw_readv;
+	return uf_pack_create(mm, raw_ops, raw_store, raw_size, objp);
+}
+
 int uf_pack_open(struct uf_mm *mm, const char *path, struct uf_object **objp)
 {
 	char m[UF_PACK_MAGIC_LEN];
