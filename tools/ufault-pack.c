@@ -174,7 +174,8 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'f':
-			if (parse_size(optarg, &o.frame_size) || !o.frame_size)
+			if (parse_size(optarg, &o.frame_size) || o.frame_size < (64u << 10) ||
+			    o.frame_size > (16u << 20) || (o.frame_size & (o.frame_size - 1)))
 				goto bad;
 			break;
 		case 'l':
