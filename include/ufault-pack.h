@@ -97,6 +97,25 @@ int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
 			 void *raw_store, uint64_t raw_size, struct uf_object **objp);
 
 /**
+ * uf_pack_create_any - an object of a raw store's bytes, packed or not:
+ * the original bytes when the store holds a packed snapshot
+ * (uf_pack_create_readv()), else its bytes as they are (uf_object_create(),
+ * with @raw_readv as the object's batched read, uf_object_set_readv()).
+ * @raw_ops, @raw_readv, @raw_store, @raw_size, @objp: as for
+ *	uf_pack_create_readv() (@raw_readv may be NULL).
+ *
+ * The one call a program needs to serve a store that may hold either,
+ * such as an object behind a URL.  Either way the object owns @raw_store
+ * on success, and the caller keeps it on failure.
+ *
+ * Return: as uf_pack_create() (never -ENOEXEC), or an error of
+ * uf_object_create().
+ */
+int uf_pack_create_any(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
+		       int (*raw_readv)(void *raw, const struct uf_store_iov *iov, size_t n),
+		       void *raw_store, uint64_t raw_size, struct uf_object **objp);
+
+/**
  * uf_pack_open - an object serving the original bytes of the packed
  * snapshot in the file at @path (opened read-only).
  * @mm, @objp: as for uf_pack_create().
