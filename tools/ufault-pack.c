@@ -12,7 +12,8 @@
  * file is written beside itself and renamed into place when complete, so
  * a failed pack never leaves a file that looks packed.  --unpack and
  * --verify read through ufault (uf_pack_open()), which checks every frame:
- * the first damaged frame is an error, never bytes.
+ * the first damaged frame is an error, never bytes.  --unpack into a
+ * regular file leaves its zero chunks as holes.
  *
  * Exit status: 0 done; 1 failed; 2 bad usage.
  */
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -110,13 +112,56 @@ static int do_pack(const char *src, const char *dst, const struct uf_pack_write_
 	return 0;
 }
 
+static bool all_zero(const char *buf, size_t n)
+{
+	return !buf[0] && !memcmp(buf, buf + 1, n - 1);
+}
+
+static int write_all(int out, const char *buf, size_t n)
+{
+	for (size_t w = 0; w < n;) {
+		ssize_t k = write(out, buf + w, n - w);
+
+		if (k < 0 && errno != EINTR)
+			return -errno;
+		w += k > 0 ? (size_t)k : 0;
+	}
+	return 0;
+}
+
+/* @n bytes of @buf to @out; into a regular file (@sparse) zero pages are
+ * holes, so that a snapshot's free memory takes no disk. */
+static int out_write(int out, bool sparse, const char *buf, size_t n)
+{
+	size_t p = 0, q, pg = UF_PAGE_SIZE;
+	int ret = 0;
+
+	if (!sparse)
+		return write_all(out, buf, n);
+	while (!ret && p < n) {
+		bool zero = all_zero(buf + p, pg < n - p ? pg : n - p);
+
+		for (q = p; q < n && all_zero(buf + q, pg < n - q ? pg : n - q) == zero; q += pg)
+			;
+		q = q < n ? q : n;
+		if (zero)
+			ret = lseek(out, (off_t)(q - p), SEEK_CUR) < 0 ? -errno : 0;
+		else
+			ret = write_all(out, buf + p, q - p);
+		p = q;
+	}
+	return ret;
+}
+
 /* Read PACKED through ufault into @out (-1: nowhere). */
 static int do_unpack(const char *packed, int out)
 {
 	struct uf_mm_config cfg = { .cache_budget = CACHE_BUDGET };
 	struct uf_object *obj = NULL;
 	struct uf_mm *mm;
+	struct stat sb;
 	uint64_t off, size;
+	bool sparse;
 	char *buf = malloc(CHUNK);
 	int ret = buf ? uf_mm_create(&cfg, &mm) : -ENOMEM;
 
@@ -125,26 +170,21 @@ static int do_unpack(const char *packed, int out)
 		free(buf);
 		return EXIT_FAIL;
 	}
+	sparse = out >= 0 && fstat(out, &sb) == 0 && S_ISREG(sb.st_mode);
 	ret = uf_pack_open(mm, packed, &obj);
 	size = ret ? 0 : uf_object_size(obj);
 	for (off = 0; !ret && off < size;) {
 		ssize_t n = uf_object_pread(obj, buf, CHUNK, off);
 
-		if (n <= 0) {
+		if (n <= 0)
 			ret = n ? (int)n : -EIO;
-			break;
-		}
-		for (ssize_t w = 0; out >= 0 && w < n;) {
-			ssize_t k = write(out, buf + w, (size_t)(n - w));
-
-			if (k < 0 && errno != EINTR) {
-				ret = -errno;
-				break;
-			}
-			w += k > 0 ? k : 0;
-		}
-		off += (uint64_t)n;
+		else if (out >= 0)
+			ret = out_write(out, sparse, buf, (size_t)n);
+		off += n > 0 ? (uint64_t)n : 0;
 	}
+	/* a hole at the end is no size */
+	if (!ret && sparse && ftruncate(out, (off_t)size) < 0)
+		ret = -errno;
 	if (ret)
 		fprintf(stderr, "ufault-pack: %s: %s%s\n", packed, strerror(-ret),
 			ret == -ENOEXEC ? " (not a packed snapshot)" :
