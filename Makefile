@@ -1,5 +1,5 @@
 # ufault - see README.md.  `make`, `make test`, `make run`,
-# `make install PREFIX=DIR`; `make SAN=address|undefined|thread test`
+# `make install PREFIX=DIR`, `make uninstall PREFIX=DIR`; `make SAN=address|undefined|thread test`
 # builds into build-$(SAN)/ with that sanitizer; `make LOCKDEP=1 test` checks
 # the lock order as it runs (src/lockdep.c).
 #
@@ -192,21 +192,47 @@ run: all
 	$(Q)$(B)/ufault-tour
 	$(Q)$(B)/ufault-stress --seconds $(STRESS_SECONDS)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man7
-	install -m 644 include/ufault.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(B)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libufault.so
-	install -m 644 $(B)/libufault.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libufault.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault.pc
-	$(if $(TOOLS),install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/)
-	install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 644 $(filter-out man/man3/uf_redis_%,$(wildcard man/man3/*.3)) \
-		$(DESTDIR)$(PREFIX)/share/man/man3/
-	install -m 644 man/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+# ---- install and uninstall -------------------------------------------------
+# INSTALLED is every file `make install` can put under $(PREFIX), the Redis
+# store's and every tool's whether this build has them or not: `make
+# uninstall` removes them all, then the directories install made (it writes
+# them into share/ufault/dirs) once they are empty again.
+DEST := $(DESTDIR)$(PREFIX)
+INSTALL_DIRS := bin include lib lib/pkgconfig share share/man share/man/man1 \
+	share/man/man3 share/man/man7 share/ufault
+INSTALLED = include/ufault.h lib/$(SONAME) lib/libufault.so lib/libufault.a \
+	lib/pkgconfig/ufault.pc $(ALL_TOOLS:%=bin/%) $(ALL_TOOLS:%=share/man/man1/%.1) \
+	$(patsubst man/%,share/man/%,$(wildcard man/man3/*.3 man/man7/*.7)) \
+	include/ufault-redis.h lib/$(REDIS_SONAME) lib/libufault-redis.so \
+	lib/libufault-redis.a lib/pkgconfig/ufault-redis.pc
+ALL_TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
+
+install-dirs:
+	$(Q)made=; for d in $(INSTALL_DIRS); do [ -d "$(DEST)/$$d" ] || made="$$made $$d"; done; \
+		install -d $(INSTALL_DIRS:%="$(DEST)/%") && \
+		for d in $$made; do echo $$d; done >> "$(DEST)/share/ufault/dirs"
+
+install: all install-dirs
+	$(quiet) INSTALL "$(DEST)"
+	$(Q)install -m 644 include/ufault.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(SONAME) $(DEST)/lib/libufault.so
+	$(Q)install -m 644 $(B)/libufault.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libufault.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault.pc
+	$(Q)$(if $(TOOLS),install -m 755 $(TOOLS) $(DEST)/bin/)
+	$(Q)install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DEST)/share/man/man1/
+	$(Q)install -m 644 $(filter-out man/man3/uf_redis_%,$(wildcard man/man3/*.3)) \
+		$(DEST)/share/man/man3/
+	$(Q)install -m 644 man/man7/*.7 $(DEST)/share/man/man7/
+
+uninstall:
+	$(quiet) UNINST "$(DEST)"
+	$(Q)rm -f $(INSTALLED:%="$(DEST)/%")
+	$(Q)if [ -f "$(DEST)/share/ufault/dirs" ]; then \
+		dirs=$$(sort -ru "$(DEST)/share/ufault/dirs"); rm -f "$(DEST)/share/ufault/dirs"; \
+		for d in $$dirs; do rmdir "$(DEST)/$$d" 2>/dev/null || true; done; \
+	fi
 
 clean:
 	rm -rf build build-*
@@ -271,16 +297,15 @@ $(B)/redis-layout: redis/bench/layout.c | $(B)
 $(B)/redis-pic:
 	$(Q)mkdir -p $@
 
-install-redis: redis
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/share/man/man3
-	install -m 644 man/man3/uf_redis_*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
-	install -m 644 include/ufault-redis.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(B)/$(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/libufault-redis.so
-	install -m 644 $(B)/libufault-redis.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault-redis.pc
+install-redis: redis install-dirs
+	$(Q)install -m 644 man/man3/uf_redis_*.3 $(DEST)/share/man/man3/
+	$(Q)install -m 644 include/ufault-redis.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(REDIS_SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(REDIS_SONAME) $(DEST)/lib/libufault-redis.so
+	$(Q)install -m 644 $(B)/libufault-redis.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault-redis.pc
 
-.PHONY: all tests test test-run run install clean redis redis-missing install-redis redis-layout
+.PHONY: all tests test test-run run install install-dirs uninstall clean redis redis-missing \
+	install-redis redis-layout
 .SECONDARY:
