@@ -34,7 +34,9 @@ quiet := @printf '  %-7s %s\n'
 endif
 endif
 
-VERSION   := 0.4.0
+# the one version: man pages, ufault.pc and every tool's --version say it
+# (tests/version.sh checks)
+VERSION   := $(shell cat VERSION)
 SOVERSION := 0
 PREFIX    ?= /usr/local
 CC        ?= cc
@@ -86,7 +88,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 SCRIPTS := $(wildcard tests/*.sh)
 
 # the tests and tools link the static library, so they run from the tree
-APP_CFLAGS := $(CFLAGS) -Iinclude -Itests
+APP_CFLAGS := $(CFLAGS) -Iinclude -Itests -DUF_VERSION='"$(VERSION)"'
 
 all: $(B)/$(SONAME) $(B)/libufault.a $(B)/libufault.pc $(TOOLS)
 
@@ -103,11 +105,11 @@ $(B)/libufault.a: $(LIB_PIC)
 	$(quiet) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/libufault.pc: libufault.pc.in Makefile | $(B)
+$(B)/libufault.pc: libufault.pc.in VERSION Makefile | $(B)
 	$(quiet) GEN $@
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h
+$(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
@@ -120,7 +122,7 @@ REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-s
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
+		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
@@ -131,7 +133,7 @@ NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
 $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault.a include/ufault.h include/ufault-redis.h
+		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
 		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
@@ -279,7 +281,7 @@ $(B)/libufault-redis.a: $(REDIS_PIC)
 	$(quiet) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/ufault-redis.pc: ufault-redis.pc.in Makefile | $(B)
+$(B)/ufault-redis.pc: ufault-redis.pc.in VERSION Makefile | $(B)
 	$(quiet) GEN $@
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 

@@ -1821,6 +1821,8 @@ static void usage(FILE *out)
 		"                   [,...][/NAME][?options]): cold-seq and cold-rand beside the\n"
 		"                   file store and raw GET/MGET (default 32 MiB); --only layout:\n"
 		"                   cost per page of each layout in the cluster (default 16 MiB)\n"
+		"  -h, --help       this text\n"
+		"  --version        the version of ufault\n"
 		"exit: 0 done, 1 goal missed (--check), 2 error, 77 no userfaultfd\n");
 }
 
@@ -2210,6 +2212,7 @@ int main(int argc, char **argv)
 		{ "store", required_argument, NULL, 'S' },
 		{ "machine", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct bench b = {
@@ -2263,6 +2266,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ufault-bench (ufault) %s\n", UF_VERSION);
 			return 0;
 		default:
 			goto bad_usage;
