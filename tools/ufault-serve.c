@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <ufault.h>
+#include <ufault-pack.h>
 #include <ufault-redis.h>
 
 #include "serve/supervisor.h"
@@ -589,7 +590,14 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
-	else {
+	else if ((ret = uf_pack_open(s->mm, s->source, &s->obj)) != -ENOEXEC) {
+		/* its magic number says ufault-pack wrote it: read-only */
+		if (!ret)
+			logf_("%s: a packed snapshot: ufault clients attach O_RDONLY only", s->source);
+		else if (ret == -ENOTSUP)
+			logf_("%s: a packed snapshot, and this ufault-serve was built without "
+			      "libzstd", s->source);
+	} else {
 		/* writable when it can be: ufault clients may write (uf_object_attach) */
 		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
 		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY) {
