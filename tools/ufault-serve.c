@@ -730,6 +730,39 @@ static int start_ws(struct server *s)
 	return 0;
 }
 
+/* --pidfile, opened before anything starts: a path it cannot be written
+ * to is found while there is nothing to undo.  A file already there (a
+ * live server's, whose start this may be refused) is left as it is till
+ * pidfile_write(); *created: this made it (to remove if the start
+ * fails).  The fd, or -1 (logged). */
+static int pidfile_open(const char *path, bool *created)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	*created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		logf_("--pidfile %s: %s; not started", path, strerror(errno));
+	return fd;
+}
+
+/* The serving process's pid into --pidfile (opened by pidfile_open). */
+static int pidfile_write(struct server *s, int fd)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+	bool ok = ftruncate(fd, 0) == 0 && pwrite(fd, line, (size_t)n, 0) == n;
+
+	if (!ok)
+		logf_("--pidfile %s: %s", s->pidfile, strerror(errno ? errno : EIO));
+	if (close(fd) && ok) {
+		logf_("--pidfile %s: %s", s->pidfile, strerror(errno));
+		ok = false;
+	}
+	return ok ? 0 : -1;
+}
+
 static void log_stats(struct server *s)
 {
 	struct uf_stats st;
@@ -826,6 +859,8 @@ int main(int argc, char **argv)
 	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
 	struct super_state sup = { .lfd = -1, .cache_fd = -1 };
 	bool had_cache;
+	int pidfd = -1;
+	bool pid_created = false;
 	uint64_t budget = 0, v;
 	unsigned int threads = 2;
 	sigset_t mask;
@@ -895,6 +930,9 @@ int main(int argc, char **argv)
 	}
 	s.sock_path = argv[optind];
 	s.source = argv[optind + 1];
+	/* what can be checked is checked before anything starts */
+	if (s.pidfile && (pidfd = pidfile_open(s.pidfile, &pid_created)) < 0)
+		return 1;
 	if (!s.nuids) {
 		s.uids[s.nuids++] = 0;
 		s.uids[s.nuids++] = getuid();
@@ -914,25 +952,25 @@ int main(int argc, char **argv)
 		had_cache = false;
 		ret = -1;
 	}
+	if (!ret && pidfd >= 0) {
+		ret = pidfile_write(&s, pidfd);
+		pidfd = -1;
+	}
+	if (pidfd >= 0)
+		close(pidfd);
 	if (ret) {
 		/* no client to keep for the next server (a cache kept: its
-		 * ufault clients may be there) */
+		 * ufault clients may be there): the supervisor exits, and
+		 * takes SOCKET and SOCKET.ctl with it, before this does */
 		if (!sup.nclients && !had_cache)
 			super_bye();
 		if (sup.cache_fd >= 0)
 			close(sup.cache_fd);
 		uf_object_put(s.obj);
 		uf_mm_destroy(s.mm);
+		if (pid_created)
+			unlink(s.pidfile);
 		return 1;
-	}
-	if (s.pidfile) {
-		FILE *f = fopen(s.pidfile, "w");
-
-		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) {
-			logf_("%s: %s", s.pidfile, strerror(errno));
-			unlink(s.sock_path);
-			return 1;
-		}
 	}
 	logf_("serving %s (%" PRIu64 " bytes) on %s, pid %d, supervisor pid %d", s.source, s.size,
 	      s.sock_path, (int)getpid(), (int)sup.super_pid);

@@ -510,9 +510,18 @@ bool super_is(pid_t pid)
 
 void super_bye(void)
 {
+	struct timeval tv = { .tv_sec = 5 };
+	char c;
+
+	if (srv_ctl < 0)
+		return;
 	srv_send(M_BYE, 0, 0, 0);
-	if (srv_ctl >= 0)
-		close(srv_ctl);
+	/* the supervisor exits at once: its end closes (at most 5 s: a
+	 * supervisor that hangs is not this process's to wait for) */
+	setsockopt(srv_ctl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (recv(srv_ctl, &c, 1, 0) > 0)
+		;
+	close(srv_ctl);
 	srv_ctl = -1;
 }
 

@@ -66,7 +66,8 @@ void super_listen(int lfd);
 void super_stopping(void);
 /* Is @pid the supervisor (a SIGTERM it passed on)? */
 bool super_is(pid_t pid);
-/* The server exits on purpose: its clients have gone or are poisoned. */
+/* The server exits on purpose: its clients have gone or are poisoned.
+ * Returns once the supervisor has exited (its files removed). */
 void super_bye(void);
 
 #endif
