@@ -532,12 +532,12 @@ static void client_accept(struct server *s)
 /* Set-up                                                              */
 /* ------------------------------------------------------------------ */
 
-/* SOCKET, mode 0600.  A socket nobody listens on is a dead server's. */
+/* SOCKET, mode 0600 (see super_bind).  A socket nobody listens on is a
+ * dead server's: replaced, if it is this user's. */
 static int make_socket(struct server *s)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct stat st;
-	mode_t old;
 	int fd;
 
 	if (strlen(s->sock_path) >= sizeof(a.sun_path)) {
@@ -545,11 +545,7 @@ static int make_socket(struct server *s)
 		return -1;
 	}
 	strcpy(a.sun_path, s->sock_path);
-	if (lstat(s->sock_path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			logf_("%s: exists and is not a socket", s->sock_path);
-			return -1;
-		}
+	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
 			close(fd);
@@ -558,21 +554,16 @@ static int make_socket(struct server *s)
 		}
 		if (fd >= 0)
 			close(fd);
-		unlink(s->sock_path);
-		logf_("%s: replaced a stale socket", s->sock_path);
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = super_bind(s->sock_path, SOCK_STREAM, 0600, 64);
 	if (fd < 0)
 		return -1;
-	old = umask(077);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(s->sock_path, 0600) < 0 ||
-	    listen(fd, 64) < 0) {
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
 		logf_("%s: %s", s->sock_path, strerror(errno));
-		umask(old);
 		close(fd);
+		unlink(s->sock_path);
 		return -1;
 	}
-	umask(old);
 	s->lfd = fd;
 	return 0;
 }
