@@ -65,8 +65,10 @@ struct server {
 	struct uf_mm *mm;
 	struct uf_object *obj;
 	uint64_t size;
-	uid_t uids[MAX_UIDS];
+	uid_t uids[MAX_UIDS];	/* --allow-uid (root and this uid besides) */
 	unsigned int nuids;
+	gid_t gids[MAX_UIDS];	/* --allow-gid */
+	unsigned int ngids;
 	unsigned int stats_s;
 	unsigned int orphan_s;
 	bool stopping;
@@ -85,7 +87,10 @@ static void usage(FILE *f)
 "memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
 "and ufault programs (uf_object_attach).\n"
 "  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
-"  --allow-uid UID   peers allowed (repeatable; default root and this uid)\n"
+"  --allow-uid UID   a user allowed to connect (repeatable); root and this\n"
+"                    process's user always are\n"
+"  --allow-gid GID   users of this group (primary or supplementary) are\n"
+"                    allowed too (repeatable)\n"
 "  --pidfile FILE    write the pid of the serving process there\n"
 "  --orphan-timeout SECONDS  when this server dies, how long clients wait\n"
 "                    for the next one before SIGBUS (default 30)\n"
@@ -490,13 +495,40 @@ static void client_read(struct server *s, unsigned int i)
 	client_close(s, i, incomplete ? "a handshake longer than 64 KiB" : why);
 }
 
+/* May @fd's peer (@cred, from SO_PEERCRED) be served?  Root, this user,
+ * --allow-uid, and --allow-gid as the peer's group or one of its
+ * supplementary groups (SO_PEERGROUPS: as they were at its connect()). */
+static bool peer_allowed(const struct server *s, int fd, const struct ucred *cred)
+{
+	gid_t groups[256];
+	socklen_t gl = sizeof(groups);
+	unsigned int k, g, ng;
+
+	if (cred->uid == 0 || cred->uid == geteuid())
+		return true;
+	for (k = 0; k < s->nuids; k++)
+		if (s->uids[k] == cred->uid)
+			return true;
+	if (!s->ngids)
+		return false;
+	for (k = 0; k < s->ngids; k++)
+		if (s->gids[k] == cred->gid)
+			return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &gl) < 0)
+		return false;	/* (ERANGE: more than 256 groups: not searched) */
+	ng = gl / sizeof(gid_t);
+	for (g = 0; g < ng; g++)
+		for (k = 0; k < s->ngids; k++)
+			if (s->gids[k] == groups[g])
+				return true;
+	return false;
+}
+
 static void client_accept(struct server *s)
 {
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	struct client *c;
-	unsigned int k;
-	bool ok = false;
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
@@ -506,11 +538,10 @@ static void client_accept(struct server *s)
 		close(fd);
 		return;
 	}
-	for (k = 0; k < s->nuids; k++)
-		ok = ok || s->uids[k] == cred.uid;
-	if (!ok) {
-		logf_("client pid %d uid %u: uid not allowed; connection closed", (int)cred.pid,
-		      (unsigned)cred.uid);
+	if (!peer_allowed(s, fd, &cred)) {
+		logf_("client pid %d uid %u gid %u: not allowed (neither root, this user, "
+		      "--allow-uid nor --allow-gid); connection closed", (int)cred.pid,
+		      (unsigned)cred.uid, (unsigned)cred.gid);
 		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
 		close(fd);
 		return;
@@ -532,8 +563,9 @@ static void client_accept(struct server *s)
 /* Set-up                                                              */
 /* ------------------------------------------------------------------ */
 
-/* SOCKET, mode 0600 (see super_bind).  A socket nobody listens on is a
- * dead server's: replaced, if it is this user's. */
+/* SOCKET (see super_bind): mode 0600 when only root and this user may
+ * connect, else 0666 and the peer check (peer_allowed) does the work.  A
+ * socket nobody listens on is a dead server's: replaced, if this user's. */
 static int make_socket(struct server *s)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -555,7 +587,7 @@ static int make_socket(struct server *s)
 		if (fd >= 0)
 			close(fd);
 	}
-	fd = super_bind(s->sock_path, SOCK_STREAM, 0600, 64);
+	fd = super_bind(s->sock_path, SOCK_STREAM, s->nuids || s->ngids ? 0666 : 0600, 64);
 	if (fd < 0)
 		return -1;
 	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
@@ -838,6 +870,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "budget", required_argument, NULL, 'b' },
 		{ "allow-uid", required_argument, NULL, 'u' },
+		{ "allow-gid", required_argument, NULL, 'g' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
@@ -871,6 +904,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			s.uids[s.nuids++] = (uid_t)v;
+			break;
+		case 'g':
+			if (parse_u64(optarg, &v, false) || v >= UINT32_MAX || s.ngids == MAX_UIDS) {
+				fprintf(stderr, "ufault-serve: --allow-gid %s: not a gid\n", optarg);
+				return 2;
+			}
+			s.gids[s.ngids++] = (gid_t)v;
 			break;
 		case 'p':
 			s.pidfile = optarg;
@@ -924,10 +964,6 @@ int main(int argc, char **argv)
 	/* what can be checked is checked before anything starts */
 	if (s.pidfile && (pidfd = pidfile_open(s.pidfile, &pid_created)) < 0)
 		return 1;
-	if (!s.nuids) {
-		s.uids[s.nuids++] = 0;
-		s.uids[s.nuids++] = getuid();
-	}
 	/* the library's threads inherit the mask: signals come here only */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
