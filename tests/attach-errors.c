@@ -118,7 +118,7 @@ int main(void)
 		}
 		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		      "the client as uid 65534: status %#x", st);
-		ut_server_log_wait(&srv, "uid 65534 gid 65534: not allowed");
+		ut_server_log_wait(&srv, "uid 65534: refused: not allowed");
 	}
 	ut_server_stop(&srv);
 	/* one that does (our own uid by default) attaches */

@@ -73,8 +73,8 @@ static void client(struct ut_server *srv, uid_t uid, gid_t gid, gid_t sup, bool 
 		snprintf(want, sizeof(want), "client pid %d: served", (int)pid);
 		ut_server_log_wait(srv, want);
 	} else {
-		snprintf(want, sizeof(want), "client pid %d uid %u gid %u: not allowed", (int)pid,
-			 (unsigned)uid, (unsigned)gid);
+		snprintf(want, sizeof(want), "client pid %d uid %u: refused: not allowed (uid %u gid %u",
+			 (int)pid, (unsigned)uid, (unsigned)uid, (unsigned)gid);
 		ut_server_log_wait(srv, want);
 	}
 }

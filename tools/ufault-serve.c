@@ -37,6 +37,7 @@
 #include <ufault.h>
 #include <ufault-redis.h>
 
+#include "serve/refuse.h"
 #include "serve/supervisor.h"
 
 #define MAX_CLIENTS	1024
@@ -55,6 +56,10 @@ struct client {
 	char *buf;		/* the handshake so far */
 	int uffd;		/* received, not yet handed over; or -1 */
 	uint64_t id;		/* the supervisor's name for it */
+	bool refused;		/* its uffd kept: each fault gets SIGBUS
+				   (refuse.c) till its socket closes */
+	bool bus_logged;	/* its first SIGBUS is logged */
+	char why[128];		/* refused: why */
 };
 
 struct server {
@@ -74,6 +79,9 @@ struct server {
 	bool stopping;
 	struct client *clients[MAX_CLIENTS];
 	unsigned int nclients;
+	uint64_t nrefused;	/* refusals (every one logged) */
+	uint64_t nheld;		/* of them, a uffd kept and failed closed */
+	uint64_t nbus;		/* SIGBUS sent to refused clients */
 };
 
 #define logf_(...)	super_log("", __VA_ARGS__)
@@ -347,6 +355,107 @@ static void client_close(struct server *s, unsigned int i, const char *why)
 	s->clients[i] = s->clients[--s->nclients];
 }
 
+/* What is queued on @c's socket: dropped, but for the first fd (its
+ * userfaultfd, if it has none yet); the others are closed. */
+static void client_drain(struct client *c)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))], drop[4096];
+	struct iovec iov = { drop, sizeof(drop) };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+
+	for (;;) {
+		mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				      .msg_controllen = sizeof(cbuf) };
+		if (recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+			return;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			int k, fd, nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (k = 0; k < nfd; k++) {
+				memcpy(&fd, CMSG_DATA(cm) + (size_t)k * sizeof(int), sizeof(int));
+				if (c->uffd < 0)
+					c->uffd = fd;
+				else
+					close(fd);
+			}
+		}
+	}
+}
+
+/*
+ * Refuse client @i for @why (logged, with its pid and uid).  Its socket
+ * is shut for reading first: a handshake sent from now on fails (EPIPE),
+ * so it never reaches this process; one already queued is read.  If a
+ * userfaultfd has arrived, the client fails closed: the fd is kept, each
+ * fault read there gets SIGBUS (refuse.c), till the socket closes.
+ * Otherwise the connection closes.
+ */
+static void client_refuse(struct server *s, unsigned int i, const char *why)
+{
+	struct client *c = s->clients[i];
+	int fl;
+
+	s->nrefused++;
+	shutdown(c->fd, SHUT_RD);
+	client_drain(c);
+	if (c->uffd < 0 || !refuse_is_uffd(c->uffd) ||
+	    (fl = fcntl(c->uffd, F_GETFL)) < 0 || fcntl(c->uffd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		char msg[192];
+
+		snprintf(msg, sizeof(msg), "refused: %s", why);
+		client_close(s, i, msg);
+		return;
+	}
+	c->refused = true;
+	free(c->buf);
+	c->buf = NULL;
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	s->nheld++;
+	logf_("client pid %d uid %u: refused: %s; its faults get SIGBUS till it closes its socket",
+	      (int)c->pid, (unsigned)c->uid, why);
+}
+
+/* A refused client's userfaultfd is readable: SIGBUS for each fault
+ * (the first logged, each counted); a fork child's fd becomes a refused
+ * client of its own, as long as there is room. */
+static void client_refused_fault(struct server *s, unsigned int i)
+{
+	struct client *c = s->clients[i], *k = NULL;
+	struct refuse_result res;
+	unsigned int f;
+
+	refuse_answer(c->uffd, c->pid, &res);
+	s->nbus += res.faults;
+	if (res.faults && !c->bus_logged) {
+		c->bus_logged = true;
+		logf_("client pid %d uid %u: SIGBUS at %#" PRIx64 "%s: refused (%s)", (int)c->pid,
+		      (unsigned)c->uid, res.first, res.killed ? " (no poison marker: signal sent)" : "",
+		      c->why);
+	}
+	for (f = 0; f < res.nforked; f++) {
+		int fd = -1;
+
+		k = NULL;
+		if (s->nclients < MAX_CLIENTS && (k = calloc(1, sizeof(*k))) &&
+		    (fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3)) >= 0) {
+			*k = *c;
+			k->fd = fd;
+			k->uffd = res.forked[f];
+			k->bus_logged = false;
+			s->clients[s->nclients++] = k;
+			s->nheld++;
+			continue;
+		}
+		free(k);
+		logf_("client pid %d uid %u: a fork child's userfaultfd cannot be kept: closed",
+		      (int)c->pid, (unsigned)c->uid);
+		close(res.forked[f]);
+	}
+}
+
 /* Every check of the handshake with a reason to log; the library checks
  * again.  Return NULL when the regions are served. */
 static const char *handshake(struct server *s, struct client *c, bool *incomplete)
@@ -419,7 +528,7 @@ static void client_read(struct server *s, unsigned int i)
 	bool incomplete;
 	ssize_t n;
 
-	if (c->attached) {
+	if (c->attached || c->refused) {
 		client_close(s, i, NULL);	/* hung up (the library's thread ends) */
 		return;
 	}
@@ -474,7 +583,7 @@ static void client_read(struct server *s, unsigned int i)
 		return;
 	}
 	if (mh.msg_flags & MSG_CTRUNC) {
-		client_close(s, i, "more file descriptors than one");
+		client_refuse(s, i, "more file descriptors than one");
 		return;
 	}
 	if (n == 0) {
@@ -492,7 +601,7 @@ static void client_read(struct server *s, unsigned int i)
 	}
 	if (incomplete && c->len < MAX_HANDSHAKE)
 		return;		/* more bytes to come */
-	client_close(s, i, incomplete ? "a handshake longer than 64 KiB" : why);
+	client_refuse(s, i, incomplete ? "a handshake longer than 64 KiB" : why);
 }
 
 /* May @fd's peer (@cred, from SO_PEERCRED) be served?  Root, this user,
@@ -529,6 +638,7 @@ static void client_accept(struct server *s)
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	struct client *c;
+	char why[160];
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 	if (fd < 0)
@@ -538,16 +648,9 @@ static void client_accept(struct server *s)
 		close(fd);
 		return;
 	}
-	if (!peer_allowed(s, fd, &cred)) {
-		logf_("client pid %d uid %u gid %u: not allowed (neither root, this user, "
-		      "--allow-uid nor --allow-gid); connection closed", (int)cred.pid,
-		      (unsigned)cred.uid, (unsigned)cred.gid);
-		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
-		close(fd);
-		return;
-	}
 	if (s->nclients == MAX_CLIENTS || !(c = calloc(1, sizeof(*c)))) {
-		logf_("client pid %d: too many clients; connection closed", (int)cred.pid);
+		logf_("client pid %d uid %u: too many clients; connection closed", (int)cred.pid,
+		      (unsigned)cred.uid);
 		close(fd);
 		return;
 	}
@@ -556,6 +659,13 @@ static void client_accept(struct server *s)
 	c->uid = cred.uid;
 	c->uffd = -1;
 	s->clients[s->nclients++] = c;
+	if (!peer_allowed(s, fd, &cred)) {
+		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
+		snprintf(why, sizeof(why), "not allowed (uid %u gid %u: neither root, this user, "
+			 "--allow-uid nor --allow-gid)", (unsigned)cred.uid, (unsigned)cred.gid);
+		client_refuse(s, s->nclients - 1, why);
+		return;
+	}
 	logf_("client pid %d uid %u connected", (int)c->pid, (unsigned)c->uid);
 }
 
@@ -794,8 +904,10 @@ static void log_stats(struct server *s)
 		return;
 	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
-	      ", evicted %" PRIu64, s->nclients, st.major_faults, st.minor_faults, st.sigbus,
-	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages);
+	      ", evicted %" PRIu64 ", refused %" PRIu64 " (%" PRIu64 " failed closed, %" PRIu64
+	      " sigbus)", s->nclients, st.major_faults, st.minor_faults, st.sigbus,
+	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages, s->nrefused,
+	      s->nheld, s->nbus);
 }
 
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
@@ -826,20 +938,28 @@ static bool on_signal(struct server *s)
 
 static void serve_loop(struct server *s)
 {
-	struct pollfd pfd[MAX_CLIENTS + 2];
+	static struct pollfd pfd[2 * MAX_CLIENTS + 2];
+	static unsigned int held[MAX_CLIENTS];	/* a refused client's uffd at pfd[2 + nc + k] */
 	struct timespec next, now;
 
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	next.tv_sec += s->stats_s;
 	while (!s->stopping || s->nclients) {
-		unsigned int i, np = 0, nc = s->nclients;
+		unsigned int i, k, nh = 0, np = 0, nc = s->nclients;
 		int timeout = -1, ready;
 
 		pfd[np++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
 		pfd[np++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		/* (attached and refused: their hang-up alone) */
 		for (i = 0; i < nc; i++)
 			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd,
-						     .events = s->clients[i]->attached ? 0 : POLLIN };
+						     .events = s->clients[i]->attached ||
+								       s->clients[i]->refused ? 0 : POLLIN };
+		for (i = 0; i < nc; i++)
+			if (s->clients[i]->refused) {
+				held[nh++] = i;
+				pfd[np++] = (struct pollfd){ .fd = s->clients[i]->uffd, .events = POLLIN };
+			}
 		if (s->stats_s) {
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			timeout = (int)((next.tv_sec - now.tv_sec) * 1000 +
@@ -855,6 +975,10 @@ static void serve_loop(struct server *s)
 			continue;
 		if (pfd[0].revents && on_signal(s))
 			return;
+		/* faults first: a client closed below moves another */
+		for (k = 0; k < nh; k++)
+			if (pfd[2 + nc + k].revents)
+				client_refused_fault(s, held[k]);
 		/* from the last: a closed client moves the last into its slot */
 		for (i = nc; i-- > 0;)
 			if (pfd[2 + i].revents)
