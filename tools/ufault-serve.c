@@ -43,6 +43,8 @@
 #define MAX_CLIENTS	1024
 #define MAX_HANDSHAKE	65536	/* bytes: 64 regions take under 10 KiB */
 #define MAX_UIDS	32
+#define UFFD_FEATURE_EVENT_FORK_	0x2	/* <linux/userfaultfd.h> */
+#define ACCEPT_RETRY_MS	1000	/* accept() out of fds: tried again after */
 
 struct client {
 	int fd;
@@ -59,6 +61,7 @@ struct client {
 	bool refused;		/* its uffd kept: each fault gets SIGBUS
 				   (refuse.c) till its socket closes */
 	bool bus_logged;	/* its first SIGBUS is logged */
+	uint64_t deadline;	/* ms, monotonic: the handshake's end */
 	char why[128];		/* refused: why */
 };
 
@@ -82,6 +85,12 @@ struct server {
 	uint64_t nrefused;	/* refusals (every one logged) */
 	uint64_t nheld;		/* of them, a uffd kept and failed closed */
 	uint64_t nbus;		/* SIGBUS sent to refused clients */
+	uint64_t ntimeouts;	/* handshakes timed out */
+	unsigned int hs_timeout_s;	/* --handshake-timeout */
+	unsigned int max_per_uid;	/* --max-per-uid */
+	bool accept_off;	/* not accepting: out of fds, or of slots */
+	bool accept_logged;	/* ... and logged (till one is accepted) */
+	uint64_t accept_retry;	/* ms, monotonic: out of fds, try then */
 };
 
 #define logf_(...)	super_log("", __VA_ARGS__)
@@ -100,6 +109,10 @@ static void usage(FILE *f)
 "  --allow-gid GID   users of this group (primary or supplementary) are\n"
 "                    allowed too (repeatable)\n"
 "  --pidfile FILE    write the pid of the serving process there\n"
+"  --handshake-timeout SECONDS  a connection that has not handed over its\n"
+"                    userfaultfd (or attached) by then is refused (default 10)\n"
+"  --max-per-uid N   connections of one uid at a time, refused ones still\n"
+"                    held included (default 256)\n"
 "  --orphan-timeout SECONDS  when this server dies, how long clients wait\n"
 "                    for the next one before SIGBUS (default 30)\n"
 "  --stats SECONDS   log a line of statistics every SECONDS\n"
@@ -353,6 +366,50 @@ static void client_close(struct server *s, unsigned int i, const char *why)
 	free(c->buf);
 	free(c);
 	s->clients[i] = s->clients[--s->nclients];
+	if (s->accept_off) {
+		/* an fd and a slot are free: accept() again (logged there) */
+		s->accept_retry = 0;
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* How many clients of @uid there are (@refused: refused ones only). */
+static unsigned int uid_count(const struct server *s, uid_t uid, bool refused)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < s->nclients; i++)
+		n += s->clients[i]->uid == uid && (!refused || s->clients[i]->refused);
+	return n;
+}
+
+/* The features a userfaultfd was opened with (its fdinfo's "API:"
+ * line), or 0. */
+static uint64_t uffd_features(int fd)
+{
+	char path[64], buf[512], *p;
+	unsigned long long api, feat = 0;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return 0;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, "API:");
+	if (!p || sscanf(p + 4, " %llx:%llx", &api, &feat) != 2)
+		return 0;
+	return feat;
 }
 
 /* What is queued on @c's socket: dropped, but for the first fd (its
@@ -401,6 +458,14 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 	s->nrefused++;
 	shutdown(c->fd, SHUT_RD);
 	client_drain(c);
+	if (c->uffd >= 0 && uid_count(s, c->uid, true) >= s->max_per_uid) {
+		/* bounded: this uid's refused VMMs hold --max-per-uid more */
+		logf_("client pid %d uid %u: refused: %s; %u refused of this uid held already: "
+		      "its userfaultfd is closed, its faults may hang", (int)c->pid, (unsigned)c->uid,
+		      why, s->max_per_uid);
+		client_close(s, i, NULL);
+		return;
+	}
 	if (c->uffd < 0 || !refuse_is_uffd(c->uffd) ||
 	    (fl = fcntl(c->uffd, F_GETFL)) < 0 || fcntl(c->uffd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		char msg[192];
@@ -439,7 +504,8 @@ static void client_refused_fault(struct server *s, unsigned int i)
 		int fd = -1;
 
 		k = NULL;
-		if (s->nclients < MAX_CLIENTS && (k = calloc(1, sizeof(*k))) &&
+		if (s->nclients < MAX_CLIENTS && uid_count(s, c->uid, true) < s->max_per_uid &&
+		    (k = calloc(1, sizeof(*k))) &&
 		    (fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3)) >= 0) {
 			*k = *c;
 			k->fd = fd;
@@ -494,6 +560,10 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	}
 	if (c->uffd < 0)
 		return "no file descriptor with the regions";
+	/* (each fork child would cost an fd and a table outside every limit;
+	 * Firecracker never asks for them) */
+	if (uffd_features(c->uffd) & UFFD_FEATURE_EVENT_FORK_)
+		return "a userfaultfd with fork events (UFFD_FEATURE_EVENT_FORK): not served";
 	/* the supervisor first: from now on the client outlives this server */
 	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n);
 	ret = uf_object_serve_uffd_opts(s->obj, c->uffd, r, (unsigned int)n,
@@ -639,10 +709,25 @@ static void client_accept(struct server *s)
 	socklen_t cl = sizeof(cred);
 	struct client *c;
 	char why[160];
+	unsigned int n;
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* the connection stays queued, and the listener
+			 * readable: poll it again only once an fd frees */
+			if (!s->accept_logged)
+				logf_("accept: %s: not accepting till a client goes (%u clients)",
+				      strerror(errno), s->nclients);
+			s->accept_logged = true;
+			s->accept_off = true;
+			s->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+		}
 		return;
+	}
+	if (s->accept_logged)
+		logf_("accepting again (%u clients)", s->nclients);
+	s->accept_logged = false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
 		logf_("a client: SO_PEERCRED: %s; connection closed", strerror(errno));
 		close(fd);
@@ -654,11 +739,19 @@ static void client_accept(struct server *s)
 		close(fd);
 		return;
 	}
+	n = uid_count(s, cred.uid, false);
 	c->fd = fd;
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->uffd = -1;
+	c->deadline = now_ms() + (uint64_t)s->hs_timeout_s * 1000;
 	s->clients[s->nclients++] = c;
+	if (n >= s->max_per_uid) {
+		snprintf(why, sizeof(why), "uid %u has %u connections already (--max-per-uid)",
+			 (unsigned)cred.uid, n);
+		client_refuse(s, s->nclients - 1, why);
+		return;
+	}
 	if (!peer_allowed(s, fd, &cred)) {
 		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
 		snprintf(why, sizeof(why), "not allowed (uid %u gid %u: neither root, this user, "
@@ -905,9 +998,9 @@ static void log_stats(struct server *s)
 	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
 	      ", evicted %" PRIu64 ", refused %" PRIu64 " (%" PRIu64 " failed closed, %" PRIu64
-	      " sigbus)", s->nclients, st.major_faults, st.minor_faults, st.sigbus,
-	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages, s->nrefused,
-	      s->nheld, s->nbus);
+	      " sigbus, %" PRIu64 " timed out)", s->nclients, st.major_faults, st.minor_faults,
+	      st.sigbus, st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages,
+	      s->nrefused, s->nheld, s->nbus, s->ntimeouts);
 }
 
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
@@ -936,20 +1029,84 @@ static bool on_signal(struct server *s)
 	return true;
 }
 
+/* The listener is polled unless accept() ran out of fds (retried after
+ * ACCEPT_RETRY_MS, or at once when a client goes) or the table is full. */
+static bool accepting(struct server *s, uint64_t now)
+{
+	if (s->lfd < 0)
+		return false;
+	if (s->accept_off && now >= s->accept_retry)
+		s->accept_off = false;
+	if (!s->accept_off && s->nclients >= MAX_CLIENTS) {
+		s->accept_off = true;
+		s->accept_retry = UINT64_MAX;
+		if (!s->accept_logged)
+			logf_("%u clients: not accepting till one goes", s->nclients);
+		s->accept_logged = true;
+	}
+	return !s->accept_off;
+}
+
+/* Handshakes past their deadline are refused (failed closed if their
+ * userfaultfd came); return the ms till the next deadline (-1: none). */
+static int handshake_timeouts(struct server *s, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	char why[64];
+	unsigned int i;
+
+	snprintf(why, sizeof(why), "no handshake within %u s (--handshake-timeout)",
+		 s->hs_timeout_s);
+	for (i = s->nclients; i-- > 0;) {
+		struct client *c = s->clients[i];
+
+		if (c->served || c->refused)
+			continue;
+		if (c->deadline <= now) {
+			s->ntimeouts++;
+			client_refuse(s, i, why);
+		} else if (c->deadline < next) {
+			next = c->deadline;
+		}
+	}
+	return next == UINT64_MAX ? -1 : (int)(next - now);
+}
+
+/* The poll() timeout: the first of the next stats line (@next_stats),
+ * handshake deadline, and accept retry.  -1: none. */
+static int loop_timeout(struct server *s, uint64_t now, uint64_t *next_stats)
+{
+	int t = handshake_timeouts(s, now), u;
+
+	if (s->stats_s) {
+		if (now >= *next_stats) {
+			log_stats(s);
+			*next_stats += (uint64_t)s->stats_s * 1000;
+		}
+		u = (int)(*next_stats - now);
+		t = t < 0 || u < t ? u : t;
+	}
+	if (s->accept_off && s->accept_retry != UINT64_MAX) {
+		u = s->accept_retry > now ? (int)(s->accept_retry - now) : 0;
+		t = t < 0 || u < t ? u : t;
+	}
+	return t;
+}
+
 static void serve_loop(struct server *s)
 {
 	static struct pollfd pfd[2 * MAX_CLIENTS + 2];
 	static unsigned int held[MAX_CLIENTS];	/* a refused client's uffd at pfd[2 + nc + k] */
-	struct timespec next, now;
+	uint64_t next_stats = now_ms() + (uint64_t)s->stats_s * 1000;
 
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	next.tv_sec += s->stats_s;
 	while (!s->stopping || s->nclients) {
-		unsigned int i, k, nh = 0, np = 0, nc = s->nclients;
-		int timeout = -1, ready;
+		unsigned int i, k, nh = 0, np = 0, nc;
+		uint64_t now = now_ms();
+		int timeout = loop_timeout(s, now, &next_stats), ready;
 
+		nc = s->nclients;	/* (after the timeouts) */
 		pfd[np++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
-		pfd[np++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		pfd[np++] = (struct pollfd){ .fd = accepting(s, now) ? s->lfd : -1, .events = POLLIN };
 		/* (attached and refused: their hang-up alone) */
 		for (i = 0; i < nc; i++)
 			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd,
@@ -960,16 +1117,6 @@ static void serve_loop(struct server *s)
 				held[nh++] = i;
 				pfd[np++] = (struct pollfd){ .fd = s->clients[i]->uffd, .events = POLLIN };
 			}
-		if (s->stats_s) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			timeout = (int)((next.tv_sec - now.tv_sec) * 1000 +
-					(next.tv_nsec - now.tv_nsec) / 1000000);
-			if (timeout <= 0) {
-				log_stats(s);
-				next.tv_sec += s->stats_s;
-				continue;
-			}
-		}
 		ready = poll(pfd, np, timeout);
 		if (ready <= 0)
 			continue;
@@ -1001,10 +1148,13 @@ int main(int argc, char **argv)
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "record", required_argument, NULL, 'R' },
 		{ "prefetch", required_argument, NULL, 'P' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "max-per-uid", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
+	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30, .hs_timeout_s = 10,
+			    .max_per_uid = 256 };
 	struct super_state sup = { .lfd = -1, .cache_fd = -1 };
 	bool had_cache;
 	int pidfd = -1;
@@ -1063,6 +1213,22 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			s.record = optarg;
+			break;
+		case 'H':
+			if (parse_u64(optarg, &v, false) || !v || v > 3600) {
+				fprintf(stderr, "ufault-serve: --handshake-timeout %s: 1 to 3600 seconds\n",
+					optarg);
+				return 2;
+			}
+			s.hs_timeout_s = (unsigned int)v;
+			break;
+		case 'M':
+			if (parse_u64(optarg, &v, false) || !v || v > MAX_CLIENTS) {
+				fprintf(stderr, "ufault-serve: --max-per-uid %s: 1 to %d\n", optarg,
+					MAX_CLIENTS);
+				return 2;
+			}
+			s.max_per_uid = (unsigned int)v;
 			break;
 		case 'P':
 			s.prefetch = optarg;
