@@ -86,6 +86,8 @@ struct server {
 	uint64_t nheld;		/* of them, a uffd kept and failed closed */
 	uint64_t nbus;		/* SIGBUS sent to refused clients */
 	uint64_t ntimeouts;	/* handshakes timed out */
+	uint64_t lib_bus, lib_oom;	/* the library's SIGBUS and OOM counts, as logged */
+	uint64_t bus_check;	/* ms, monotonic: look at them again then */
 	unsigned int hs_timeout_s;	/* --handshake-timeout */
 	unsigned int max_per_uid;	/* --max-per-uid */
 	bool accept_off;	/* not accepting: out of fds, or of slots */
@@ -997,10 +999,10 @@ static void log_stats(struct server *s)
 		return;
 	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
-	      ", evicted %" PRIu64 ", refused %" PRIu64 " (%" PRIu64 " failed closed, %" PRIu64
+	      ", evicted %" PRIu64 ", %" PRIu64 " oom, refused %" PRIu64 " (%" PRIu64 " failed closed, %" PRIu64
 	      " sigbus, %" PRIu64 " timed out)", s->nclients, st.major_faults, st.minor_faults,
 	      st.sigbus, st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages,
-	      s->nrefused, s->nheld, s->nbus, s->ntimeouts);
+	      st.oom, s->nrefused, s->nheld, s->nbus, s->ntimeouts);
 }
 
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
@@ -1072,11 +1074,44 @@ static int handshake_timeouts(struct server *s, uint64_t now)
 	return next == UINT64_MAX ? -1 : (int)(next - now);
 }
 
+/*
+ * SIGBUS the fault path sent (the library counts them: uf_stats' sigbus,
+ * and oom for a page no memory could be found for) since the last look:
+ * logged with their cause, at most once a second while clients are
+ * served.  Return the ms till the next look, or -1.
+ */
+static int check_sigbus(struct server *s, uint64_t now)
+{
+	struct uf_stats st;
+
+	if (!s->nclients)
+		return -1;
+	if (now < s->bus_check)
+		return (int)(s->bus_check - now);
+	s->bus_check = now + 1000;
+	if (uf_mm_stats(s->mm, &st))
+		return 1000;
+	if (st.sigbus > s->lib_bus)
+		logf_("SIGBUS: %" PRIu64 " fault%s not served (a store read failed, or a page past "
+		      "SOURCE's end), %" PRIu64 " in all", st.sigbus - s->lib_bus,
+		      st.sigbus - s->lib_bus == 1 ? "" : "s", st.sigbus);
+	if (st.oom > s->lib_oom)
+		logf_("SIGBUS: %" PRIu64 " fault%s found no memory for the page (--budget, or the "
+		      "host), %" PRIu64 " in all", st.oom - s->lib_oom,
+		      st.oom - s->lib_oom == 1 ? "" : "s", st.oom);
+	s->lib_bus = st.sigbus;
+	s->lib_oom = st.oom;
+	return 1000;
+}
+
 /* The poll() timeout: the first of the next stats line (@next_stats),
  * handshake deadline, and accept retry.  -1: none. */
 static int loop_timeout(struct server *s, uint64_t now, uint64_t *next_stats)
 {
-	int t = handshake_timeouts(s, now), u;
+	int t = handshake_timeouts(s, now), u = check_sigbus(s, now);
+
+	if (u >= 0)
+		t = t < 0 || u < t ? u : t;
 
 	if (s->stats_s) {
 		if (now >= *next_stats) {
