@@ -12,12 +12,15 @@
  * success and a negative errno on failure.  Nothing aborts, nothing prints.
  * Bad input returns an error and changes nothing.
  *
- * After fork(): the child inherits no ufault mapping (MADV_DONTFORK: a
- * touch is SIGSEGV) and its copy of ufault never acts on the parent's
- * userfaultfd, threads or stores.  Every call on an mm, object or VMA made
- * before the fork returns -ECHILD there (NULL where a pointer is
- * returned), except uf_mm_destroy() and uf_object_put(), which free the
- * child's memory and do nothing else.
+ * After fork(): where the kernel grants the fork event (see uf_mm_create()),
+ * a child keeps its ufault mappings, served by the parent's handler
+ * threads; without it, or with UF_MM_NO_FORK, ufault memory is
+ * MADV_DONTFORK: the child inherits none (a touch is SIGSEGV).  Either way
+ * the child's copy of ufault never acts on the parent's userfaultfd,
+ * threads or stores.  Every call on an mm, object or VMA made before the
+ * fork returns -ECHILD there (NULL where a pointer is returned), except
+ * uf_mm_destroy() and uf_object_put(), which free the child's memory and
+ * do nothing else.
  *
  * The program's own munmap(), mremap() and madvise(MADV_DONTNEED) on ufault
  * memory are followed; use uf_mprotect() rather than mprotect() (see

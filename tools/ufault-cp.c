@@ -386,6 +386,8 @@ static void usage(FILE *f)
 		   "  [?replicas=N&timeout_ms=T]; the password may come from UFAULT_REDIS_PASSWORD\n"
 		   "  -q, --quiet   no progress bar (default: one on a terminal)\n"
 		   "  --progress    a progress bar on stderr even when it is not a terminal\n"
+		   "  -h, --help    this text\n"
+		   "  --version     the version of ufault\n"
 		   "exit: 0 copied and synced, 1 failed (DST may be incomplete), 2 bad usage\n");
 }
 
@@ -416,6 +418,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "progress", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct uf_mm_config cfg = { .cache_budget = CACHE_BUDGET };
@@ -432,6 +435,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ufault-cp (ufault) %s\n", UF_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -236,8 +236,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'v':
-			printf("ufault-pack %s (packed format %d, zstd %s)\n", UF_VERSION,
-			       UF_PACK_VERSION, ZSTD_versionString());
+			printf("ufault-pack (ufault) %s\n", UF_VERSION);
 			return 0;
 		default:
 			goto bad;
