@@ -58,7 +58,7 @@ fi
 ls "$tmp" | grep -q '\.tmp-' && fail "a temporary file was left"
 
 "$PK" --help | grep -q "usage: ufault-pack" || fail "--help"
-"$PK" --version | grep -q "packed format 1" || fail "--version"
+"$PK" --version | grep -q "^ufault-pack (ufault) " || fail "--version"
 "$PK" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no arguments did not exit 2"
 "$PK" --frame-size 1000 "$f" "$tmp/p4" >/dev/null 2>&1
