@@ -131,10 +131,13 @@ int uf_pack_open(struct uf_mm *mm, const char *path, struct uf_object **objp);
  * @frame_size: bytes of the original per frame: a power of two from
  *	64 KiB to 16 MiB (default UF_PACK_FRAME_DEFAULT).
  * @level: zstd compression level, 1 to 19 (default 3).
+ * @threads: frames compressed at once, each by a thread of its own, 1 to
+ *	64 (default 1).  The output is the same bytes whatever the count.
  */
 struct uf_pack_write_opts {
 	uint32_t frame_size;
 	int level;
+	unsigned int threads;
 };
 
 #define UF_PACK_FRAME_DEFAULT	(256u << 10)
@@ -165,6 +168,8 @@ struct uf_pack_write_stats {
  *
  * Return: 0, or -EINVAL (bad @opts, a negative fd), -ENOMEM, -EIO (zstd
  * failed), or an error of read(2) or write(2) (-EPIPE, -ENOSPC, ...).
+ * Context: with @opts->threads above 1, starts that many threads less one
+ * and ends them before it returns.
  * What was written to @dst_fd before an error is not a packed snapshot.
  */
 int uf_pack_write(int src_fd, int dst_fd, const struct uf_pack_write_opts *opts,

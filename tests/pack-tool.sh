@@ -32,6 +32,10 @@ cmp "$f" "$tmp/out" || fail "unpacked bytes differ"
 [ "$(du -k "$tmp/out" | cut -f1)" -lt 1024 ] || fail "unpacked file not sparse: $(du -k "$tmp/out")"
 [ "$(stat -c %s "$tmp/p")" -lt $((1048576)) ] || fail "packed $(stat -c %s "$tmp/p") bytes"
 
+# threads: the same bytes
+"$PK" -q --threads 1 "$f" "$tmp/t1" && "$PK" -q --threads 3 "$f" "$tmp/t3" || fail "--threads"
+cmp "$tmp/t1" "$tmp/t3" || fail "--threads 3 wrote other bytes than --threads 1"
+
 # pipes both ways, another frame size
 cat "$f" | "$PK" -q --frame-size 64K - - > "$tmp/p2" || fail "pipe pack exited $?"
 "$PK" --unpack "$tmp/p2" - > "$tmp/out2" || fail "--unpack to stdout exited $?"

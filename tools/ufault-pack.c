@@ -4,7 +4,7 @@
  * zstd-compressed frames and an index: docs/packed.md), or get the
  * original bytes back from one.
  *
- *   ufault-pack [-q] [--frame-size BYTES] [--level N] SOURCE PACKED
+ *   ufault-pack [-q] [--frame-size BYTES] [--level N] [--threads N] SOURCE PACKED
  *   ufault-pack --unpack PACKED OUT
  *   ufault-pack --verify PACKED
  *
@@ -44,7 +44,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ufault-pack [-q] [--frame-size BYTES] [--level N] SOURCE PACKED\n"
+	fprintf(f, "usage: ufault-pack [-q] [--frame-size BYTES] [--level N] [--threads N]\n"
+		   "                   SOURCE PACKED\n"
 		   "       ufault-pack --unpack PACKED OUT\n"
 		   "       ufault-pack --verify PACKED\n"
 		   "  pack SOURCE into PACKED (zstd frames and an index; \"-\": stdin/stdout),\n"
@@ -52,6 +53,8 @@ static void usage(FILE *f)
 		   "  --frame-size BYTES  bytes of the original per frame: a power of two,\n"
 		   "                      64K to 16M (default 256K; K and M suffixes)\n"
 		   "  --level N           zstd level, 1-19 (default 3)\n"
+		   "  --threads N         frames compressed at once, 1-64 (default: the\n"
+		   "                      CPUs online, at most 8); the output is the same\n"
 		   "  -q, --quiet         no summary line\n"
 		   "  --help, --version\n"
 		   "exit: 0 done, 1 failed, 2 bad usage\n");
@@ -200,6 +203,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "frame-size", required_argument, NULL, 'f' },
 		{ "level", required_argument, NULL, 'l' },
+		{ "threads", required_argument, NULL, 't' },
 		{ "unpack", no_argument, NULL, 'u' },
 		{ "verify", no_argument, NULL, 'V' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -223,6 +227,11 @@ int main(int argc, char **argv)
 			if (o.level < 1 || o.level > 19)
 				goto bad;
 			break;
+		case 't':
+			o.threads = (unsigned int)atoi(optarg);
+			if (o.threads < 1 || o.threads > 64)
+				goto bad;
+			break;
 		case 'u':
 			unpack = true;
 			break;
@@ -244,6 +253,11 @@ int main(int argc, char **argv)
 	}
 	if (unpack + verify > 1 || argc - optind != (verify ? 1 : 2))
 		goto bad;
+	if (!o.threads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		o.threads = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned int)cpus;
+	}
 	if (verify)
 		return do_unpack(argv[optind], -1);
 	if (!unpack)
