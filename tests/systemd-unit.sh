@@ -3,9 +3,11 @@
 # (docs/firecracker.md) pass `systemd-analyze verify` with no complaint (an
 # unknown or misspelt key is only a warning there: any line naming a unit
 # fails the test), with ExecStart pointed at the built ufault-serve; and
-# every ufault-serve option their comments show is one `ufault-serve
-# --help` lists.  Skipped where systemd-analyze is not installed.  Installs
-# nothing and starts nothing.
+# every option their comments and docs/firecracker.md show is one that
+# `ufault-serve --help` lists (or ufault-pack's, the jailer's, mount's,
+# systemctl's: a short list below).  Skipped where systemd-analyze is not
+# installed (the options are checked first).  Installs nothing and starts
+# nothing.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=${B:-build}
@@ -13,13 +15,23 @@ case $B in /*) bin=$B/ufault-serve ;; *) bin=$top/$B/ufault-serve ;; esac
 [ -x "$bin" ] || { echo "no $bin: build it first (make)"; exit 1; }
 units="ufault-serve.service ufault-serve@.service"
 
-# the options the units' comments show exist
+# the options the units' comments and the guide show exist
 help=$("$bin" --help)
-for u in $units; do
-	for o in $(grep '^#' "$top/contrib/$u" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
-		case $help in *"$o "*) ;; *) echo "$u: $o is not an option of ufault-serve"; exit 1 ;; esac
+# other programs' options the guide shows: jailer --uid/--gid, mount
+# --bind, systemctl --now, ufault-pack --threads (its own test checks it)
+others=" --uid --gid --bind --now --threads "
+check_options() {	# FILE TEXT
+	for o in $(printf '%s\n' "$2" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+		case $help in *"$o "*) continue ;; esac
+		case $others in *" $o "*) continue ;; esac
+		echo "$1: $o is not an option of ufault-serve"
+		exit 1
 	done
+}
+for u in $units; do
+	check_options "contrib/$u" "$(grep '^#' "$top/contrib/$u")"
 done
+check_options docs/firecracker.md "$(cat "$top/docs/firecracker.md")"
 
 command -v systemd-analyze >/dev/null || { echo "skip: systemd-analyze is not installed"; exit 77; }
 tmp=$(mktemp -d)
