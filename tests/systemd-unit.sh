@@ -17,9 +17,9 @@ units="ufault-serve.service ufault-serve@.service"
 
 # the options the units' comments and the guide show exist
 help=$("$bin" --help)
-# other programs' options the guide shows: jailer --uid/--gid, mount
-# --bind, systemctl --now, ufault-pack --threads (its own test checks it)
-others=" --uid --gid --bind --now --threads "
+# other programs' options the guide shows: jailer --uid/--gid/--new-pid-ns,
+# mount --bind, systemctl --now, ufault-pack --threads (its own test checks it)
+others=" --uid --gid --new-pid-ns --bind --now --threads "
 check_options() {	# FILE TEXT
 	for o in $(printf '%s\n' "$2" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
 		case $help in *"$o "*) continue ;; esac
