@@ -77,6 +77,9 @@ ifeq ($(origin HIREDIS),undefined)
 HIREDIS := $(shell pkg-config --exists hiredis 2>/dev/null && echo yes || \
 	{ test -f /usr/include/hiredis/hiredis.h && echo yes || echo no; })
 endif
+# the user's HIREDIS=no (command line or environment), not a failed search:
+# then neither `make` nor `make test` says hiredis is missing or installs it
+HIREDIS_OFF := $(and $(filter-out file,$(origin HIREDIS)),$(filter no,$(HIREDIS)))
 
 # ufault-cp exists only to reach a Redis Cluster: without hiredis it is not built
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
@@ -166,7 +169,7 @@ tests: all $(TESTS) $(EXAMPLES)
 # need one; without redis-server or hiredis those tests skip, and the run
 # says so first.
 test:
-ifeq ($(origin HIREDIS)$(HIREDIS),command lineno)
+ifneq ($(HIREDIS_OFF),)
 	@echo "make test: HIREDIS=no: the Redis tests will be skipped"
 else
 	@redis/deps.sh || echo "make test: the Redis tests will be skipped (see the line above)"
@@ -258,7 +261,11 @@ tests: redis $(REDIS_TESTS)
 install: install-redis
 else
 REDIS_TESTS :=
+# said only when hiredis was looked for and not found: `make HIREDIS=no`
+# is the user's choice, and gets no message
+ifeq ($(origin HIREDIS),file)
 all: redis-missing
+endif
 endif
 
 redis: $(B)/$(REDIS_SONAME) $(B)/libufault-redis.a $(B)/ufault-redis.pc
