@@ -102,6 +102,9 @@ static const char *redis_strerror(int err)
 		return "authentication failed (wrong password, or the ACL user may not do this)";
 	case -EBUSY:
 		return "another writer has the object open (its lease has not expired)";
+	case -ECONNREFUSED:
+		return "connection refused by every seed node (is the cluster running? "
+		       "ufault-redis-cluster(1) starts one to try)";
 	case -EHOSTUNREACH:
 		return "no seed node of the cluster is reachable";
 	case -ETIMEDOUT:
