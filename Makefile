@@ -77,6 +77,9 @@ ifeq ($(origin HIREDIS),undefined)
 HIREDIS := $(shell pkg-config --exists hiredis 2>/dev/null && echo yes || \
 	{ test -f /usr/include/hiredis/hiredis.h && echo yes || echo no; })
 endif
+# the user's HIREDIS=no (command line or environment), not a failed search:
+# then neither `make` nor `make test` says hiredis is missing or installs it
+HIREDIS_OFF := $(and $(filter-out file,$(origin HIREDIS)),$(filter no,$(HIREDIS)))
 
 # packed snapshots (libufault-pack, ufault-pack, a packed SOURCE of
 # ufault-serve) need libzstd: `make PACK=no` (or ZSTD=no) leaves them out
@@ -86,6 +89,7 @@ endif
 ifeq ($(origin PACK),undefined)
 PACK := $(shell pkg-config --exists libzstd 2>/dev/null && echo yes || \
 	{ test -f /usr/include/zstd.h && echo yes || echo no; })
+PACK_SEARCHED := yes
 endif
 ZSTD_LIBS = $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 # what ufault-serve, ufault-bench and the pack tests link for packed
@@ -191,7 +195,7 @@ tests: all $(TESTS) $(EXAMPLES)
 # need one; without redis-server or hiredis those tests skip, and the run
 # says so first.
 test:
-ifeq ($(origin HIREDIS)$(HIREDIS),command lineno)
+ifneq ($(HIREDIS_OFF),)
 	@echo "make test: HIREDIS=no: the Redis tests will be skipped"
 else
 	@redis/deps.sh || echo "make test: the Redis tests will be skipped (see the line above)"
@@ -286,7 +290,11 @@ tests: redis $(REDIS_TESTS)
 install: install-redis
 else
 REDIS_TESTS :=
+# said only when hiredis was looked for and not found: `make HIREDIS=no`
+# is the user's choice, and gets no message
+ifeq ($(origin HIREDIS),file)
 all: redis-missing
+endif
 endif
 
 redis: $(B)/$(REDIS_SONAME) $(B)/libufault-redis.a $(B)/ufault-redis.pc
@@ -329,7 +337,8 @@ $(B)/redis-pic:
 
 install-redis: redis install-dirs
 	$(Q)install -m 644 man/man3/uf_redis_*.3 $(DEST)/share/man/man3/
-	$(Q)install -m 755 tools/ufault-redis-cluster $(DEST)/bin/
+	$(Q)sed 's|^UF_VERSION=.*|UF_VERSION=$(VERSION)|' tools/ufault-redis-cluster \
+		> $(DEST)/bin/ufault-redis-cluster && chmod 755 $(DEST)/bin/ufault-redis-cluster
 	$(Q)install -m 644 man/man1/ufault-redis-cluster.1 $(DEST)/share/man/man1/
 	$(Q)install -m 644 include/ufault-redis.h $(DEST)/include/
 	$(Q)install -m 755 $(B)/$(REDIS_SONAME) $(DEST)/lib/
@@ -345,13 +354,13 @@ install-redis: redis install-dirs
 PACK_SONAME := libufault-pack.so.$(SOVERSION)
 PACK_SRC    := $(wildcard pack/*.c)
 PACK_PIC    := $(PACK_SRC:pack/%.c=$(B)/pack-pic/%.o)
-PACK_OBJ    := $(PACK_SRC:pack/%.c=$(B)/pack-obj/%.o)
 PACK_HDRS   := pack/internal.h include/ufault-pack.h include/ufault.h
 
 ifeq ($(PACK),yes)
 all: pack
 install: install-pack
-else
+else ifeq ($(PACK_SEARCHED),yes)
+# said only when libzstd was looked for and not found, not after PACK=no
 all: pack-missing
 endif
 
@@ -363,10 +372,7 @@ pack-missing:
 		"(Debian/Ubuntu: apt-get install libzstd-dev) and run make again"
 
 $(B)/pack-pic/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-pic
-	$(quiet) CC $@
-	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
-$(B)/pack-obj/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-obj
-	$(quiet) CC $@
+	$(quiet) CC $<
 	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
 
 $(B)/$(PACK_SONAME): $(PACK_PIC) pack/libufault-pack.map $(B)/$(SONAME)
@@ -374,23 +380,24 @@ $(B)/$(PACK_SONAME): $(PACK_PIC) pack/libufault-pack.map $(B)/$(SONAME)
 	$(Q)$(CC) -shared -Wl,-soname,$(PACK_SONAME) -Wl,--version-script=pack/libufault-pack.map \
 		-Wl,-z,defs -o $@ $(PACK_PIC) -L$(B) -l:$(SONAME) $(ZSTD_LIBS) $(LDFLAGS)
 	$(Q)ln -sf $(PACK_SONAME) $(B)/libufault-pack.so
-$(B)/libufault-pack.a: $(PACK_OBJ)
+$(B)/libufault-pack.a: $(PACK_PIC)
 	$(quiet) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/ufault-pack.pc: ufault-pack.pc.in Makefile | $(B)
+$(B)/ufault-pack.pc: ufault-pack.pc.in VERSION Makefile | $(B)
+	$(quiet) GEN $@
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(B)/ufault-pack: tools/ufault-pack.c $(B)/libufault-pack.a $(B)/libufault.a $(PACK_HDRS)
+$(B)/ufault-pack: tools/ufault-pack.c $(B)/libufault-pack.a $(B)/libufault.a $(PACK_HDRS) VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault-pack.a $(B)/libufault.a $(LDFLAGS) $(ZSTD_LIBS)
 
 # the pack tests link the library, or the stub that makes them skip
-$(B)/tests/pack-%: tests/pack-%.c tests/helpers.c $(wildcard tests/*.h) $(PACK_DEPS) $(B)/libufault.a include/ufault.h | $(B)/tests
+$(B)/tests/pack-%: tests/pack-%.c $(B)/tests/helpers.o $(wildcard tests/*.h) $(PACK_DEPS) $(B)/libufault.a include/ufault.h | $(B)/tests
 	$(quiet) CCLD $@
-	$(Q)$(CC) $(APP_CFLAGS) -Itools/pack -o $@ $< tests/helpers.c $(PACK_LINK) $(B)/libufault.a $(LDFLAGS) -lm
+	$(Q)$(CC) $(APP_CFLAGS) -Itools/pack -o $@ $< $(B)/tests/helpers.o $(PACK_LINK) $(B)/libufault.a $(LDFLAGS) -lm
 
-$(B)/pack-pic $(B)/pack-obj:
+$(B)/pack-pic:
 	$(Q)mkdir -p $@
 
 install-pack: pack install-dirs
