@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+/*
+ * no-http.c - linked into ufault-serve and ufault-cp in place of
+ * libufault-http when libcurl is not installed (see the Makefile), so the
+ * core tools build with the C library alone.  An http(s):// SOURCE then
+ * stops the tool with a message that says how to get the HTTP store
+ * (exit 2, as for a bad argument).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <ufault-http.h>
+
+int uf_http_open(struct uf_mm *mm, const char *url, const struct uf_http_opts *opts,
+		 struct uf_object **objp)
+{
+	(void)mm;
+	(void)url;
+	(void)opts;
+	*objp = NULL;
+	fflush(stdout);
+	fprintf(stderr, "%s: built without the HTTP store (libcurl was not found at build time):\n"
+		"%s: install libcurl (Debian/Ubuntu: apt-get install libcurl4-openssl-dev) and run make again\n",
+		program_invocation_short_name, program_invocation_short_name);
+	exit(2);
+}
+
+int uf_http_stats(struct uf_object *obj, struct uf_http_stats *st)
+{
+	(void)obj;
+	(void)st;
+	return -ENOTSUP;
+}
