@@ -127,7 +127,7 @@ static HT_UNUSED void ht_write_conf(const struct ht_server *s)
 		"    location /forbidden/ { return 403; }\n"
 		"    location /noetag/ { etag off; }\n"
 		"    location /limited/ { limit_req zone=slow; }\n"
-		"    location /slow/ { limit_rate 1m; }\n"
+		"    location /slow/ { limit_rate 8m; }\n"
 		"    %4$s\n"
 		"  }\n"
 		"}\n", s->dir, s->port, s->root, s->extra);
@@ -219,10 +219,14 @@ static HT_UNUSED void ht_start(struct ht_server *s, const char *extra)
 static HT_UNUSED void ht_put(const struct ht_server *s, const char *name, const void *buf,
 			     size_t len, time_t mtime)
 {
-	char path[512], tmp[520];
+	char path[512], tmp[520], *slash;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", s->root, name);
+	slash = strrchr(path, '/');
+	*slash = 0;
+	CHECK(mkdir(path, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", path, strerror(errno));
+	*slash = '/';
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK(fd >= 0, "%s: %s", tmp, strerror(errno));
