@@ -275,11 +275,11 @@ tests: $(HTTP_TESTS)
 ifeq ($(HTTP),yes)
 all: http
 install: install-http
-$(B)/tests/http-%: tests/http-%.c tests/helpers.c tests/helpers.h tests/http-test.h $(B)/libufault-http.a $(B)/libufault.a $(HTTP_HDRS) | $(B)/tests
+$(B)/tests/http-%: tests/http-%.c tests/helpers.c $(wildcard tests/*.h) $(B)/libufault-http.a $(B)/libufault.a $(HTTP_HDRS) | $(B)/tests
 	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault-http.a $(B)/libufault.a $(CURL_LIBS) $(LDFLAGS) -lm
 else
 all: http-missing
-$(B)/tests/http-%: tests/http-%.c tests/helpers.c tests/helpers.h tests/http-test.h $(B)/libufault.a | $(B)/tests
+$(B)/tests/http-%: tests/http-%.c tests/helpers.c $(wildcard tests/*.h) $(B)/libufault.a | $(B)/tests
 	$(CC) $(APP_CFLAGS) -DUT_NO_HTTP -o $@ $< tests/helpers.c $(B)/libufault.a $(LDFLAGS) -lm
 endif
 http: $(B)/$(HTTP_SONAME) $(B)/libufault-http.a $(B)/ufault-http.pc

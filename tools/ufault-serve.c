@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include <ufault.h>
 #include <ufault-redis.h>
+#include <ufault-http.h>
 
 #include "serve/supervisor.h"
 
@@ -80,8 +81,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: ufault-serve [options] SOCKET SOURCE\n"
-"Serve SOURCE (a file, or a redis:// URL) to processes that connect to the\n"
-"Unix socket SOCKET and hand over their userfaultfd: Firecracker's UFFD\n"
+"Serve SOURCE (a file, a redis:// or an http(s):// URL) to processes that\n"
+"connect to the Unix socket SOCKET and hand over their userfaultfd: Firecracker's\n"
+"UFFD "
 "memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
 "and ufault programs (uf_object_attach).\n"
 "  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
@@ -588,6 +590,8 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
+	else if (!strncmp(s->source, "http://", 7) || !strncmp(s->source, "https://", 8))
+		ret = uf_http_open(s->mm, s->source, NULL, &s->obj);	/* read-only */
 	else {
 		/* writable when it can be: ufault clients may write (uf_object_attach) */
 		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
@@ -732,6 +736,7 @@ static int start_ws(struct server *s)
 
 static void log_stats(struct server *s)
 {
+	struct uf_http_stats hs;
 	struct uf_stats st;
 
 	if (uf_mm_stats(s->mm, &st))
@@ -740,6 +745,10 @@ static void log_stats(struct server *s)
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
 	      ", evicted %" PRIu64, s->nclients, st.major_faults, st.minor_faults, st.sigbus,
 	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages);
+	if (uf_http_stats(s->obj, &hs) == 0)	/* an http(s):// SOURCE */
+		logf_("http: %" PRIu64 " requests, %" PRIu64 " retries, %" PRIu64 " connections, %"
+		      PRIu64 " failed reads%s%s", hs.requests, hs.retries, hs.connects, hs.failures,
+		      hs.failures ? ", the last: " : "", hs.failures ? hs.last_cause : "");
 }
 
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
