@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Description: every public function in include/ufault.h and
-# include/ufault-redis.h has a man page, and (where man-db is installed)
+# Description: every public function in include/ufault.h,
+# include/ufault-redis.h and include/ufault-http.h has a man page, and (where man-db is installed)
 # every page, man1 to man7, renders without warnings.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
