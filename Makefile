@@ -91,14 +91,16 @@ $(B)/libufault.pc: libufault.pc.in Makefile | $(B)
 $(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h
 	$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
-# ufault-serve and ufault-cp link the HTTP store and libcurl, or without
-# libcurl tools/http/no-http.c, which says how to get it when asked for.
+# ufault-serve, ufault-cp and ufault-bench (its serve-restore-http row)
+# link the HTTP store and libcurl, or without libcurl tools/http/no-http.c,
+# which says how to get it when asked for.
 ifeq ($(HTTP),yes)
-HTTP_TOOL_DEPS := $(B)/libufault-http.a include/ufault-http.h
-HTTP_TOOL_LINK  = $(if $(filter ufault-serve ufault-cp,$*),$(B)/libufault-http.a $(CURL_LIBS))
+HTTP_TOOL_DEPS := $(B)/libufault-http.a include/ufault-http.h tools/http/bench-http.c tools/http/bench-http.h
+HTTP_TOOL_LINK  = $(if $(filter ufault-bench,$*),tools/http/bench-http.c) \
+	$(if $(filter ufault-serve ufault-cp ufault-bench,$*),$(B)/libufault-http.a $(CURL_LIBS))
 else
-HTTP_TOOL_DEPS := tools/http/no-http.c include/ufault-http.h
-HTTP_TOOL_LINK  = $(if $(filter ufault-serve ufault-cp,$*),tools/http/no-http.c)
+HTTP_TOOL_DEPS := tools/http/no-http.c include/ufault-http.h tools/http/bench-http.h
+HTTP_TOOL_LINK  = $(if $(filter ufault-serve ufault-cp ufault-bench,$*),tools/http/no-http.c)
 endif
 
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench

@@ -33,12 +33,19 @@
  *                      record pushed into the client ahead of its faults
  *                      (uf_object_serve_prefetch): the speedup over lazy,
  *                      and the faults the client took.
+ *   serve-restore-http the restore of serve-restore-seq, the object opened
+ *                      with uf_http_open() from an nginx of the bench's
+ *                      own on 127.0.0.1 serving a copy of the data, per
+ *                      page, against the same restore from the tmpfs
+ *                      file: goal <= 2x (tools/http/bench-http.c; skipped
+ *                      without nginx or libcurl).
  *
  * After one untimed warm-up round the variants of a row run interleaved,
  * and each row prints once, with medians, when its rounds are done.
  */
 #define _GNU_SOURCE
 #include "bench-serve.h"
+#include "../http/bench-http.h"
 #include <ufault.h>
 
 #include <errno.h>
@@ -82,6 +89,7 @@ struct sv {
 	int fd;				/* the data file (unlinked) */
 	char path[64];			/* /proc/self/fd/N */
 	char rec[PATH_MAX];		/* the working-set record */
+	const char *url;		/* client_run() opens this, not the file */
 	uint32_t *rand, *seq, *ws;	/* page orders */
 };
 
@@ -516,7 +524,8 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 		return ret;
 	ret = uf_mm_create(NULL, &mm);
 	if (!ret)
-		ret = uf_object_open(mm, s->path, O_RDONLY, &obj);
+		ret = s->url ? bench_http_open(mm, s->url, &obj)
+			     : uf_object_open(mm, s->path, O_RDONLY, &obj);
 	if (!ret && mode == SV_RECORD)
 		ret = uf_object_serve_record(obj, s->rec);
 	if (!ret && mode == SV_PREFETCH)
@@ -732,6 +741,81 @@ static int row_ws(struct sv *s)
 	return ret;
 }
 
+/* A copy of the data as @dir/data, for nginx to serve. */
+static int data_copy(struct sv *s, const char *dir)
+{
+	char path[PATH_MAX + 8];
+	loff_t in = 0;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/data", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	while (!ret && (size_t)in < s->size) {
+		ssize_t n = copy_file_range(s->fd, &in, fd, NULL, s->size - (size_t)in, 0);
+
+		if (n <= 0)
+			ret = n < 0 ? -errno : -EIO;
+	}
+	close(fd);
+	return ret;
+}
+
+/* The restore of row_seq() served from loopback nginx, beside the same
+ * from the tmpfs file, interleaved. */
+static int row_http(struct sv *s, const char *tmpfs, bool *miss)
+{
+	uint64_t file[SV_MAX_REPEAT], web[SV_MAX_REPEAT], mf, mw, faults = 0;
+	char dir[PATH_MAX], base[128], url[256], why[256] = "", cmd[PATH_MAX + 16];
+	struct sv_result res;
+	unsigned int r;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s/ufault-bench-http.XXXXXX", tmpfs);
+	if (!mkdtemp(dir))
+		return -errno;
+	ret = data_copy(s, dir);
+	if (!ret && bench_http_start(dir, base, sizeof(base), why, sizeof(why))) {
+		printf("%-20s skipped: %s\n", "serve-restore-http", why);
+		goto out;
+	}
+	snprintf(url, sizeof(url), "%s/data", base);
+	for (r = 0; r <= s->repeat && !ret; r++) {
+		uint64_t nf = 0;
+
+		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
+		nf = res.ns;
+		s->url = url;
+		if (!ret)
+			ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
+		s->url = NULL;
+		if (r) {
+			file[r - 1] = nf;
+			web[r - 1] = res.ns;
+			faults = res.faults;
+		}
+	}
+	bench_http_stop();
+	if (ret)
+		goto out;
+	mf = median(file, s->repeat);
+	mw = median(web, s->repeat);
+	*miss |= (double)mw / (double)mf > 2.0;
+	printf("%-20s %9.3f us/page  tmpfs file %9.3f us/page  %6.2fx (goal <= 2.00x) %s"
+	       "  [%zu MiB from nginx on 127.0.0.1 (range GETs, kept-alive); client faults %"
+	       PRIu64 "]\n", "serve-restore-http", (double)mw / 1e3 / (double)s->npages,
+	       (double)mf / 1e3 / (double)s->npages, (double)mw / (double)mf,
+	       (double)mw / (double)mf > 2.0 ? "MISS" : "PASS", s->size >> 20, faults);
+	fflush(stdout);
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd)) {
+		/* (a temporary directory left behind) */
+	}
+	return ret;
+}
+
 int bench_serve_main(const struct bench_serve_opts *o)
 {
 	struct sv s = { .fd = -1 };
@@ -767,6 +851,8 @@ int bench_serve_main(const struct bench_serve_opts *o)
 		ret = row_seq(&s, &miss);
 	if (!ret)
 		ret = row_ws(&s);
+	if (!ret)
+		ret = row_http(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", &miss);
 	free(s.rand);
 	free(s.seq);
 	free(s.ws);
