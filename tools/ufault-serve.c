@@ -70,6 +70,8 @@ struct server {
 	unsigned int nuids;
 	unsigned int stats_s;
 	unsigned int orphan_s;
+	bool http;		/* an http(s):// SOURCE: failed reads logged */
+	uint64_t http_failed;	/* of those, logged so far */
 	bool stopping;
 	struct client *clients[MAX_CLIENTS];
 	unsigned int nclients;
@@ -590,9 +592,10 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
-	else if (!strncmp(s->source, "http://", 7) || !strncmp(s->source, "https://", 8))
+	else if (!strncmp(s->source, "http://", 7) || !strncmp(s->source, "https://", 8)) {
 		ret = uf_http_open(s->mm, s->source, NULL, &s->obj);	/* read-only */
-	else {
+		s->http = true;
+	} else {
 		/* writable when it can be: ufault clients may write (uf_object_attach) */
 		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
 		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY) {
@@ -751,6 +754,19 @@ static void log_stats(struct server *s)
 		      hs.failures ? ", the last: " : "", hs.failures ? hs.last_cause : "");
 }
 
+/* An http(s):// SOURCE's reads that failed since the last call (their
+ * faults got SIGBUS): one line with the count and the last cause. */
+static void log_http_failures(struct server *s)
+{
+	struct uf_http_stats hs;
+
+	if (!s->http || uf_http_stats(s->obj, &hs) || hs.failures == s->http_failed)
+		return;
+	logf_("%s: %" PRIu64 " more failed reads (their faults got SIGBUS); the last: %s (%s)",
+	      s->source, hs.failures - s->http_failed, strerror(-hs.last_error), hs.last_cause);
+	s->http_failed = hs.failures;
+}
+
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
 static bool on_signal(struct server *s)
 {
@@ -803,7 +819,10 @@ static void serve_loop(struct server *s)
 				continue;
 			}
 		}
+		if (s->http && (timeout < 0 || timeout > 1000))
+			timeout = 1000;		/* for log_http_failures() */
 		ready = poll(pfd, np, timeout);
+		log_http_failures(s);
 		if (ready <= 0)
 			continue;
 		if (pfd[0].revents && on_signal(s))
