@@ -190,6 +190,9 @@ static HT_UNUSED void ht_start(struct ht_server *s, const char *extra)
 		exit(UT_SKIP);
 	}
 	memset(s, 0, sizeof(*s));
+	/* libcurl follows these: the tests' server is on 127.0.0.1, direct */
+	setenv("no_proxy", "127.0.0.1", 1);
+	setenv("NO_PROXY", "127.0.0.1", 1);
 	snprintf(s->dir, sizeof(s->dir), "/tmp/ufault-http-XXXXXX");
 	CHECK(mkdtemp(s->dir), "mkdtemp: %s", strerror(errno));
 	snprintf(s->root, sizeof(s->root), "%s/root", s->dir);

@@ -83,6 +83,7 @@ int bench_http_start(const char *dir, char *base, size_t blen, char *why, size_t
 		return -EIO;
 	}
 	snprintf(elog, sizeof(elog), "%s/error.log", dir);
+	setenv("no_proxy", "127.0.0.1", 1);	/* (libcurl follows http_proxy) */
 	nginx_pid = fork();
 	if (nginx_pid < 0)
 		return -errno;
