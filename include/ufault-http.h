@@ -93,7 +93,8 @@ struct uf_http_stats {
  *
  * The object has no ->write: uf_object_pwrite(), uf_object_truncate(),
  * uf_object_punch_hole() and a shared writable mapping fail with -EROFS
- * (-EACCES for uf_mmap(), as for any read-only object).
+ * (-EACCES for uf_mmap(), as for any read-only object); uf_object_sync()
+ * has nothing to write and returns 0.
  *
  * Return: 0, or -EINVAL (NULL @mm, @url or @objp; @url not http:// or
  * https://, or holding spaces or control characters; a header line
