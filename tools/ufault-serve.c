@@ -100,6 +100,7 @@ static void usage(FILE *f)
 "  --prefetch FILE   copy the pages recorded in FILE into each client\n"
 "                    ahead of its faults\n"
 "  --help            this text\n"
+"  --version         the version of ufault\n"
 "If this process dies, a supervisor (SOCKET.ctl) keeps its clients for a new\n"
 "ufault-serve on SOCKET and SOURCE; with none for --orphan-timeout: SIGBUS.\n"
 "SIGTERM: stop accepting, exit once the clients have gone; a second\n"
@@ -849,6 +850,7 @@ int main(int argc, char **argv)
 		{ "record", required_argument, NULL, 'R' },
 		{ "prefetch", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
@@ -907,6 +909,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ufault-serve (ufault) %s\n", UF_VERSION);
 			return 0;
 		default:
 			usage(stderr);
