@@ -80,6 +80,26 @@ HIREDIS := $(shell pkg-config --exists hiredis 2>/dev/null && echo yes || \
 	{ test -f /usr/include/hiredis/hiredis.h && echo yes || echo no; })
 endif
 
+# packed snapshots (libufault-pack, ufault-pack, a packed SOURCE of
+# ufault-serve) need libzstd: `make PACK=no` (or ZSTD=no) leaves them out
+ifeq ($(ZSTD),no)
+PACK := no
+endif
+ifeq ($(origin PACK),undefined)
+PACK := $(shell pkg-config --exists libzstd 2>/dev/null && echo yes || \
+	{ test -f /usr/include/zstd.h && echo yes || echo no; })
+endif
+ZSTD_LIBS = $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+# what ufault-serve, ufault-bench and the pack tests link for packed
+# snapshots: the library, or tools/pack/no-pack.c, which refuses them
+ifeq ($(PACK),yes)
+PACK_DEPS := $(B)/libufault-pack.a include/ufault-pack.h
+PACK_LINK = $(B)/libufault-pack.a $(ZSTD_LIBS)
+else
+PACK_DEPS := tools/pack/no-pack.c include/ufault-pack.h
+PACK_LINK := tools/pack/no-pack.c
+endif
+
 ifeq ($(origin HTTP),undefined)
 HTTP := $(shell echo '\#include <curl/curl.h>' | $(CC) $$(pkg-config --cflags libcurl 2>/dev/null) \
 	-E - >/dev/null 2>&1 && echo yes || echo no)
@@ -90,6 +110,9 @@ endif
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
 ifeq ($(HIREDIS)$(HTTP),nono)
 TOOLS   := $(filter-out $(B)/ufault-cp,$(TOOLS))
+endif
+ifneq ($(PACK),yes)
+TOOLS   := $(filter-out $(B)/ufault-pack,$(TOOLS))
 endif
 TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c tests/http-%.c,$(wildcard tests/*.c)))
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
@@ -142,23 +165,26 @@ REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-s
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION \
+		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
 		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
+		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault-redis.a $(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
 NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve $(B)/ufault-cp
 $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(HTTP_TOOL_DEPS)
+		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
+		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
 		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
+		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) -lm
 endif
 
@@ -229,6 +255,8 @@ INSTALLED = include/ufault.h lib/$(SONAME) lib/libufault.so lib/libufault.a \
 	include/ufault-redis.h lib/$(REDIS_SONAME) lib/libufault-redis.so \
 	lib/libufault-redis.a lib/pkgconfig/ufault-redis.pc \
 	bin/ufault-redis-cluster share/man/man1/ufault-redis-cluster.1 \
+	include/ufault-pack.h lib/$(PACK_SONAME) lib/libufault-pack.so \
+	lib/libufault-pack.a lib/pkgconfig/ufault-pack.pc bin/ufault-pack share/man/man1/ufault-pack.1 \
 	include/ufault-http.h lib/$(HTTP_SONAME) lib/libufault-http.so \
 	lib/libufault-http.a lib/pkgconfig/ufault-http.pc
 ALL_TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
@@ -248,7 +276,7 @@ install: all install-dirs
 		> $(DEST)/lib/pkgconfig/ufault.pc
 	$(Q)$(if $(TOOLS),install -m 755 $(TOOLS) $(DEST)/bin/)
 	$(Q)install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DEST)/share/man/man1/
-	$(Q)install -m 644 $(filter-out man/man3/uf_redis_% man/man3/uf_http_%,$(wildcard man/man3/*.3)) \
+	$(Q)install -m 644 $(filter-out man/man3/uf_redis_% man/man3/uf_pack_% man/man3/uf_http_%,$(wildcard man/man3/*.3)) \
 		$(DEST)/share/man/man3/
 	$(Q)install -m 644 man/man7/*.7 $(DEST)/share/man/man7/
 
@@ -334,6 +362,70 @@ install-redis: redis install-dirs
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
 		> $(DEST)/lib/pkgconfig/ufault-redis.pc
 
+# ---- Pack: libufault-pack, packed (zstd-compressed) snapshots -------------
+# A library of its own, so that the core never depends on libzstd.  Built
+# when libzstd is present (PACK=yes); without it the pack tests skip and
+# ufault-serve refuses a packed SOURCE, saying why.
+PACK_SONAME := libufault-pack.so.$(SOVERSION)
+PACK_SRC    := $(wildcard pack/*.c)
+PACK_PIC    := $(PACK_SRC:pack/%.c=$(B)/pack-pic/%.o)
+PACK_OBJ    := $(PACK_SRC:pack/%.c=$(B)/pack-obj/%.o)
+PACK_HDRS   := pack/internal.h include/ufault-pack.h include/ufault.h
+
+ifeq ($(PACK),yes)
+all: pack
+install: install-pack
+else
+all: pack-missing
+endif
+
+pack: $(B)/$(PACK_SONAME) $(B)/libufault-pack.a $(B)/ufault-pack.pc
+
+pack-missing:
+	@echo "make: libzstd not found (or PACK=no): built without packed snapshots" \
+		"(libufault-pack, ufault-pack); to build them, install libzstd" \
+		"(Debian/Ubuntu: apt-get install libzstd-dev) and run make again"
+
+$(B)/pack-pic/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-pic
+	$(quiet) CC $@
+	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
+$(B)/pack-obj/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-obj
+	$(quiet) CC $@
+	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
+
+$(B)/$(PACK_SONAME): $(PACK_PIC) pack/libufault-pack.map $(B)/$(SONAME)
+	$(quiet) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,$(PACK_SONAME) -Wl,--version-script=pack/libufault-pack.map \
+		-Wl,-z,defs -o $@ $(PACK_PIC) -L$(B) -l:$(SONAME) $(ZSTD_LIBS) $(LDFLAGS)
+	$(Q)ln -sf $(PACK_SONAME) $(B)/libufault-pack.so
+$(B)/libufault-pack.a: $(PACK_OBJ)
+	$(quiet) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/ufault-pack.pc: ufault-pack.pc.in Makefile | $(B)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(B)/ufault-pack: tools/ufault-pack.c $(B)/libufault-pack.a $(B)/libufault.a $(PACK_HDRS)
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault-pack.a $(B)/libufault.a $(LDFLAGS) $(ZSTD_LIBS)
+
+# the pack tests link the library, or the stub that makes them skip
+$(B)/tests/pack-%: tests/pack-%.c tests/helpers.c $(wildcard tests/*.h) $(PACK_DEPS) $(B)/libufault.a include/ufault.h | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -Itools/pack -o $@ $< tests/helpers.c $(PACK_LINK) $(B)/libufault.a $(LDFLAGS) -lm
+
+$(B)/pack-pic $(B)/pack-obj:
+	$(Q)mkdir -p $@
+
+install-pack: pack install-dirs
+	$(Q)install -m 644 man/man3/uf_pack_*.3 $(DEST)/share/man/man3/
+	$(Q)install -m 644 include/ufault-pack.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(PACK_SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(PACK_SONAME) $(DEST)/lib/libufault-pack.so
+	$(Q)install -m 644 $(B)/libufault-pack.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-pack.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault-pack.pc
+
 # ---- HTTP: libufault-http, read-only objects served over HTTP(S) ------------
 # A library of its own, so that the core never depends on libcurl.  Built
 # when libcurl is present (HTTP=yes).  Its tests start their own nginx
@@ -396,6 +488,5 @@ install-http: http install-dirs
 		> $(DEST)/lib/pkgconfig/ufault-http.pc
 
 .PHONY: all tests test test-run run install install-dirs uninstall clean redis redis-missing \
-	install-redis redis-layout http http-missing install-http
-
+	install-redis redis-layout pack pack-missing install-pack http http-missing install-http
 .SECONDARY:

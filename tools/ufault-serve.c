@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <ufault.h>
+#include <ufault-pack.h>
 #include <ufault-redis.h>
 #include <ufault-http.h>
 
@@ -70,7 +71,7 @@ struct server {
 	unsigned int nuids;
 	unsigned int stats_s;
 	unsigned int orphan_s;
-	bool http;		/* an http(s):// SOURCE: failed reads logged */
+	void *http;		/* an http(s):// SOURCE's store: failed reads logged */
 	uint64_t http_failed;	/* of those, logged so far */
 	bool stopping;
 	struct client *clients[MAX_CLIENTS];
@@ -85,8 +86,7 @@ static void usage(FILE *f)
 "usage: ufault-serve [options] SOCKET SOURCE\n"
 "Serve SOURCE (a file, a redis:// or an http(s):// URL) to processes that\n"
 "connect to the Unix socket SOCKET and hand over their userfaultfd: Firecracker's\n"
-"UFFD "
-"memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
+"UFFD memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
 "and ufault programs (uf_object_attach).\n"
 "  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
 "  --allow-uid UID   peers allowed (repeatable; default root and this uid)\n"
@@ -582,6 +582,39 @@ static int make_socket(struct server *s)
 	return 0;
 }
 
+/*
+ * An http(s):// SOURCE, read-only (uf_http_store_open()): served as the
+ * original bytes when its magic number says ufault-pack wrote it, else as
+ * it is.  0 or -errno.
+ */
+static int open_http(struct server *s)
+{
+	const struct uf_store_ops *ops;
+	uint64_t size;
+	void *store;
+	int ret = uf_http_store_open(s->source, NULL, &ops, &store, &size);
+
+	if (ret)
+		return ret;
+	ret = uf_pack_create_readv(s->mm, ops, uf_http_store_readv, store, size, &s->obj);
+	if (!ret)
+		logf_("%s: a packed snapshot: ufault clients attach O_RDONLY only", s->source);
+	else if (ret == -ENOTSUP)
+		logf_("%s: a packed snapshot, and this ufault-serve was built without libzstd",
+		      s->source);
+	if (ret == -ENOEXEC) {
+		ret = uf_object_create(s->mm, ops, store, size, &s->obj);
+		if (!ret)
+			uf_object_set_readv(s->obj, uf_http_store_readv);
+	}
+	if (ret) {
+		ops->release(store);
+		return ret;
+	}
+	s->http = store;	/* the object's now: it lives as long */
+	return 0;
+}
+
 static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 {
 	struct uf_mm_config cfg = { .handler_threads = threads, .cache_budget = budget };
@@ -593,9 +626,15 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
-	else if (!strncmp(s->source, "http://", 7) || !strncmp(s->source, "https://", 8)) {
-		ret = uf_http_open(s->mm, s->source, NULL, &s->obj);	/* read-only */
-		s->http = true;
+	else if (!strncmp(s->source, "http://", 7) || !strncmp(s->source, "https://", 8))
+		ret = open_http(s);
+	else if ((ret = uf_pack_open(s->mm, s->source, &s->obj)) != -ENOEXEC) {
+		/* its magic number says ufault-pack wrote it: read-only */
+		if (!ret)
+			logf_("%s: a packed snapshot: ufault clients attach O_RDONLY only", s->source);
+		else if (ret == -ENOTSUP)
+			logf_("%s: a packed snapshot, and this ufault-serve was built without "
+			      "libzstd", s->source);
 	} else {
 		/* writable when it can be: ufault clients may write (uf_object_attach) */
 		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
@@ -749,7 +788,7 @@ static void log_stats(struct server *s)
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
 	      ", evicted %" PRIu64, s->nclients, st.major_faults, st.minor_faults, st.sigbus,
 	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages);
-	if (uf_http_stats(s->obj, &hs) == 0)	/* an http(s):// SOURCE */
+	if (s->http && uf_http_store_stats(s->http, &hs) == 0)
 		logf_("http: %" PRIu64 " requests, %" PRIu64 " retries, %" PRIu64 " connections, %"
 		      PRIu64 " failed reads%s%s", hs.requests, hs.retries, hs.connects, hs.failures,
 		      hs.failures ? ", the last: " : "", hs.failures ? hs.last_cause : "");
@@ -761,7 +800,7 @@ static void log_http_failures(struct server *s)
 {
 	struct uf_http_stats hs;
 
-	if (!s->http || uf_http_stats(s->obj, &hs) || hs.failures == s->http_failed)
+	if (!s->http || uf_http_store_stats(s->http, &hs) || hs.failures == s->http_failed)
 		return;
 	logf_("%s: %" PRIu64 " more failed reads (their faults got SIGBUS); the last: %s (%s)",
 	      s->source, hs.failures - s->http_failed, strerror(-hs.last_error), hs.last_cause);

@@ -28,6 +28,32 @@ int uf_http_open(struct uf_mm *mm, const char *url, const struct uf_http_opts *o
 	exit(2);
 }
 
+int uf_http_store_open(const char *url, const struct uf_http_opts *opts,
+		       const struct uf_store_ops **opsp, void **storep, uint64_t *sizep)
+{
+	struct uf_object *obj;
+
+	(void)opsp;
+	(void)storep;
+	(void)sizep;
+	return uf_http_open(NULL, url, opts, &obj);	/* (says so, exits) */
+}
+
+int uf_http_store_readv(void *store, const struct uf_store_iov *iov, size_t n)
+{
+	(void)store;
+	(void)iov;
+	(void)n;
+	return -ENOTSUP;
+}
+
+int uf_http_store_stats(void *store, struct uf_http_stats *st)
+{
+	(void)store;
+	(void)st;
+	return -ENOTSUP;
+}
+
 int uf_http_stats(struct uf_object *obj, struct uf_http_stats *st)
 {
 	(void)obj;
