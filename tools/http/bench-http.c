@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "bench-http.h"
 #include <ufault-http.h>
+#include <ufault-pack.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -120,4 +121,19 @@ void bench_http_stop(void)
 int bench_http_open(struct uf_mm *mm, const char *url, struct uf_object **objp)
 {
 	return uf_http_open(mm, url, NULL, objp);
+}
+
+int bench_http_open_packed(struct uf_mm *mm, const char *url, struct uf_object **objp)
+{
+	const struct uf_store_ops *ops;
+	uint64_t size;
+	void *store;
+	int ret = uf_http_store_open(url, NULL, &ops, &store, &size);
+
+	if (ret)
+		return ret;
+	ret = uf_pack_create_readv(mm, ops, uf_http_store_readv, store, size, objp);
+	if (ret)
+		ops->release(store);
+	return ret;
 }

@@ -19,5 +19,8 @@ int bench_http_start(const char *dir, char *base, size_t blen, char *why, size_t
 void bench_http_stop(void);
 /* uf_http_open(@mm, @url, defaults); -ENOTSUP without libcurl. */
 int bench_http_open(struct uf_mm *mm, const char *url, struct uf_object **objp);
+/* The packed snapshot at @url served as its original bytes, as
+ * ufault-serve does it: uf_http_store_open(), uf_pack_create_readv(). */
+int bench_http_open_packed(struct uf_mm *mm, const char *url, struct uf_object **objp);
 
 #endif

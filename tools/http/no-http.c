@@ -81,3 +81,8 @@ int bench_http_open(struct uf_mm *mm, const char *url, struct uf_object **objp)
 	*objp = NULL;
 	return -ENOTSUP;
 }
+
+int bench_http_open_packed(struct uf_mm *mm, const char *url, struct uf_object **objp)
+{
+	return bench_http_open(mm, url, objp);
+}

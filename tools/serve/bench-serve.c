@@ -45,7 +45,9 @@
  *                      own on 127.0.0.1 serving a copy of the data, per
  *                      page, against the same restore from the tmpfs
  *                      file: goal <= 2x (tools/http/bench-http.c; skipped
- *                      without nginx or libcurl).
+ *                      without nginx or libcurl).  Beside it (information)
+ *                      the same data packed (uf_pack_write) and served from
+ *                      nginx through uf_pack_create_readv().
  *
  * After one untimed warm-up round the variants of a row run interleaved,
  * and each row prints once, with medians, when its rounds are done.
@@ -102,6 +104,8 @@ struct sv {
 	bool open_packed;
 	char rec[PATH_MAX];		/* the working-set record */
 	const char *url;		/* client_run() opens this, not a file */
+	bool url_packed;		/* ... as a packed snapshot */
+	struct uf_pack_write_stats http_pack;	/* serve-restore-http's */
 	uint32_t *rand, *seq, *ws;	/* page orders */
 };
 
@@ -536,7 +540,8 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 		return ret;
 	ret = uf_mm_create(NULL, &mm);
 	if (!ret && s->url)
-		ret = bench_http_open(mm, s->url, &obj);
+		ret = s->url_packed ? bench_http_open_packed(mm, s->url, &obj)
+				    : bench_http_open(mm, s->url, &obj);
 	else if (!ret && s->open_packed)
 		ret = uf_pack_open(mm, s->open_path, &obj);
 	else if (!ret)
@@ -883,10 +888,11 @@ out:
 	return ret;
 }
 
-/* A copy of the data as @dir/data, for nginx to serve. */
-static int data_copy(struct sv *s, const char *dir)
+/* A copy of the data as @dir/data, for nginx to serve, and its packed
+ * form as @dir/data.pack (*@packed false: none, built without libzstd). */
+static int data_copy(struct sv *s, const char *dir, bool *packed)
 {
-	char path[PATH_MAX + 8];
+	char path[PATH_MAX + 16];
 	loff_t in = 0;
 	int fd, ret = 0;
 
@@ -901,6 +907,20 @@ static int data_copy(struct sv *s, const char *dir)
 			ret = n < 0 ? -errno : -EIO;
 	}
 	close(fd);
+	if (ret)
+		return ret;
+	/* and its packed form, @dir/data.pack (none without libzstd) */
+	snprintf(path, sizeof(path), "%s/data.pack", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ret = lseek(s->fd, 0, SEEK_SET) ? -errno : uf_pack_write(s->fd, fd, NULL, &s->http_pack);
+	close(fd);
+	*packed = !ret;
+	if (ret == -ENOTSUP) {
+		unlink(path);
+		ret = 0;
+	}
 	return ret;
 }
 
@@ -908,47 +928,54 @@ static int data_copy(struct sv *s, const char *dir)
  * from the tmpfs file, interleaved. */
 static int row_http(struct sv *s, const char *tmpfs, bool *miss)
 {
-	uint64_t file[SV_MAX_REPEAT], web[SV_MAX_REPEAT], mf, mw, faults = 0;
-	char dir[PATH_MAX], base[128], url[256], why[256] = "", cmd[PATH_MAX + 16];
+	uint64_t t[3][SV_MAX_REPEAT] = { { 0 } }, m[3], faults = 0;
+	char dir[PATH_MAX], base[128], url[2][256], why[256] = "", cmd[PATH_MAX + 16];
 	struct sv_result res;
-	unsigned int r;
+	bool packed = false;
+	unsigned int r, k;
 	int ret;
 
 	snprintf(dir, sizeof(dir), "%s/ufault-bench-http.XXXXXX", tmpfs);
 	if (!mkdtemp(dir))
 		return -errno;
-	ret = data_copy(s, dir);
+	ret = data_copy(s, dir, &packed);
 	if (!ret && bench_http_start(dir, base, sizeof(base), why, sizeof(why))) {
 		printf("%-20s skipped: %s\n", "serve-restore-http", why);
 		goto out;
 	}
-	snprintf(url, sizeof(url), "%s/data", base);
+	snprintf(url[0], sizeof(url[0]), "%s/data", base);
+	snprintf(url[1], sizeof(url[1]), "%s/data.pack", base);
+	/* the file, the URL, the packed URL, interleaved */
 	for (r = 0; r <= s->repeat && !ret; r++) {
-		uint64_t nf = 0;
-
-		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
-		nf = res.ns;
-		s->url = url;
-		if (!ret)
+		for (k = 0; k < (packed ? 3u : 2u) && !ret; k++) {
+			s->url = k ? url[k - 1] : NULL;
+			s->url_packed = k == 2;
 			ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
-		s->url = NULL;
-		if (r) {
-			file[r - 1] = nf;
-			web[r - 1] = res.ns;
-			faults = res.faults;
+			if (r)
+				t[k][r - 1] = res.ns;
+			if (k == 1)
+				faults = res.faults;
 		}
+		s->url = NULL;
+		s->url_packed = false;
 	}
 	bench_http_stop();
 	if (ret)
 		goto out;
-	mf = median(file, s->repeat);
-	mw = median(web, s->repeat);
-	*miss |= (double)mw / (double)mf > 2.0;
+	for (k = 0; k < 3; k++)
+		m[k] = median(t[k], s->repeat);
+	*miss |= (double)m[1] / (double)m[0] > 2.0;
 	printf("%-20s %9.3f us/page  tmpfs file %9.3f us/page  %6.2fx (goal <= 2.00x) %s"
 	       "  [%zu MiB from nginx on 127.0.0.1 (range GETs, kept-alive); client faults %"
-	       PRIu64 "]\n", "serve-restore-http", (double)mw / 1e3 / (double)s->npages,
-	       (double)mf / 1e3 / (double)s->npages, (double)mw / (double)mf,
-	       (double)mw / (double)mf > 2.0 ? "MISS" : "PASS", s->size >> 20, faults);
+	       PRIu64 "; ", "serve-restore-http", (double)m[1] / 1e3 / (double)s->npages,
+	       (double)m[0] / 1e3 / (double)s->npages, (double)m[1] / (double)m[0],
+	       (double)m[1] / (double)m[0] > 2.0 ? "MISS" : "PASS", s->size >> 20, faults);
+	if (packed)
+		printf("packed (%.1f%%) from nginx %.3f us/page, %.2fx the file]\n",
+		       100.0 * (double)s->http_pack.packed_size / (double)s->size,
+		       (double)m[2] / 1e3 / (double)s->npages, (double)m[2] / (double)m[0]);
+	else
+		printf("packed: built without libzstd]\n");
 	fflush(stdout);
 out:
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
