@@ -7,7 +7,9 @@
 
 #define SIZE	(3 * 1024 * 1024 + 1234)
 
-static void check_readv(const struct ht_server *s, const char *url, const unsigned char *want)
+/* @prior: the GETs of "obj" before this store's open */
+static void check_readv(const struct ht_server *s, const char *url, const unsigned char *want,
+			long prior)
 {
 	const struct uf_store_ops *ops;
 	struct uf_http_stats hs;
@@ -33,7 +35,8 @@ static void check_readv(const struct ht_server *s, const char *url, const unsign
 	iov[2] = (struct uf_store_iov){ b[2], UF_PAGE_SIZE, 10 * UF_PAGE_SIZE };
 	iov[3] = (struct uf_store_iov){ b[3], UF_PAGE_SIZE, (SIZE / UF_PAGE_SIZE) * UF_PAGE_SIZE };
 	iov[4] = (struct uf_store_iov){ b[4], 2 * UF_PAGE_SIZE, (SIZE / UF_PAGE_SIZE + 1) * UF_PAGE_SIZE };
-	before = ht_requests(s, "obj", 0);
+	before = ht_wait_requests(s, "obj", 0, prior + 1);	/* and the open's */
+	CHECK(before == prior + 1, "nginx logged %ld GETs, want %ld", before, prior + 1);
 	CHECK_RET(uf_http_store_readv(store, iov, 5), 0);
 	CHECK_RET(ht_wait_requests(s, "obj", 0, before + 3), before + 3);
 	for (int i = 0; i < 5; i++) {
@@ -112,7 +115,7 @@ int main(void)
 	CHECK_RET(uf_munmap(mm, p, maplen), 0);
 	uf_object_put(obj);
 
-	check_readv(&s, url, want);
+	check_readv(&s, url, want, (long)hs.requests);
 
 	ht_url(&s, url, sizeof(url), "empty");
 	ret = uf_http_open(mm, url, NULL, &obj);
