@@ -6,7 +6,9 @@
 # The core (libufault, ufault-info, ufault-tour, ufault-stress,
 # ufault-bench) needs only the C library.  The Redis store (libufault-redis,
 # ufault-cp, the --store option of ufault-stress and ufault-bench) is built
-# when hiredis is found; `make HIREDIS=no` leaves it out on purpose.
+# when hiredis is found; `make HIREDIS=no` leaves it out on purpose.  The
+# HTTP store (libufault-http, http(s):// SOURCEs of ufault-serve and
+# ufault-cp) is built when libcurl is found; `make HTTP=no` leaves it out.
 # Nothing here installs packages except `make test` run as root (it calls
 # redis/deps.sh for the Redis tests' servers and hiredis).
 #
@@ -102,15 +104,21 @@ PACK_DEPS := tools/pack/no-pack.c include/ufault-pack.h
 PACK_LINK := tools/pack/no-pack.c
 endif
 
-# ufault-cp exists only to reach a Redis Cluster: without hiredis it is not built
+ifeq ($(origin HTTP),undefined)
+HTTP := $(shell echo '\#include <curl/curl.h>' | $(CC) $$(pkg-config --cflags libcurl 2>/dev/null) \
+	-E - >/dev/null 2>&1 && echo yes || echo no)
+endif
+
+# ufault-cp exists only to reach a Redis Cluster or an HTTP server: without
+# hiredis and libcurl it is not built
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
-ifneq ($(HIREDIS),yes)
+ifeq ($(HIREDIS)$(HTTP),nono)
 TOOLS   := $(filter-out $(B)/ufault-cp,$(TOOLS))
 endif
 ifneq ($(PACK),yes)
 TOOLS   := $(filter-out $(B)/ufault-pack,$(TOOLS))
 endif
-TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c,$(wildcard tests/*.c)))
+TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c tests/http-%.c,$(wildcard tests/*.c)))
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 SCRIPTS := $(wildcard tests/*.sh)
 
@@ -140,6 +148,18 @@ $(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
+# ufault-serve, ufault-cp and ufault-bench (its serve-restore-http row)
+# link the HTTP store and libcurl, or without libcurl tools/http/no-http.c,
+# which says how to get it when asked for.
+ifeq ($(HTTP),yes)
+HTTP_TOOL_DEPS := $(B)/libufault-http.a include/ufault-http.h tools/http/bench-http.c tools/http/bench-http.h
+HTTP_TOOL_LINK  = $(if $(filter ufault-bench,$*),tools/http/bench-http.c) \
+	$(if $(filter ufault-serve ufault-cp ufault-bench,$*),$(B)/libufault-http.a $(CURL_LIBS))
+else
+HTTP_TOOL_DEPS := tools/http/no-http.c include/ufault-http.h tools/http/bench-http.h
+HTTP_TOOL_LINK  = $(if $(filter ufault-serve ufault-cp ufault-bench,$*),tools/http/no-http.c)
+endif
+
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
 # with --store URL; ufault-serve with a redis:// SOURCE) link the Redis store
 # and hiredis.  Without hiredis, those three link tools/redis/no-redis.c
@@ -149,25 +169,27 @@ REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-s
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
+		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
+		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
-		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
+		$(B)/libufault-redis.a $(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
-NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
+NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve $(B)/ufault-cp
 $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
+		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
+		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
 		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
-		$(B)/libufault.a $(LDFLAGS) -lm
+		$(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) -lm
 endif
 
 # the tests' helpers are compiled once, not into each test
@@ -208,12 +230,12 @@ test-run: tests
 	@if [ "$(HIREDIS)" = yes ] && command -v redis-server >/dev/null 2>&1 && \
 	    command -v redis-cli >/dev/null 2>&1; then \
 		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/redis-cluster run \
-			tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS); \
+			tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS) $(HTTP_TESTS); \
 	else \
 		echo "make test: no Redis Cluster for this run (hiredis: $(HIREDIS);" \
 			"redis-server: $$(command -v redis-server || echo missing)):" \
 			"the redis-* tests skip"; \
-		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS); \
+		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(HTTP_TESTS); \
 	fi
 
 # the main job: what this machine allows, the tour, then the race finder
@@ -238,7 +260,9 @@ INSTALLED = include/ufault.h lib/$(SONAME) lib/libufault.so lib/libufault.a \
 	lib/libufault-redis.a lib/pkgconfig/ufault-redis.pc \
 	bin/ufault-redis-cluster share/man/man1/ufault-redis-cluster.1 \
 	include/ufault-pack.h lib/$(PACK_SONAME) lib/libufault-pack.so \
-	lib/libufault-pack.a lib/pkgconfig/ufault-pack.pc bin/ufault-pack share/man/man1/ufault-pack.1
+	lib/libufault-pack.a lib/pkgconfig/ufault-pack.pc bin/ufault-pack share/man/man1/ufault-pack.1 \
+	include/ufault-http.h lib/$(HTTP_SONAME) lib/libufault-http.so \
+	lib/libufault-http.a lib/pkgconfig/ufault-http.pc
 ALL_TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 
 install-dirs:
@@ -256,7 +280,7 @@ install: all install-dirs
 		> $(DEST)/lib/pkgconfig/ufault.pc
 	$(Q)$(if $(TOOLS),install -m 755 $(TOOLS) $(DEST)/bin/)
 	$(Q)install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DEST)/share/man/man1/
-	$(Q)install -m 644 $(filter-out man/man3/uf_redis_% man/man3/uf_pack_%,$(wildcard man/man3/*.3)) \
+	$(Q)install -m 644 $(filter-out man/man3/uf_redis_% man/man3/uf_pack_% man/man3/uf_http_%,$(wildcard man/man3/*.3)) \
 		$(DEST)/share/man/man3/
 	$(Q)install -m 644 man/man7/*.7 $(DEST)/share/man/man7/
 
@@ -409,6 +433,67 @@ install-pack: pack install-dirs
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-pack.pc.in \
 		> $(DEST)/lib/pkgconfig/ufault-pack.pc
 
+# ---- HTTP: libufault-http, read-only objects served over HTTP(S) ------------
+# A library of its own, so that the core never depends on libcurl.  Built
+# when libcurl is present (HTTP=yes).  Its tests start their own nginx
+# (tests/http-test.h) and skip without one; built without libcurl, they
+# are built as skips.
+HTTP_SONAME := libufault-http.so.$(SOVERSION)
+HTTP_SRC    := $(wildcard http/*.c)
+HTTP_PIC    := $(HTTP_SRC:http/%.c=$(B)/http-pic/%.o)
+HTTP_TESTS  := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/http-*.c))
+HTTP_HDRS   := http/internal.h include/ufault-http.h include/ufault.h
+CURL_CFLAGS  = $(shell pkg-config --cflags libcurl 2>/dev/null)
+CURL_LIBS    = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+
+tests: $(HTTP_TESTS)
+ifeq ($(HTTP),yes)
+all: http
+install: install-http
+$(B)/tests/http-%: tests/http-%.c $(B)/tests/helpers.o $(wildcard tests/*.h) $(B)/libufault-http.a $(B)/libufault.a $(HTTP_HDRS) | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/tests/helpers.o $(B)/libufault-http.a $(B)/libufault.a $(CURL_LIBS) $(LDFLAGS) -lm
+else
+all: http-missing
+$(B)/tests/http-%: tests/http-%.c $(B)/tests/helpers.o $(wildcard tests/*.h) $(B)/libufault.a | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -DUT_NO_HTTP -o $@ $< $(B)/tests/helpers.o $(B)/libufault.a $(LDFLAGS) -lm
+endif
+http: $(B)/$(HTTP_SONAME) $(B)/libufault-http.a $(B)/ufault-http.pc
+
+http-missing:
+	@echo "make: libcurl not found: built without the HTTP store (libufault-http," \
+		"http(s):// sources); to build it, install libcurl" \
+		"(Debian/Ubuntu: apt-get install libcurl4-openssl-dev) and run make again"
+
+$(B)/http-pic/%.o: http/%.c $(HTTP_HDRS) | $(B)/http-pic
+	$(quiet) CC $<
+	$(Q)$(CC) $(LIBCFLAGS) $(CURL_CFLAGS) -c -o $@ $<
+
+$(B)/$(HTTP_SONAME): $(HTTP_PIC) http/libufault-http.map $(B)/$(SONAME)
+	$(quiet) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,$(HTTP_SONAME) -Wl,--version-script=http/libufault-http.map \
+		-Wl,-z,defs -o $@ $(HTTP_PIC) -L$(B) -l:$(SONAME) $(CURL_LIBS) $(LDFLAGS)
+	$(Q)ln -sf $(HTTP_SONAME) $(B)/libufault-http.so
+$(B)/libufault-http.a: $(HTTP_PIC)
+	$(quiet) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(B)/ufault-http.pc: ufault-http.pc.in VERSION Makefile | $(B)
+	$(quiet) GEN $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(B)/http-pic:
+	$(Q)mkdir -p $@
+
+install-http: http install-dirs
+	$(Q)install -m 644 man/man3/uf_http_*.3 $(DEST)/share/man/man3/
+	$(Q)install -m 644 include/ufault-http.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(HTTP_SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(HTTP_SONAME) $(DEST)/lib/libufault-http.so
+	$(Q)install -m 644 $(B)/libufault-http.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-http.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault-http.pc
+
 .PHONY: all tests test test-run run install install-dirs uninstall clean redis redis-missing \
-	install-redis redis-layout pack pack-missing install-pack
+	install-redis redis-layout pack pack-missing install-pack http http-missing install-http
 .SECONDARY:

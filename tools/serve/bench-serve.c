@@ -40,12 +40,21 @@
  *                      from the plain file and from its packed form
  *                      (uf_pack_write, uf_pack_open): what decompression
  *                      costs per page, and the packed size (information).
+ *   serve-restore-http the restore of serve-restore-seq, the object opened
+ *                      with uf_http_open() from an nginx of the bench's
+ *                      own on 127.0.0.1 serving a copy of the data, per
+ *                      page, against the same restore from the tmpfs
+ *                      file: goal <= 2x (tools/http/bench-http.c; skipped
+ *                      without nginx or libcurl).  Beside it (information)
+ *                      the same data packed (uf_pack_write) and served from
+ *                      nginx through uf_pack_create_readv().
  *
  * After one untimed warm-up round the variants of a row run interleaved,
  * and each row prints once, with medians, when its rounds are done.
  */
 #define _GNU_SOURCE
 #include "bench-serve.h"
+#include "../http/bench-http.h"
 #include <ufault.h>
 #include <ufault-pack.h>
 
@@ -95,6 +104,9 @@ struct sv {
 	const char *open_path;
 	bool open_packed;
 	char rec[PATH_MAX];		/* the working-set record */
+	const char *url;		/* client_run() opens this, not a file */
+	bool url_packed;		/* ... as a packed snapshot */
+	struct uf_pack_write_stats http_pack;	/* serve-restore-http's */
 	uint32_t *rand, *seq, *ws;	/* page orders */
 };
 
@@ -528,7 +540,10 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 	if (ret)
 		return ret;
 	ret = uf_mm_create(NULL, &mm);
-	if (!ret && s->open_packed)
+	if (!ret && s->url)
+		ret = s->url_packed ? bench_http_open_packed(mm, s->url, &obj)
+				    : bench_http_open(mm, s->url, &obj);
+	else if (!ret && s->open_packed)
 		ret = uf_pack_open(mm, s->open_path, &obj);
 	else if (!ret)
 		ret = uf_object_open(mm, s->open_path ? s->open_path : s->path, O_RDONLY, &obj);
@@ -876,6 +891,103 @@ out:
 	return ret;
 }
 
+/* A copy of the data as @dir/data, for nginx to serve, and its packed
+ * form as @dir/data.pack (*@packed false: none, built without libzstd). */
+static int data_copy(struct sv *s, const char *dir, bool *packed)
+{
+	char path[PATH_MAX + 16];
+	loff_t in = 0;
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "%s/data", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	while (!ret && (size_t)in < s->size) {
+		ssize_t n = copy_file_range(s->fd, &in, fd, NULL, s->size - (size_t)in, 0);
+
+		if (n <= 0)
+			ret = n < 0 ? -errno : -EIO;
+	}
+	close(fd);
+	if (ret)
+		return ret;
+	/* and its packed form, @dir/data.pack (none without libzstd) */
+	snprintf(path, sizeof(path), "%s/data.pack", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	ret = lseek(s->fd, 0, SEEK_SET) ? -errno : uf_pack_write(s->fd, fd, NULL, &s->http_pack);
+	close(fd);
+	*packed = !ret;
+	if (ret == -ENOTSUP) {
+		unlink(path);
+		ret = 0;
+	}
+	return ret;
+}
+
+/* The restore of row_seq() served from loopback nginx, beside the same
+ * from the tmpfs file, interleaved. */
+static int row_http(struct sv *s, const char *tmpfs, bool *miss)
+{
+	uint64_t t[3][SV_MAX_REPEAT] = { { 0 } }, m[3], faults = 0;
+	char dir[PATH_MAX], base[128], url[2][256], why[256] = "", cmd[PATH_MAX + 16];
+	struct sv_result res;
+	bool packed = false;
+	unsigned int r, k;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s/ufault-bench-http.XXXXXX", tmpfs);
+	if (!mkdtemp(dir))
+		return -errno;
+	ret = data_copy(s, dir, &packed);
+	if (!ret && bench_http_start(dir, base, sizeof(base), why, sizeof(why))) {
+		printf("%-20s skipped: %s\n", "serve-restore-http", why);
+		goto out;
+	}
+	snprintf(url[0], sizeof(url[0]), "%s/data", base);
+	snprintf(url[1], sizeof(url[1]), "%s/data.pack", base);
+	/* the file, the URL, the packed URL, interleaved */
+	for (r = 0; r <= s->repeat && !ret; r++) {
+		for (k = 0; k < (packed ? 3u : 2u) && !ret; k++) {
+			s->url = k ? url[k - 1] : NULL;
+			s->url_packed = k == 2;
+			ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
+			if (r)
+				t[k][r - 1] = res.ns;
+			if (k == 1)
+				faults = res.faults;
+		}
+		s->url = NULL;
+		s->url_packed = false;
+	}
+	bench_http_stop();
+	if (ret)
+		goto out;
+	for (k = 0; k < 3; k++)
+		m[k] = median(t[k], s->repeat);
+	*miss |= (double)m[1] / (double)m[0] > 2.0;
+	printf("%-20s %9.3f us/page  tmpfs file %9.3f us/page  %6.2fx (goal <= 2.00x) %s"
+	       "  [%zu MiB from nginx on 127.0.0.1 (range GETs, kept-alive); client faults %"
+	       PRIu64 "; ", "serve-restore-http", (double)m[1] / 1e3 / (double)s->npages,
+	       (double)m[0] / 1e3 / (double)s->npages, (double)m[1] / (double)m[0],
+	       (double)m[1] / (double)m[0] > 2.0 ? "MISS" : "PASS", s->size >> 20, faults);
+	if (packed)
+		printf("packed (%.1f%%) from nginx %.3f us/page, %.2fx the file]\n",
+		       100.0 * (double)s->http_pack.packed_size / (double)s->size,
+		       (double)m[2] / 1e3 / (double)s->npages, (double)m[2] / (double)m[0]);
+	else
+		printf("packed: built without libzstd]\n");
+	fflush(stdout);
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd)) {
+		/* (a temporary directory left behind) */
+	}
+	return ret;
+}
+
 int bench_serve_main(const struct bench_serve_opts *o)
 {
 	struct sv s = { .fd = -1 };
@@ -914,6 +1026,8 @@ int bench_serve_main(const struct bench_serve_opts *o)
 		ret = row_ws(&s);
 	if (!ret)
 		ret = row_packed(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm");
+	if (!ret)
+		ret = row_http(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", &miss);
 	free(s.rand);
 	free(s.seq);
 	free(s.ws);
