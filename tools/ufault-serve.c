@@ -45,6 +45,7 @@
 #define MAX_UIDS	32
 #define UFFD_FEATURE_EVENT_FORK_	0x2	/* <linux/userfaultfd.h> */
 #define ACCEPT_RETRY_MS	1000	/* accept() out of fds: tried again after */
+#define STORM_BURST	100	/* refusals at accept a second, logged each */
 
 struct client {
 	int fd;
@@ -61,6 +62,7 @@ struct client {
 	bool refused;		/* its uffd kept: each fault gets SIGBUS
 				   (refuse.c) till its socket closes */
 	bool bus_logged;	/* its first SIGBUS is logged */
+	bool quiet;		/* refused in a storm: counted, not logged */
 	uint64_t deadline;	/* ms, monotonic: the handshake's end */
 	char why[128];		/* refused: why */
 };
@@ -92,6 +94,8 @@ struct server {
 	unsigned int max_per_uid;	/* --max-per-uid */
 	bool accept_off;	/* not accepting: out of fds, or of slots */
 	bool accept_logged;	/* ... and logged (till one is accepted) */
+	uint64_t storm_start;	/* ms: this second of refusals at accept */
+	unsigned int storm_n;	/* refusals at accept in it */
 	uint64_t accept_retry;	/* ms, monotonic: out of fds, try then */
 };
 
@@ -353,7 +357,9 @@ static void client_close(struct server *s, unsigned int i, const char *why)
 	struct client *c = s->clients[i];
 	char whose[64];
 
-	if (why)
+	if (c->quiet)
+		;	/* (counted by storm_note()) */
+	else if (why)
 		logf_("client pid %d uid %u: %s; connection closed", (int)c->pid, (unsigned)c->uid,
 		      why);
 	else
@@ -460,6 +466,7 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 	s->nrefused++;
 	shutdown(c->fd, SHUT_RD);
 	client_drain(c);
+	c->quiet = c->quiet && c->uffd < 0;	/* (a VMM refused is logged) */
 	if (c->uffd >= 0 && uid_count(s, c->uid, true) >= s->max_per_uid) {
 		/* bounded: this uid's refused VMMs hold --max-per-uid more */
 		logf_("client pid %d uid %u: refused: %s; %u refused of this uid held already: "
@@ -705,6 +712,38 @@ static bool peer_allowed(const struct server *s, int fd, const struct ucred *cre
 	return false;
 }
 
+/* The second of a refusal storm is over: its line.  Return the ms till
+ * it is (-1: no storm). */
+static int storm_flush(struct server *s, uint64_t now)
+{
+	if (s->storm_n <= STORM_BURST)
+		return -1;
+	if (now - s->storm_start < 1000)
+		return (int)(s->storm_start + 1000 - now);
+	logf_("%u more connections refused in a second (uid not allowed or over --max-per-uid), "
+	      "not logged one by one", s->storm_n - STORM_BURST);
+	s->storm_n = 0;
+	return -1;
+}
+
+/*
+ * A refusal at accept (a uid not allowed, or over --max-per-uid).  A
+ * tenant that reconnects as fast as it is refused would fill the log:
+ * past STORM_BURST refusals in a second, the rest of that second's are
+ * counted and logged as one line.  (The listener does not rest: the
+ * connections queued behind the flooder's are other tenants'.)  Return
+ * true: refuse quietly.
+ */
+static bool storm_note(struct server *s, uint64_t now)
+{
+	if (now - s->storm_start >= 1000) {
+		storm_flush(s, now);
+		s->storm_start = now;
+		s->storm_n = 0;
+	}
+	return ++s->storm_n > STORM_BURST;
+}
+
 static void client_accept(struct server *s)
 {
 	struct ucred cred;
@@ -751,10 +790,12 @@ static void client_accept(struct server *s)
 	if (n >= s->max_per_uid) {
 		snprintf(why, sizeof(why), "uid %u has %u connections already (--max-per-uid)",
 			 (unsigned)cred.uid, n);
+		c->quiet = storm_note(s, now_ms());
 		client_refuse(s, s->nclients - 1, why);
 		return;
 	}
 	if (!peer_allowed(s, fd, &cred)) {
+		c->quiet = storm_note(s, now_ms());
 		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
 		snprintf(why, sizeof(why), "not allowed (uid %u gid %u: neither root, this user, "
 			 "--allow-uid nor --allow-gid)", (unsigned)cred.uid, (unsigned)cred.gid);
@@ -1110,6 +1151,9 @@ static int loop_timeout(struct server *s, uint64_t now, uint64_t *next_stats)
 {
 	int t = handshake_timeouts(s, now), u = check_sigbus(s, now);
 
+	if (u >= 0)
+		t = t < 0 || u < t ? u : t;
+	u = storm_flush(s, now);
 	if (u >= 0)
 		t = t < 0 || u < t ? u : t;
 
