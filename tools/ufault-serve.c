@@ -488,6 +488,8 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 	c->buf = NULL;
 	snprintf(c->why, sizeof(c->why), "%s", why);
 	s->nheld++;
+	/* should this server die, the supervisor answers it */
+	super_refused(c->fd, c->uffd, c->pid, c->uid);
 	logf_("client pid %d uid %u: refused: %s; its faults get SIGBUS till it closes its socket",
 	      (int)c->pid, (unsigned)c->uid, why);
 }
@@ -522,6 +524,7 @@ static void client_refused_fault(struct server *s, unsigned int i)
 			k->bus_logged = false;
 			s->clients[s->nclients++] = k;
 			s->nheld++;
+			super_refused(k->fd, k->uffd, k->pid, k->uid);
 			continue;
 		}
 		free(k);

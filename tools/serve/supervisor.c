@@ -42,7 +42,9 @@
  *     REMOVED  {id, start, len}: a UFFD_EVENT_REMOVE (the balloon), sent
  *              by the handler thread that read it (->on_remove),
  *     FORGET   {id}: not served after all; FAIL {id}: a client handed
- *              over that this server cannot serve: poison it now,
+ *              over that this server cannot serve: poison it now (a:
+ *              1 for a VMM the server refused, ADOPTed with no
+ *              regions: answered fault by fault, not logged again),
  *     LISTEN   + a listening socket: SOCKET made anew (the supervisor
  *              had closed it, failing closed),
  *     CACHE    + its object's cache (uf_object_cache_fd), which the
@@ -515,6 +517,14 @@ void super_forget(uint64_t id, bool fail_closed)
 		srv_send(fail_closed ? M_FAIL : M_FORGET, id, 0, 0);
 }
 
+void super_refused(int conn, int uffd, pid_t pid, uid_t uid)
+{
+	uint64_t id = super_adopt(conn, uffd, pid, uid, NULL, 0);
+
+	if (id)
+		srv_send(M_FAIL, id, 1, 0);
+}
+
 void super_on_remove(void *arg, uint64_t start, uint64_t len)
 {
 	uint64_t id = (uint64_t)(uintptr_t)arg;
@@ -933,8 +943,10 @@ static bool server_read(struct super *s)
 			break;
 		case M_FAIL:
 			if ((c = client_find(s, m->id, &i)) && !c->failed) {
-				SLOG("client pid %d: the server cannot serve it: SIGBUS from now on",
-				     (int)c->pid);
+				/* (a refused one: the server logged it) */
+				if (!m->a)
+					SLOG("client pid %d: the server cannot serve it: SIGBUS "
+					     "from now on", (int)c->pid);
 				fail_client(c);
 			}
 			break;
