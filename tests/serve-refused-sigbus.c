@@ -147,6 +147,9 @@ int main(void)
 	/* the refused have gone: the server holds nothing of theirs */
 	while (ut_server_fds(&srv) != base)
 		usleep(10000);
+	/* nor its supervisor, which held them too */
+	while (ut_super_status(&srv, "clients ") != 0)
+		usleep(10000);
 	/* counted: a stats line with at least 3 failed closed, 6 SIGBUS */
 	for (;;) {
 		char *p, *q;

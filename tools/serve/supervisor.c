@@ -589,6 +589,8 @@ struct sclient {
 	struct uf_serve_region r[UF_SERVE_MAX_REGIONS];
 	unsigned long *removed[UF_SERVE_MAX_REGIONS];	/* a bit a page, once any */
 	bool failed;		/* poisoned: the supervisor answers its faults */
+	bool refused;		/* a VMM the server refused: let go when its
+				   connection closes, as the server does */
 };
 
 struct super {
@@ -947,6 +949,7 @@ static bool server_read(struct super *s)
 				if (!m->a)
 					SLOG("client pid %d: the server cannot serve it: SIGBUS "
 					     "from now on", (int)c->pid);
+				c->refused = m->a;
 				fail_client(c);
 			}
 			break;
@@ -1164,13 +1167,21 @@ static bool on_signal(struct super *s)
 	return true;
 }
 
-/* Let clients whose process is gone go. */
+/* Has refused client @c's connection closed? */
+static bool client_hung_up(const struct sclient *c)
+{
+	struct pollfd p = { .fd = c->conn, .events = 0 };
+
+	return c->refused && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* Let clients whose process is gone go (a refused one: its connection). */
 static void reap(struct super *s)
 {
 	unsigned int i;
 
 	for (i = s->nc; i-- > 0;)
-		if (!client_alive(s->c[i]))
+		if (!client_alive(s->c[i]) || client_hung_up(s->c[i]))
 			client_free(s, i);
 }
 
