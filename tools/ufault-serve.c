@@ -95,6 +95,7 @@ struct server {
 	unsigned int max_per_uid;	/* --max-per-uid */
 	bool accept_off;	/* not accepting: out of fds, or of slots */
 	bool accept_logged;	/* ... and logged (till one is accepted) */
+	uint64_t emfile_at;	/* ms: out of fds logged then (once a second) */
 	uint64_t storm_start;	/* ms: this second of refusals at accept */
 	unsigned int storm_n;	/* refusals at accept in it */
 	uint64_t accept_retry;	/* ms, monotonic: out of fds, try then */
@@ -762,12 +763,18 @@ static void client_accept(struct server *s)
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			/* the connection stays queued, and the listener
 			 * readable: poll it again only once an fd frees */
-			if (!s->accept_logged)
+			uint64_t now = now_ms();
+
+			/* (at the edge, a client going and the next accept
+			 * flap: logged once a second at most) */
+			if (!s->accept_logged && now - s->emfile_at >= 1000) {
 				logf_("accept: %s: not accepting till a client goes (%u clients)",
 				      strerror(errno), s->nclients);
-			s->accept_logged = true;
+				s->accept_logged = true;
+				s->emfile_at = now;
+			}
 			s->accept_off = true;
-			s->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+			s->accept_retry = now + ACCEPT_RETRY_MS;
 		}
 		return;
 	}
