@@ -1151,15 +1151,30 @@ void uf_uffd_attach(struct uf_uffd *g)
 	struct uf_uffd *u = g->host;
 	unsigned int i, n;
 
+	bool kick = false;
+
 	pthread_mutex_lock(&u->guest_lock);
 	g->guest_next = u->guests;
 	u->guests = g;
 	__atomic_add_fetch(&u->nguests, 1, __ATOMIC_RELAXED);
 	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (u->t->handlers[i].ep >= 0)
 			guest_epoll_add(u->t->handlers[i].ep, g);
+		else
+			kick = true;
+	}
 	pthread_mutex_unlock(&u->guest_lock);
+	if (kick) {
+		uint64_t one = 1;
+
+		/* a handler with no epoll set (its process was out of fds
+		 * when it started) waits in poll(), which cannot see @g: it
+		 * wakes, and makes its set now (handler_thread) */
+		if (write(u->kickfd, &one, sizeof(one)) < 0) {
+			/* (the counter is full: it is awake already) */
+		}
+	}
 }
 
 /*
