@@ -59,6 +59,8 @@ struct uf_uffdio_poison {
 	__s64 updated;
 };
 #define UF_UFFDIO_POISON	_IOWR(UFFDIO, 0x08, struct uf_uffdio_poison)
+/* a handler with no epoll set (out of fds) tries again this often */
+#define GUEST_RETRY_MS	20
 
 /*
  * Open a userfaultfd: /dev/userfaultfd first (faults taken inside system
@@ -603,6 +605,39 @@ static void guest_epoll_add(int ep, struct uf_uffd *g)
 }
 
 /*
+ * The handler's epoll set: @pfd's three fds (the engine's fd
+ * EPOLLEXCLUSIVE) and every guest attached so far (uf_uffd_attach() adds
+ * later ones).  The set, or -1 (out of fds, say: the caller polls @pfd
+ * meanwhile, and tries again while guests wait, whom poll() cannot see).
+ * Locking: takes u->guest_lock.
+ */
+static int handler_epoll(struct uf_uffd_handler *h, const struct pollfd *pfd)
+{
+	struct uf_uffd *u = h->uffd, *g;
+	int ep = epoll_create1(EPOLL_CLOEXEC), i;
+
+	for (i = 0; ep >= 0 && i < 3; i++) {
+		struct epoll_event ev = {
+			.events = EPOLLIN | (i == 0 ? EPOLLEXCLUSIVE : 0),
+			.data.u64 = (uint64_t)i,
+		};
+
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, pfd[i].fd, &ev) < 0) {
+			close(ep);
+			ep = -1;
+		}
+	}
+	if (ep < 0)
+		return -1;
+	pthread_mutex_lock(&u->guest_lock);
+	h->ep = ep;
+	for (g = u->guests; g; g = g->guest_next)
+		guest_epoll_add(ep, g);
+	pthread_mutex_unlock(&u->guest_lock);
+	return ep;
+}
+
+/*
  * Each handler reads one event at a time: an idle handler takes the next
  * event while another runs a slow fault() (no event waits in one
  * handler's batch behind another).  Address-space events are applied
@@ -634,30 +669,11 @@ static void *handler_thread(void *arg)
 	 * that re-enters the wait as the next fault arrives still races the
 	 * one woken for it (level-triggered): that costs a failed read, no
 	 * more.
-	 * Where epoll cannot be set up, poll() on the fd.
+	 * Where epoll cannot be set up (the process out of fds), poll() on
+	 * the fd, and try again every GUEST_RETRY_MS while there are guests:
+	 * only the set holds their fds.
 	 */
-	ep = epoll_create1(EPOLL_CLOEXEC);
-	for (i = 0; ep >= 0 && i < 3; i++) {
-		struct epoll_event ev = {
-			.events = EPOLLIN | (i == 0 ? EPOLLEXCLUSIVE : 0),
-			.data.u64 = (uint64_t)i,
-		};
-
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, pfd[i].fd, &ev) < 0) {
-			close(ep);
-			ep = -1;
-		}
-	}
-	/* the guests attached so far; uf_uffd_attach() adds later ones */
-	if (ep >= 0) {
-		struct uf_uffd *g;
-
-		pthread_mutex_lock(&u->guest_lock);
-		h->ep = ep;
-		for (g = u->guests; g; g = g->guest_next)
-			guest_epoll_add(ep, g);
-		pthread_mutex_unlock(&u->guest_lock);
-	}
+	ep = handler_epoll(h, pfd);
 
 	/*
 	 * A handler counts as idle only while it waits for the fds: whatever
@@ -680,6 +696,9 @@ static void *handler_thread(void *arg)
 		if (guests_pending(h))
 			continue;
 		timeout = u->ops->idle_ms ? u->ops->idle_ms(u->owner) : -1;
+		if (ep < 0 && __atomic_load_n(&u->nguests, __ATOMIC_RELAXED) &&
+		    (ep = handler_epoll(h, pfd)) < 0 && (timeout < 0 || timeout > GUEST_RETRY_MS))
+			timeout = GUEST_RETRY_MS;
 		busy_end(h);
 		if (ep >= 0) {
 			struct epoll_event evs[4];
@@ -1132,15 +1151,30 @@ void uf_uffd_attach(struct uf_uffd *g)
 	struct uf_uffd *u = g->host;
 	unsigned int i, n;
 
+	bool kick = false;
+
 	pthread_mutex_lock(&u->guest_lock);
 	g->guest_next = u->guests;
 	u->guests = g;
 	__atomic_add_fetch(&u->nguests, 1, __ATOMIC_RELAXED);
 	n = __atomic_load_n(&u->nthreads, __ATOMIC_ACQUIRE);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (u->t->handlers[i].ep >= 0)
 			guest_epoll_add(u->t->handlers[i].ep, g);
+		else
+			kick = true;
+	}
 	pthread_mutex_unlock(&u->guest_lock);
+	if (kick) {
+		uint64_t one = 1;
+
+		/* a handler with no epoll set (its process was out of fds
+		 * when it started) waits in poll(), which cannot see @g: it
+		 * wakes, and makes its set now (handler_thread) */
+		if (write(u->kickfd, &one, sizeof(one)) < 0) {
+			/* (the counter is full: it is awake already) */
+		}
+	}
 }
 
 /*

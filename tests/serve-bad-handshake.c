@@ -4,6 +4,18 @@
 
 static int base_fds;	/* the server's sockets and uffds with no client */
 
+/* A userfaultfd of its own for each refused handshake: a refused VMM's
+ * stays with the server and its supervisor, failed closed, while this
+ * process lives (see serve-refused-sigbus). */
+static int spare_uffd(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	CHECK(fd >= 0 && ioctl(fd, UFFDIO_API, &api) == 0, "userfaultfd: %s", strerror(errno));
+	return fd;
+}
+
 /* Send @msg (with @fd), check the server's log; it never writes to the
  * client (a userfaultfd sent stays with the server, failed closed, till
  * the connection closes: see serve-refused-sigbus). */
@@ -15,7 +27,7 @@ static void bad(struct ut_server *srv, const char *msg, int fd, const char *logg
 	ut_server_log_wait(srv, logged);
 	CHECK(recv(s, &c, 1, MSG_DONTWAIT) <= 0, "the server wrote to a client: %s", msg);
 	close(s);
-	/* let go of (the next handshake sends the same userfaultfd) */
+	/* let go of by the server */
 	while (ut_server_fds(srv) != base_fds)
 		usleep(2000);
 }
@@ -33,26 +45,27 @@ int main(void)
 
 	ut_watchdog(90);
 	ut_server_start(&srv, 2 << 20, NULL);
+	ut_server_log_wait(&srv, "closed before the handshake");	/* (ut_server_start's) */
 	base_fds = ut_server_fds(&srv);
 	ut_fc_map(&fc, 2, len, off);
 	UT_SERVE_SKIP_NO_UFFD(&fc);
 	a = (unsigned long)fc.base[0];
 
-	bad(&srv, "hello, server", fc.uffd, "not a JSON array");
+	bad(&srv, "hello, server", spare_uffd(), "not a JSON array");
 	snprintf(msg, sizeof(msg), "[{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":0}]", a);
-	bad(&srv, msg, fc.uffd, "without base_host_virt_addr, size, offset or page_size");
+	bad(&srv, msg, spare_uffd(), "without base_host_virt_addr, size, offset or page_size");
 	snprintf(msg, sizeof(msg),
 		 "[{\"base_host_virt_addr\":%lu,\"size\":65000,\"offset\":0,\"page_size\":4096}]", a);
-	bad(&srv, msg, fc.uffd, "not page-aligned");
+	bad(&srv, msg, spare_uffd(), "not page-aligned");
 	snprintf(msg, sizeof(msg),
 		 "[{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":0,\"page_size\":4096},"
 		 "{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":0,\"page_size\":4096}]",
 		 a, a + 4096);
-	bad(&srv, msg, fc.uffd, "overlapping regions");
+	bad(&srv, msg, spare_uffd(), "overlapping regions");
 	snprintf(msg, sizeof(msg),
 		 "[{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":2035712,\"page_size\":4096}]",
 		 a);
-	bad(&srv, msg, fc.uffd, "past SOURCE's end");
+	bad(&srv, msg, spare_uffd(), "past SOURCE's end");
 	snprintf(msg, sizeof(msg),
 		 "[{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":0,\"page_size\":4096}]", a);
 	bad(&srv, msg, -1, "no file descriptor");
@@ -60,14 +73,14 @@ int main(void)
 	bad(&srv, msg, pfd[0], "not a userfaultfd");
 	snprintf(msg, sizeof(msg),
 		 "[{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":0,\"page_size\":2097152}]", a);
-	bad(&srv, msg, fc.uffd, "page size 2097152 not served");
+	bad(&srv, msg, spare_uffd(), "page size 2097152 not served");
 	o = (size_t)snprintf(msg, sizeof(msg), "[");
 	for (i = 0; i < 65; i++)
 		o += (size_t)snprintf(msg + o, sizeof(msg) - o,
 				      "%s{\"base_host_virt_addr\":%lu,\"size\":4096,\"offset\":0,"
 				      "\"page_size\":4096}", i ? "," : "", a + (unsigned long)i * 8192);
 	snprintf(msg + o, sizeof(msg) - o, "]");
-	bad(&srv, msg, fc.uffd, "more than 64 regions");
+	bad(&srv, msg, spare_uffd(), "more than 64 regions");
 	/* a megabyte of garbage, as fast as it goes: the server closes early */
 	big = malloc(1 << 20);
 	CHECK(big, "malloc");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: a VMM whose handshake ufault-serve refuses after its userfaultfd arrived (a region past SOURCE's end, a page size it does not serve, not JSON, a uid not allowed) gets SIGBUS at its faults, never a hang: the server keeps the userfaultfd and poisons each fault until the VMM's socket closes; the refusal and the first SIGBUS are logged with pid, uid and reason and counted in --stats, and a good VMM is still served */
+/* Description: a VMM whose handshake ufault-serve refuses after its userfaultfd arrived (a region past SOURCE's end, a page size it does not serve, not JSON, a uid not allowed) gets SIGBUS at its faults, never a hang: the server keeps the userfaultfd and poisons each fault until the VMM's socket closes; the refusal and the first SIGBUS are logged with pid, uid and reason and counted in --stats, and a good VMM is still served; a refused VMM still gets SIGBUS once the server is killed (the supervisor holds it failed closed) */
 #include "serve-test.h"
 
 #include <grp.h>
@@ -113,11 +113,14 @@ int main(void)
 	struct ut_server srv;
 	struct ut_fc fc;
 	char msg[512], log[1 << 16];
+	struct ut_fault f;
+	unsigned char v;
 	int base;
 
 	ut_watchdog(90);
 	ut_catch_signals();
 	ut_server_start(&srv, 2 << 20, opts);
+	ut_server_log_wait(&srv, "closed before the handshake");	/* (ut_server_start's) */
 	base = ut_server_fds(&srv);
 
 	ut_fc_map(&fc, 1, &len, &off);
@@ -144,6 +147,9 @@ int main(void)
 	/* the refused have gone: the server holds nothing of theirs */
 	while (ut_server_fds(&srv) != base)
 		usleep(10000);
+	/* nor its supervisor, which held them too */
+	while (ut_super_status(&srv, "clients ") != 0)
+		usleep(10000);
 	/* counted: a stats line with at least 3 failed closed, 6 SIGBUS */
 	for (;;) {
 		char *p, *q;
@@ -167,5 +173,13 @@ int main(void)
 	ut_fc_map(&fc, 1, &len, &off);
 	ut_fc_handshake(&fc, srv.sock);
 	ut_fc_check(&fc, 0, 1);
+
+	/* refused, then the server is killed: the supervisor answers it */
+	ut_fc_map(&fc, 1, &len, &off);
+	fc.sock = ut_send_handshake(srv.sock, "[]", 2, fc.uffd);
+	ut_server_log_wait(&srv, "refused: no regions");
+	ut_server_stop(&srv);
+	CHECK(ut_read(fc.base[0] + 9 * 4096, &v, &f) == SIGBUS, "refused, server gone: read %u, "
+	      "signal %d", v, f.sig);
 	return UT_PASS;
 }

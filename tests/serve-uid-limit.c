@@ -120,6 +120,7 @@ int main(void)
 	}
 	ut_server_start(&srv, 2 << 20, opts);
 	CHECK(chmod(srv.dir, 0711) == 0, "chmod: %s", strerror(errno));
+	ut_server_log_wait(&srv, "closed before the handshake");	/* (ut_server_start's) */
 	base = ut_server_fds(&srv);
 	CHECK(pipe(go) == 0 && pipe(done) == 0, "pipe");
 	pid = fork();

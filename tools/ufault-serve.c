@@ -47,6 +47,7 @@
 #define MAX_UIDS	32
 #define UFFD_FEATURE_EVENT_FORK_	0x2	/* <linux/userfaultfd.h> */
 #define ACCEPT_RETRY_MS	1000	/* accept() out of fds: tried again after */
+#define STORM_BURST	100	/* refusals at accept a second, logged each */
 
 struct client {
 	int fd;
@@ -63,6 +64,7 @@ struct client {
 	bool refused;		/* its uffd kept: each fault gets SIGBUS
 				   (refuse.c) till its socket closes */
 	bool bus_logged;	/* its first SIGBUS is logged */
+	bool quiet;		/* refused in a storm: counted, not logged */
 	uint64_t deadline;	/* ms, monotonic: the handshake's end */
 	char why[128];		/* refused: why */
 };
@@ -96,6 +98,9 @@ struct server {
 	unsigned int max_per_uid;	/* --max-per-uid */
 	bool accept_off;	/* not accepting: out of fds, or of slots */
 	bool accept_logged;	/* ... and logged (till one is accepted) */
+	uint64_t emfile_at;	/* ms: out of fds logged then (once a second) */
+	uint64_t storm_start;	/* ms: this second of refusals at accept */
+	unsigned int storm_n;	/* refusals at accept in it */
 	uint64_t accept_retry;	/* ms, monotonic: out of fds, try then */
 };
 
@@ -358,7 +363,9 @@ static void client_close(struct server *s, unsigned int i, const char *why)
 	struct client *c = s->clients[i];
 	char whose[64];
 
-	if (why)
+	if (c->quiet)
+		;	/* (counted by storm_note()) */
+	else if (why)
 		logf_("client pid %d uid %u: %s; connection closed", (int)c->pid, (unsigned)c->uid,
 		      why);
 	else
@@ -465,6 +472,7 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 	s->nrefused++;
 	shutdown(c->fd, SHUT_RD);
 	client_drain(c);
+	c->quiet = c->quiet && c->uffd < 0;	/* (a VMM refused is logged) */
 	if (c->uffd >= 0 && uid_count(s, c->uid, true) >= s->max_per_uid) {
 		/* bounded: this uid's refused VMMs hold --max-per-uid more */
 		logf_("client pid %d uid %u: refused: %s; %u refused of this uid held already: "
@@ -486,6 +494,8 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 	c->buf = NULL;
 	snprintf(c->why, sizeof(c->why), "%s", why);
 	s->nheld++;
+	/* should this server die, the supervisor answers it */
+	super_refused(c->fd, c->uffd, c->pid, c->uid);
 	logf_("client pid %d uid %u: refused: %s; its faults get SIGBUS till it closes its socket",
 	      (int)c->pid, (unsigned)c->uid, why);
 }
@@ -520,6 +530,7 @@ static void client_refused_fault(struct server *s, unsigned int i)
 			k->bus_logged = false;
 			s->clients[s->nclients++] = k;
 			s->nheld++;
+			super_refused(k->fd, k->uffd, k->pid, k->uid);
 			continue;
 		}
 		free(k);
@@ -710,6 +721,38 @@ static bool peer_allowed(const struct server *s, int fd, const struct ucred *cre
 	return false;
 }
 
+/* The second of a refusal storm is over: its line.  Return the ms till
+ * it is (-1: no storm). */
+static int storm_flush(struct server *s, uint64_t now)
+{
+	if (s->storm_n <= STORM_BURST)
+		return -1;
+	if (now - s->storm_start < 1000)
+		return (int)(s->storm_start + 1000 - now);
+	logf_("%u more connections refused in a second (uid not allowed or over --max-per-uid), "
+	      "not logged one by one", s->storm_n - STORM_BURST);
+	s->storm_n = 0;
+	return -1;
+}
+
+/*
+ * A refusal at accept (a uid not allowed, or over --max-per-uid).  A
+ * tenant that reconnects as fast as it is refused would fill the log:
+ * past STORM_BURST refusals in a second, the rest of that second's are
+ * counted and logged as one line.  (The listener does not rest: the
+ * connections queued behind the flooder's are other tenants'.)  Return
+ * true: refuse quietly.
+ */
+static bool storm_note(struct server *s, uint64_t now)
+{
+	if (now - s->storm_start >= 1000) {
+		storm_flush(s, now);
+		s->storm_start = now;
+		s->storm_n = 0;
+	}
+	return ++s->storm_n > STORM_BURST;
+}
+
 static void client_accept(struct server *s)
 {
 	struct ucred cred;
@@ -723,12 +766,18 @@ static void client_accept(struct server *s)
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			/* the connection stays queued, and the listener
 			 * readable: poll it again only once an fd frees */
-			if (!s->accept_logged)
+			uint64_t now = now_ms();
+
+			/* (at the edge, a client going and the next accept
+			 * flap: logged once a second at most) */
+			if (!s->accept_logged && now - s->emfile_at >= 1000) {
 				logf_("accept: %s: not accepting till a client goes (%u clients)",
 				      strerror(errno), s->nclients);
-			s->accept_logged = true;
+				s->accept_logged = true;
+				s->emfile_at = now;
+			}
 			s->accept_off = true;
-			s->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+			s->accept_retry = now + ACCEPT_RETRY_MS;
 		}
 		return;
 	}
@@ -756,10 +805,12 @@ static void client_accept(struct server *s)
 	if (n >= s->max_per_uid) {
 		snprintf(why, sizeof(why), "uid %u has %u connections already (--max-per-uid)",
 			 (unsigned)cred.uid, n);
+		c->quiet = storm_note(s, now_ms());
 		client_refuse(s, s->nclients - 1, why);
 		return;
 	}
 	if (!peer_allowed(s, fd, &cred)) {
+		c->quiet = storm_note(s, now_ms());
 		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
 		snprintf(why, sizeof(why), "not allowed (uid %u gid %u: neither root, this user, "
 			 "--allow-uid nor --allow-gid)", (unsigned)cred.uid, (unsigned)cred.gid);
@@ -1176,6 +1227,9 @@ static int loop_timeout(struct server *s, uint64_t now, uint64_t *next_stats)
 {
 	int t = handshake_timeouts(s, now), u = check_sigbus(s, now);
 
+	if (u >= 0)
+		t = t < 0 || u < t ? u : t;
+	u = storm_flush(s, now);
 	if (u >= 0)
 		t = t < 0 || u < t ? u : t;
 

@@ -33,6 +33,20 @@
  *                      record pushed into the client ahead of its faults
  *                      (uf_object_serve_prefetch): the speedup over lazy,
  *                      and the faults the client took.
+ *   serve-flood        the client's cold random faults (serve-cold-rand's)
+ *                      served by a ufault-serve process started fresh for
+ *                      each run (an empty cache), alone, beside an idle
+ *                      flood (another uid, 65534, holding as many
+ *                      connections that never send as the server lets it,
+ *                      reconnecting as soon as one is closed), and beside
+ *                      a fault flood (uid 65534's VMMs one after another,
+ *                      each touching all of the data): its throughput
+ *                      beside each, as a ratio to alone: goal >= 0.7x.
+ *                      For reference, beside that uid burning a CPU and
+ *                      nothing else: what the machine's own sharing
+ *                      costs, which no server can give back (on 2 CPUs,
+ *                      a flooder that spins takes one of them).
+ *                      Root only (the flooder is another uid).
  *   serve-restore-packed  a snapshot more like a guest's memory (each
  *                      page its tag, then text-like bytes for half the
  *                      pages and zeros for the rest, in runs), restored in
@@ -70,12 +84,16 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <grp.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -293,7 +311,9 @@ static int orders_make(struct sv *s)
  * its own, hand it over with the region (Firecracker's handshake, in
  * binary), wait for the go, touch @order, report.
  */
-static void client_main(int sock, size_t len, const uint32_t *order, size_t n)
+static int fc_handshake(const char *path, const uint64_t region[3], int uffd);
+
+static void client_main(int sock, size_t len, const uint32_t *order, size_t n, const char *path)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
@@ -328,8 +348,15 @@ static void client_main(int sock, size_t len, const uint32_t *order, size_t n)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
-	if (sendmsg(sock, &mh, 0) != (ssize_t)sizeof(region) || read(sock, &go, 1) != 1)
+	if (path) {
+		uint64_t r3[3] = { region[0], region[1], 0 };
+
+		/* to a ufault-serve, in Firecracker's JSON */
+		if (fc_handshake(path, r3, uffd) < 0 || read(sock, &go, 1) != 1)
+			_exit(1);
+	} else if (sendmsg(sock, &mh, 0) != (ssize_t)sizeof(region) || read(sock, &go, 1) != 1) {
 		_exit(1);
+	}
 	f0 = self_faults();
 	t0 = now_ns();
 	res.bad = touch(base, order, n);
@@ -386,7 +413,8 @@ static void *min_handler(void *arg)
  * of its socket, *@pid the client, which client_end() reaps.  0, or
  * -errno with no client made.
  */
-static int client_start(struct sv *s, const uint32_t *order, size_t n, int *sock, pid_t *pid)
+static int client_start(struct sv *s, const uint32_t *order, size_t n, int *sock, pid_t *pid,
+			const char *path)
 {
 	int sv[2], ret;
 
@@ -401,7 +429,7 @@ static int client_start(struct sv *s, const uint32_t *order, size_t n, int *sock
 	}
 	if (*pid == 0) {
 		close(sv[0]);
-		client_main(sv[1], s->size, order, n);
+		client_main(sv[1], s->size, order, n, path);
 	}
 	close(sv[1]);
 	*sock = sv[0];
@@ -456,7 +484,7 @@ static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_resu
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
-	ret = client_start(s, order, n, &sock, &pid);
+	ret = client_start(s, order, n, &sock, &pid, NULL);
 	if (ret)
 		return ret;
 	m.stopfd = eventfd(0, EFD_CLOEXEC);
@@ -495,7 +523,7 @@ static int ahead_run(struct sv *s, const uint32_t *order, size_t n, struct sv_re
 	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
-	ret = client_start(s, order, n, &sock, &pid);
+	ret = client_start(s, order, n, &sock, &pid, NULL);
 	if (ret)
 		return ret;
 	ret = client_handshake(sock, region, &uffd);
@@ -536,7 +564,7 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 
 	memset(res, 0, sizeof(*res));
 	/* before the mm: the client is no child of ufault's */
-	ret = client_start(s, order, n, &sock, &pid);
+	ret = client_start(s, order, n, &sock, &pid, NULL);
 	if (ret)
 		return ret;
 	ret = uf_mm_create(NULL, &mm);
@@ -762,6 +790,308 @@ static int row_ws(struct sv *s)
 	}
 	unlink(s->rec);
 	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Beside a hostile tenant: a ufault-serve process of its own          */
+/* ------------------------------------------------------------------ */
+
+#define FLOOD_UID	65534
+#define FLOOD_IDLE	256	/* connections the idle flooder tries to hold */
+
+/* Connect to the Unix socket @path: the fd, or -1. */
+static int unix_connect(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Firecracker's handshake for @region (address, length, offset in the
+ * data) with @uffd to the server at @path: the connection (kept open, as
+ * Firecracker does), or -1. */
+static int fc_handshake(const char *path, const uint64_t region[3], int uffd)
+{
+	char json[256], cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { json, 0 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fd = unix_connect(path);
+
+	if (fd < 0)
+		return -1;
+	iov.iov_len = (size_t)snprintf(json, sizeof(json),
+				       "[{\"base_host_virt_addr\":%" PRIu64 ",\"size\":%" PRIu64
+				       ",\"offset\":%" PRIu64 ",\"page_size\":4096}]", region[0],
+				       region[1], region[2]);
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A ufault-serve process serving the data file, and its supervisor. */
+struct sv_srv {
+	pid_t pid, super;
+	char dir[64], sock[128], log[128];
+};
+
+/* Start build/ufault-serve (beside this program) on a socket of its own
+ * and wait until it serves: 0, or -errno. */
+static int srv_start(struct sv *s, struct sv_srv *v)
+{
+	char bin[PATH_MAX], src[64], buf[8192], *p;
+	ssize_t n = readlink("/proc/self/exe", bin, sizeof(bin) - 32);
+	int i, fd;
+
+	if (n <= 0)
+		return -ENOENT;
+	bin[n] = '\0';
+	p = strrchr(bin, '/');
+	strcpy(p ? p + 1 : bin, "ufault-serve");
+	if (access(bin, X_OK))
+		return -ENOENT;
+	memset(v, 0, sizeof(*v));
+	snprintf(v->dir, sizeof(v->dir), "/tmp/ufault-bench-flood-XXXXXX");
+	if (!mkdtemp(v->dir) || chmod(v->dir, 0711))
+		return -errno;
+	snprintf(v->sock, sizeof(v->sock), "%s/sock", v->dir);
+	snprintf(v->log, sizeof(v->log), "%s/log", v->dir);
+	snprintf(src, sizeof(src), "/proc/%d/fd/%d", (int)getpid(), s->fd);
+	fflush(NULL);
+	v->pid = fork();
+	if (v->pid < 0)
+		return -errno;
+	if (v->pid == 0) {
+		char uid[16];
+
+		snprintf(uid, sizeof(uid), "%d", FLOOD_UID);
+		fd = open(v->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		execl(bin, bin, "--threads", "2", "--allow-uid", uid, "--max-per-uid", "64",
+		      "--handshake-timeout", "1", "--orphan-timeout", "0", v->sock, src, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 5000; i++) {
+		fd = open(v->log, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		if ((p = strstr(buf, "supervisor pid ")) && strstr(buf, "serving ")) {
+			v->super = (pid_t)atoi(p + 15);
+			return 0;
+		}
+		if (waitpid(v->pid, NULL, WNOHANG) == v->pid) {
+			v->pid = 0;
+			return -EPROTO;
+		}
+		usleep(2000);
+	}
+	return -ETIMEDOUT;
+}
+
+static void srv_stop(struct sv_srv *v)
+{
+	char ctl[160];
+
+	if (v->pid > 0) {
+		kill(v->pid, SIGKILL);
+		waitpid(v->pid, NULL, 0);
+	}
+	if (v->super > 0)
+		kill(v->super, SIGKILL);	/* (not a child of ours: double-forked) */
+	snprintf(ctl, sizeof(ctl), "%s.ctl", v->sock);
+	unlink(ctl);
+	unlink(v->sock);
+	unlink(v->log);
+	rmdir(v->dir);
+}
+
+/* In a child: become the other tenant, in a process group of its own
+ * (its VMMs with it: flood_run() kills the group). */
+static void flood_become(void)
+{
+	setpgid(0, 0);
+	if (setgroups(0, NULL) || setgid(FLOOD_UID) || setuid(FLOOD_UID))
+		_exit(2);
+	/* (after setuid, which clears both) */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_DUMPABLE, 1);
+}
+
+/* The idle flood: hold as many connections as the server lets it, each
+ * sending nothing; one closed (refused, timed out) is made again. */
+static void __attribute__((noreturn)) flood_idle(const char *path)
+{
+	struct pollfd pfd[FLOOD_IDLE];
+	int i;
+
+	flood_become();
+	for (i = 0; i < FLOOD_IDLE; i++)
+		pfd[i] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	for (;;) {
+		for (i = 0; i < FLOOD_IDLE; i++)
+			if (pfd[i].fd < 0)
+				pfd[i].fd = unix_connect(path);
+		if (poll(pfd, FLOOD_IDLE, 100) < 0)
+			continue;
+		for (i = 0; i < FLOOD_IDLE; i++)
+			if (pfd[i].fd >= 0 && pfd[i].revents) {
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+			}
+	}
+}
+
+/* The fault flood: VMMs of the other tenant, one after another, each
+ * touching every page of the data from @off on (user-mode-only
+ * userfaultfds: no privilege needed).  (Past the client's pages: the
+ * flood does not warm the cache for it.) */
+static void __attribute__((noreturn)) flood_faults(const char *path, size_t off, size_t len)
+{
+	flood_become();
+	for (;;) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			struct uffdio_api api = { .api = UFFD_API };
+			struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+			int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
+			char *base = mmap(NULL, len, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			uint64_t region[3] = { (uint64_t)(uintptr_t)base, len, off };
+			size_t i;
+
+			reg.range = (struct uffdio_range){ region[0], len };
+			if (uffd < 0 || base == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api) ||
+			    ioctl(uffd, UFFDIO_REGISTER, &reg) || fc_handshake(path, region, uffd) < 0)
+				_exit(1);
+			for (i = 0; i < len; i += PG)
+				(void)*(const volatile char *)(base + i);
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			usleep(10000);
+	}
+}
+
+/* The machine's share, for reference: the other tenant burning a CPU
+ * and doing nothing with the server. */
+static void __attribute__((noreturn)) flood_cpu(void)
+{
+	volatile uint64_t x = 0;
+
+	flood_become();
+	for (;;)
+		x++;
+}
+
+enum sv_flood { FL_ALONE, FL_IDLE, FL_FAULTS, FL_CPU, FL_N };
+
+/* The client's cold random faults from a fresh ufault-serve, beside
+ * @flood (for 200 ms before it starts, and while it runs). */
+static int flood_run(struct sv *s, enum sv_flood flood, struct sv_result *res)
+{
+	struct sv_srv v;
+	pid_t fl = 0, pid;
+	int sock, ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = srv_start(s, &v);
+	if (!ret && flood != FL_ALONE) {
+		fflush(NULL);
+		fl = fork();
+		if (fl == 0) {
+			if (flood == FL_IDLE)
+				flood_idle(v.sock);
+			if (flood == FL_CPU)
+				flood_cpu();
+			flood_faults(v.sock, s->nrand * PG, s->size - s->nrand * PG);
+		}
+		if (fl < 0) {
+			ret = -errno;
+		} else {
+			setpgid(fl, fl);	/* (it does too: whichever is first) */
+			usleep(200000);
+		}
+	}
+	if (!ret)
+		ret = client_start(s, s->rand, s->nrand, &sock, &pid, v.sock);
+	if (!ret)
+		ret = client_end(sock, pid, 0, res);
+	if (!ret && res->err)
+		ret = res->err;
+	if (!ret && res->bad)
+		ret = -EIO;
+	if (fl > 0) {
+		kill(-fl, SIGKILL);	/* the flooder and its VMMs */
+		kill(fl, SIGKILL);
+		waitpid(fl, NULL, 0);
+	}
+	srv_stop(&v);
+	return ret;
+}
+
+static int row_flood(struct sv *s, bool *miss)
+{
+	static const char *const names[FL_N] = { "alone", "idle flood", "fault flood",
+						 "CPU burner" };
+	uint64_t t[FL_N][SV_MAX_REPEAT], m[FL_N];
+	unsigned int r, k;
+	int ret = 0;
+
+	if (geteuid() != 0) {
+		printf("%-20s skipped: the flooder is another uid (run as root)\n", "serve-flood");
+		return 0;
+	}
+	for (r = 0; r <= s->repeat && !ret; r++)
+		for (k = 0; k < FL_N && !ret; k++) {
+			struct sv_result res;
+
+			ret = flood_run(s, (enum sv_flood)k, &res);
+			if (ret)
+				fprintf(stderr, "ufault-bench: serve-flood %s: %s\n", names[k],
+					strerror(-ret));
+			if (r)
+				t[k][r - 1] = res.ns;
+		}
+	if (ret == -ENOENT) {
+		printf("%-20s skipped: no ufault-serve beside this program\n", "serve-flood");
+		return 0;
+	}
+	if (ret)
+		return ret;
+	for (k = 0; k < FL_N; k++)
+		m[k] = median(t[k], s->repeat);
+	*miss |= (double)m[FL_ALONE] / (double)m[FL_IDLE] < 0.7 ||
+		 (double)m[FL_ALONE] / (double)m[FL_FAULTS] < 0.7;
+	printf("%-20s alone %9.2f us/page  beside an idle flood %5.2fx  beside a fault flood "
+	       "%5.2fx (goal >= 0.70x) %s  [a fresh ufault-serve each run; the flooder is uid %d, "
+	       "--max-per-uid 64, --handshake-timeout 1; for reference, beside a process of that "
+	       "uid burning a CPU and nothing else: %.2fx]\n", "serve-flood",
+	       (double)m[FL_ALONE] / 1e3 / (double)s->nrand,
+	       (double)m[FL_ALONE] / (double)m[FL_IDLE], (double)m[FL_ALONE] / (double)m[FL_FAULTS],
+	       (double)m[FL_ALONE] / (double)m[FL_IDLE] < 0.7 ||
+	       (double)m[FL_ALONE] / (double)m[FL_FAULTS] < 0.7 ? "MISS" : "PASS", FLOOD_UID,
+	       (double)m[FL_ALONE] / (double)m[FL_CPU]);
+	fflush(stdout);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1028,6 +1358,8 @@ int bench_serve_main(const struct bench_serve_opts *o)
 		ret = row_packed(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm");
 	if (!ret)
 		ret = row_http(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", &miss);
+	if (!ret)
+		ret = row_flood(&s, &miss);
 	free(s.rand);
 	free(s.seq);
 	free(s.ws);

@@ -42,7 +42,9 @@
  *     REMOVED  {id, start, len}: a UFFD_EVENT_REMOVE (the balloon), sent
  *              by the handler thread that read it (->on_remove),
  *     FORGET   {id}: not served after all; FAIL {id}: a client handed
- *              over that this server cannot serve: poison it now,
+ *              over that this server cannot serve: poison it now (a:
+ *              1 for a VMM the server refused, ADOPTed with no
+ *              regions: answered fault by fault, not logged again),
  *     LISTEN   + a listening socket: SOCKET made anew (the supervisor
  *              had closed it, failing closed),
  *     CACHE    + its object's cache (uf_object_cache_fd), which the
@@ -515,6 +517,14 @@ void super_forget(uint64_t id, bool fail_closed)
 		srv_send(fail_closed ? M_FAIL : M_FORGET, id, 0, 0);
 }
 
+void super_refused(int conn, int uffd, pid_t pid, uid_t uid)
+{
+	uint64_t id = super_adopt(conn, uffd, pid, uid, NULL, 0);
+
+	if (id)
+		srv_send(M_FAIL, id, 1, 0);
+}
+
 void super_on_remove(void *arg, uint64_t start, uint64_t len)
 {
 	uint64_t id = (uint64_t)(uintptr_t)arg;
@@ -579,6 +589,8 @@ struct sclient {
 	struct uf_serve_region r[UF_SERVE_MAX_REGIONS];
 	unsigned long *removed[UF_SERVE_MAX_REGIONS];	/* a bit a page, once any */
 	bool failed;		/* poisoned: the supervisor answers its faults */
+	bool refused;		/* a VMM the server refused: let go when its
+				   connection closes, as the server does */
 };
 
 struct super {
@@ -933,8 +945,11 @@ static bool server_read(struct super *s)
 			break;
 		case M_FAIL:
 			if ((c = client_find(s, m->id, &i)) && !c->failed) {
-				SLOG("client pid %d: the server cannot serve it: SIGBUS from now on",
-				     (int)c->pid);
+				/* (a refused one: the server logged it) */
+				if (!m->a)
+					SLOG("client pid %d: the server cannot serve it: SIGBUS "
+					     "from now on", (int)c->pid);
+				c->refused = m->a;
 				fail_client(c);
 			}
 			break;
@@ -1152,13 +1167,21 @@ static bool on_signal(struct super *s)
 	return true;
 }
 
-/* Let clients whose process is gone go. */
+/* Has refused client @c's connection closed? */
+static bool client_hung_up(const struct sclient *c)
+{
+	struct pollfd p = { .fd = c->conn, .events = 0 };
+
+	return c->refused && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* Let clients whose process is gone go (a refused one: its connection). */
 static void reap(struct super *s)
 {
 	unsigned int i;
 
 	for (i = s->nc; i-- > 0;)
-		if (!client_alive(s->c[i]))
+		if (!client_alive(s->c[i]) || client_hung_up(s->c[i]))
 			client_free(s, i);
 }
 

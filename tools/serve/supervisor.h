@@ -63,6 +63,11 @@ uint64_t super_adopt(int conn, int uffd, pid_t pid, uid_t uid,
 /* Serving client @id failed: the supervisor lets it go (@fail_closed:
  * after its holes are poisoned: a client handed over). */
 void super_forget(uint64_t id, bool fail_closed);
+/* A VMM the server refused, whose userfaultfd it holds and poisons
+ * fault by fault (refuse.c): the supervisor keeps a copy, failed closed,
+ * and answers its faults the same way once the server is gone, till the
+ * process is. */
+void super_refused(int conn, int uffd, pid_t pid, uid_t uid);
 /* struct uf_serve_opts' ->on_remove; @arg is the client's id. */
 void super_on_remove(void *arg, uint64_t start, uint64_t len);
 /* Keep the object's cache (uf_object_cache_fd(), @fd stays the
