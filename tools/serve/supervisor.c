@@ -591,6 +591,10 @@ struct sclient {
 	bool failed;		/* poisoned: the supervisor answers its faults */
 	bool refused;		/* a VMM the server refused: let go when its
 				   connection closes, as the server does */
+	bool orphaned;		/* refused, and that server has gone: its
+				   faults are answered here from now on (while
+				   it lives, the server alone answers and
+				   counts them) */
 };
 
 struct super {
@@ -969,6 +973,9 @@ static bool server_read(struct super *s)
 	close(s->srv);
 	s->srv = -1;
 	s->deadline = now_ms() + (uint64_t)s->orphan_s * 1000;
+	for (unsigned int i = 0; i < s->nc; i++)
+		if (s->c[i]->refused)
+			s->c[i]->orphaned = true;
 	if (s->term_passed) {
 		/* it died stopping: no next server is wanted */
 		s->term = true;
@@ -1202,7 +1209,7 @@ static void super_loop(struct super *s)
 		pfd[np++] = (struct pollfd){ .fd = s->cl, .events = POLLIN };
 		pfd[np++] = (struct pollfd){ .fd = s->srv, .events = POLLIN };
 		for (i = 0; i < s->nc; i++)
-			if (s->c[i]->failed) {
+			if (s->c[i]->failed && (!s->c[i]->refused || s->c[i]->orphaned)) {
 				polled[npc++] = s->c[i];
 				pfd[np++] = (struct pollfd){ .fd = s->c[i]->uffd, .events = POLLIN };
 			}
