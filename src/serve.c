@@ -375,11 +375,16 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
  * SERVE_AHEAD windows past the window that thread is in.  The first page
  * of each window is left out, a marker (the kernel's PG_readahead page):
  * the thread faults there as it enters the window, that fault copies the
- * marker alone and moves the bound on by a window.  A process that stops
- * following gets at most SERVE_AHEAD windows it may never touch; a fault
- * just past the last window claims the next one and serves it itself,
- * and the worker goes on after it.  One stream per region: a stream
- * found elsewhere takes the run-ahead over.
+ * marker alone and moves the bound on by a window.  A fault elsewhere in
+ * the range (the thread overtook the worker, or another thread of the
+ * process went ahead of it) copies the rest of that window itself, as
+ * far as the cache has it, and the worker stops its window at the first
+ * page the process has: a window costs a fault, or two, however the
+ * worker is scheduled.  A process that stops following gets at most
+ * SERVE_AHEAD windows it may never touch; a fault just past the last
+ * window claims the next one and serves it itself, and the worker goes
+ * on after it.  One stream per region: a stream found elsewhere takes
+ * the run-ahead over.
  *
  * The worker's copies are the push's (__push_vma): under as->vma_lock
  * shared and obj->invalidate_lock shared, past the balloon's removals,
@@ -395,15 +400,16 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
  * Locking: r->ahead_lock is taken alone (no other lock held, none taken
  * under it).
  */
-enum serve_ahead { AHEAD_NO, AHEAD_IN, AHEAD_NEXT };
+enum serve_ahead { AHEAD_NO, AHEAD_MARK, AHEAD_IN, AHEAD_NEXT };
 
 struct serve_ahead_work {
 	struct uf_work work;
 	struct uf_as *as;		/* held */
 	struct uf_object *obj;		/* referenced */
 	struct serve_region *r;		/* referenced */
-	/* the window being copied: a bit per page the process has from it */
-	uint64_t first, n;
+	/* the window being copied: a bit per page the process has from it;
+	 * pages from @cut on are left to the process's faults */
+	uint64_t first, n, cut;
 	unsigned long *done;
 	size_t cap;			/* bits of @done */
 };
@@ -414,13 +420,14 @@ static uint64_t region_end(const struct serve_region *r)
 }
 
 /*
- * Where a fault on @pg stands to the run-ahead of @r: inside its range
- * (the bound moves on: the process's thread is there), at its end (the
- * next window is claimed for the fault to serve), or neither.
+ * Where a fault on @pg stands to the run-ahead of @r: on a marker (the
+ * bound moves on: the process's thread is there), elsewhere inside its
+ * range (*@hi: where the range ends), at its end (the next window is
+ * claimed for the fault to serve), or neither.
  * Locking: takes r->ahead_lock alone.
  */
 static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *as, uint64_t pg,
-				    size_t win)
+				    size_t win, uint64_t *hi)
 {
 	enum serve_ahead where = AHEAD_NO;
 	uint64_t end = region_end(r), want;
@@ -431,11 +438,13 @@ static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *
 		/* another process's stream, or none */
 	} else if (!r->ahead_gone && pg >= r->ahead_lo && pg < r->ahead_hi) {
 		where = AHEAD_IN;
+		*hi = r->ahead_hi;
 		/* only a marker moves the bound: a fault elsewhere in the
 		 * range is no sign of the stream going on */
 		for (i = 0; i < SERVE_MARKS && r->ahead_mark[i] != pg; i++)
 			;
 		if (i < SERVE_MARKS) {
+			where = AHEAD_MARK;
 			r->ahead_mark[i] = UINT64_MAX;
 			want = pg + (1 + SERVE_AHEAD) * (uint64_t)win;
 			if (want > r->ahead_want)
@@ -477,7 +486,7 @@ static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64
 	uint64_t q = a, e;
 	int ret = 0;
 
-#define AHEAD_OK(x)	(!ahead_done(w, (x)) && !region_removed(w->r, (x)) &&		\
+#define AHEAD_OK(x)	((x) < w->cut && !ahead_done(w, (x)) && !region_removed(w->r, (x)) &&	\
 			 (!cache || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, (x))))
 	while (q < b && !ret) {
 		size_t copied = 0;
@@ -494,8 +503,10 @@ static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64
 		ahead_set_done(w, q, copied >> PAGE_SHIFT);
 		q += copied >> PAGE_SHIFT;
 		if (ret == -EEXIST) {
-			/* the process has that page (its own fault's) */
-			ahead_set_done(w, q, 1);
+			/* the process has that page: its fault went ahead of
+			 * this window and copies the rest (see above) */
+			if (q < w->cut)
+				w->cut = q;
 			ret = 0;
 		}
 	}
@@ -518,7 +529,7 @@ static int __ahead_copy(struct serve_ahead_work *w, struct uf_vma *v, uint64_t a
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	while (q < b && !ret) {
+	while (q < b && q < w->cut && !ret) {
 		if (ahead_done(w, q) || region_removed(w->r, q) ||
 		    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
 			q++;
@@ -628,6 +639,7 @@ static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 
 	w->first = first;
 	w->n = n;
+	w->cut = first + n;
 	memset(w->done, 0, DIV_ROUND_UP(n, BITS_PER_LONG) * sizeof(unsigned long));
 	for (q = first; q < first + n; q++)
 		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) && !region_removed(w->r, q))
@@ -774,6 +786,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 				   .r = r, .pg = pg, .end = pg };
 	enum serve_ahead ahead = AHEAD_NO;
 	size_t filled = 0, max = 1;
+	uint64_t hi = 0;
 	int ret = 0, tries;
 
 	/* recorded: the page alone, so that each page the process touches
@@ -782,7 +795,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	/* a marker of a stream run ahead of: the page alone (the rest of
 	 * its window is there, or on its way) */
 	if (!rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
-		ahead = ahead_check(r, vma->as, pg, vma->mm->ra_max ? vma->mm->ra_max : 1);
+		ahead = ahead_check(r, vma->as, pg, vma->mm->ra_max ? vma->mm->ra_max : 1, &hi);
 	streamed = !rec && ahead == AHEAD_NO && region_stream(r, pg);
 	seq = streamed || ahead == AHEAD_NEXT;
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
@@ -797,8 +810,14 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 		if (!cached) {
 			/* as for a mapping of the cache: only a miss reaches
 			 * readahead (pages a background window brought in are
-			 * no fault there, and must not end its stream here) */
-			if (!rec && !set && ahead != AHEAD_IN)
+			 * no fault there, and must not end its stream here);
+			 * a fault that overtook the worker reads the rest of
+			 * the window itself (the holes of it the worker has
+			 * not filled yet) */
+			if (!rec && !set && ahead == AHEAD_IN)
+				ra.n = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg)
+								 : vma->mm->ra_max;
+			else if (!rec && !set && ahead != AHEAD_MARK)
 				uf_readahead_window(vma, pg, &ra);
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 			uf_fill_sink = &sink.sink;
@@ -808,13 +827,15 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			uf_readahead_submit(vma, &ra);
 			if (ret)
 				break;
-			seq = seq || (!set && ahead != AHEAD_IN && (ra.n > 1 || ra.bg_n));
+			seq = seq || (!set && ahead == AHEAD_NO && (ra.n > 1 || ra.bg_n));
 		}
 		if (set)
 			max = ra.n;		/* the rest of its run */
 		else if (seq)
 			max = ra.first + ra.n > pg + vma->mm->ra_max ? ra.first + ra.n - pg
 								    : vma->mm->ra_max;
+		else if (ahead == AHEAD_IN)	/* the rest of the range's window */
+			max = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg) : vma->mm->ra_max;
 		else
 			max = 1;
 		/* what the fill copied over already (a stream's run goes on
@@ -839,6 +860,11 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	}
 	if (!ret && rec && !region_removed(r, pg))
 		uf_ws_serve_note(obj, r->rec, pg);
+	/* a lone page may be where a stream starts: a fault just after it
+	 * goes on as one (pages the cache holds reach no readahead, which
+	 * finds the streams of the others) */
+	if (!ret && !rec && ahead == AHEAD_NO && max == 1 && end > pg)
+		region_stream_note(r, pg, end);
 	/* the worker runs ahead of a stream from where this fault's run
 	 * ended: of one that went on from a window of its own, grown to half
 	 * the largest at least (as the kernel's readahead ramps up: a short
