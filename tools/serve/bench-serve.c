@@ -27,6 +27,10 @@
  *                      whole region copied in (UFFDIO_COPY) before it
  *                      starts, so that it only touches pages copied in
  *                      ahead; the server can approach that, not beat it.
+ *   serve-restore-warm the same restore by a second client of the same
+ *                      server, whose cache the first one (the cold
+ *                      restore above) filled: against the floor, goal
+ *                      <= 1.1x, and never more than the cold restore.
  *   serve-ws           a restore touching a recorded 4096-page working set
  *                      (the one of --only ws) of the 256 MiB, served lazily,
  *                      recorded (uf_object_serve_record), and with the
@@ -409,6 +413,8 @@ static int client_end(int sock, pid_t pid, int ret, struct sv_result *res)
 
 	if (!ret && write(sock, "g", 1) != 1)
 		ret = -EPIPE;
+	if (ret)
+		shutdown(sock, SHUT_WR);	/* no go: it exits */
 	if (read(sock, res, sizeof(*res)) != sizeof(*res) && !ret)
 		ret = -EPROTO;
 	close(sock);
@@ -495,32 +501,15 @@ static int ahead_run(struct sv *s, const uint32_t *order, size_t n, struct sv_re
 	return !ret && res->bad ? -EIO : ret;
 }
 
-/*
- * One client run: fork the client, serve it from a fresh mm and object
- * (recording or prefetching as @mode says), let it touch @order.
- */
-static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws mode,
-		      struct sv_result *res)
+/* Serve started client @sock from @obj (unless @ret), let it touch its
+ * order, and reap it.  The first error of @ret and these. */
+static int client_serve(struct uf_object *obj, int sock, pid_t pid, int ret,
+			struct sv_result *res)
 {
 	struct uf_serve_region r;
-	struct uf_object *obj = NULL;
-	struct uf_mm *mm = NULL;
 	uint64_t region[2];
-	int sock, uffd, ret;
-	pid_t pid;
+	int uffd;
 
-	memset(res, 0, sizeof(*res));
-	/* before the mm: the client is no child of ufault's */
-	ret = client_start(s, order, n, &sock, &pid);
-	if (ret)
-		return ret;
-	ret = uf_mm_create(NULL, &mm);
-	if (!ret)
-		ret = uf_object_open(mm, s->path, O_RDONLY, &obj);
-	if (!ret && mode == SV_RECORD)
-		ret = uf_object_serve_record(obj, s->rec);
-	if (!ret && mode == SV_PREFETCH)
-		ret = uf_object_serve_prefetch(obj, s->rec);
 	if (!ret)
 		ret = client_handshake(sock, region, &uffd);
 	if (!ret) {
@@ -534,6 +523,43 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 		ret = res->err;
 	if (!ret && res->bad)
 		ret = -EIO;
+	return ret;
+}
+
+/*
+ * One client run: fork the client, serve it from a fresh mm and object
+ * (recording or prefetching as @mode says), let it touch @order.  With
+ * @warm, then a second client touching it too, served from the same
+ * cache (warm now) in @warm.
+ */
+static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws mode,
+		      struct sv_result *res, struct sv_result *warm)
+{
+	struct uf_object *obj = NULL;
+	struct uf_mm *mm = NULL;
+	int sock, sock2 = -1, ret;
+	pid_t pid, pid2 = -1;
+
+	memset(res, 0, sizeof(*res));
+	/* before the mm: the clients are no children of ufault's */
+	ret = client_start(s, order, n, &sock, &pid);
+	if (ret)
+		return ret;
+	if (warm) {
+		memset(warm, 0, sizeof(*warm));
+		ret = client_start(s, order, n, &sock2, &pid2);
+	}
+	if (!ret)
+		ret = uf_mm_create(NULL, &mm);
+	if (!ret)
+		ret = uf_object_open(mm, s->path, O_RDONLY, &obj);
+	if (!ret && mode == SV_RECORD)
+		ret = uf_object_serve_record(obj, s->rec);
+	if (!ret && mode == SV_PREFETCH)
+		ret = uf_object_serve_prefetch(obj, s->rec);
+	ret = client_serve(obj, sock, pid, ret, res);
+	if (warm && sock2 >= 0)
+		ret = client_serve(obj, sock2, pid2, ret, warm);
 	res->svc_us = lat_median_us(mm);
 	if (!ret && mode == SV_RECORD) {
 		int np = uf_object_record_stop(obj);
@@ -609,7 +635,7 @@ static int row_rand(struct sv *s, bool *miss)
 
 		struct sv_result fl = { 0 };
 
-		ret = client_run(s, s->rand, s->nrand, SV_LAZY, &res);
+		ret = client_run(s, s->rand, s->nrand, SV_LAZY, &res, NULL);
 		if (!ret)
 			ret = inproc_run(s, s->rand, s->nrand, &ns, &us);
 		if (!ret)
@@ -640,12 +666,29 @@ static int row_rand(struct sv *s, bool *miss)
 	return 0;
 }
 
+/* The warm restore: the second client of one cache, against the floor
+ * and the cold restore (the first client) of the same rounds. */
+static void row_warm(struct sv *s, uint64_t mw, uint64_t mf, uint64_t mc, uint64_t faults,
+		     bool *miss)
+{
+	double np = (double)s->npages;
+	bool ok = (double)mw / (double)mf <= 1.1 && mw <= mc;
+
+	*miss |= !ok;
+	printf("%-20s %9.3f us/page  floor      %9.3f us/page  %6.2fx (goal <= 1.10x, and <= "
+	       "cold) %s  [cold restore %.3f us/page, warm/cold %.2fx; client faults %" PRIu64
+	       "]\n", "serve-restore-warm", (double)mw / 1e3 / np, (double)mf / 1e3 / np,
+	       (double)mw / (double)mf, ok ? "PASS" : "MISS", (double)mc / 1e3 / np,
+	       (double)mw / (double)mc, faults);
+	fflush(stdout);
+}
+
 static int row_seq(struct sv *s, bool *miss)
 {
 	uint64_t serve[SV_MAX_REPEAT], kern[SV_MAX_REPEAT], inproc[SV_MAX_REPEAT];
-	uint64_t floor[SV_MAX_REPEAT], ms, mk, mi, mf;
-	uint64_t faults = 0;
-	struct sv_result res;
+	uint64_t floor[SV_MAX_REPEAT], warmt[SV_MAX_REPEAT], ms, mk, mi, mf;
+	uint64_t faults = 0, wfaults = 0;
+	struct sv_result res, warm;
 	unsigned int r;
 	int ret = 0;
 
@@ -654,7 +697,7 @@ static int row_seq(struct sv *s, bool *miss)
 		struct sv_result fl = { 0 };
 		unsigned int us;
 
-		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
+		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res, &warm);
 		if (!ret)
 			ret = kernel_run(s, &nk);
 		if (!ret)
@@ -666,7 +709,9 @@ static int row_seq(struct sv *s, bool *miss)
 			kern[r - 1] = nk;
 			inproc[r - 1] = ni;
 			floor[r - 1] = fl.ns;
+			warmt[r - 1] = warm.ns;
 			faults = res.faults;
+			wfaults = warm.faults;
 		}
 	}
 	if (ret)
@@ -686,6 +731,7 @@ static int row_seq(struct sv *s, bool *miss)
 	       (double)mi / 1e3 / (double)s->npages, (double)mf / 1e3 / (double)s->npages,
 	       (double)mf / (double)mk, (double)ms / (double)mf);
 	fflush(stdout);
+	row_warm(s, median(warmt, s->repeat), mf, ms, wfaults, miss);
 	return 0;
 }
 
@@ -706,7 +752,7 @@ static int row_ws(struct sv *s)
 		for (k = 0; k < SV_NMODES && !ret; k++) {
 			struct sv_result res;
 
-			ret = client_run(s, s->ws, SV_WS_SET, (enum sv_ws)k, &res);
+			ret = client_run(s, s->ws, SV_WS_SET, (enum sv_ws)k, &res, NULL);
 			if (ret)
 				fprintf(stderr, "ufault-bench: serve-ws %s: %s\n", sv_ws_names[k],
 					strerror(-ret));
