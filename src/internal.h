@@ -320,7 +320,7 @@ int uf_uffd_detach(struct uf_uffd *g, bool wait);
 void uf_uffd_guest_hold(struct uf_uffd *g);
 void uf_uffd_guest_unhold(struct uf_uffd *g);
 bool uf_uffd_alive(struct uf_uffd *g);
-int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len);
+int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len, size_t step);
 int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
 			    unsigned int flags);
 
@@ -460,6 +460,8 @@ struct uf_mm {
 #define VMA_PRIV_MAP	0x20		/* shared mapping of a read-only object,
 					   mapped MAP_PRIVATE: nothing written
 					   there can reach the cache */
+#define VMA_HUGETLB	0x40		/* another process's hugetlbfs memory:
+					   filled and poisoned 2 MiB at a time */
 
 struct uf_vma {
 	struct uf_mm *mm;		/* whose cache and threads serve it */

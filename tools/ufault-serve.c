@@ -42,6 +42,7 @@
 #define MAX_CLIENTS	1024
 #define MAX_HANDSHAKE	65536	/* bytes: 64 regions take under 10 KiB */
 #define MAX_UIDS	32
+#define HUGE_PAGE	(2ULL << 20)	/* hugetlbfs guests: "huge_pages": "2M" */
 
 struct client {
 	int fd;
@@ -69,6 +70,7 @@ struct server {
 	unsigned int nuids;
 	unsigned int stats_s;
 	unsigned int orphan_s;
+	uint64_t failed_seen;	/* faults answered with SIGBUS, logged */
 	bool stopping;
 	struct client *clients[MAX_CLIENTS];
 	unsigned int nclients;
@@ -360,13 +362,15 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 		return j.err;
 	}
 	for (i = 0; i < n; i++) {
-		if (in[i].page_size != 4096) {
-			snprintf(why, sizeof(why), "region %d: page size %" PRIu64 " not served (4096 only)",
-				 i, in[i].page_size);
+		if (in[i].page_size != 4096 && in[i].page_size != HUGE_PAGE) {
+			snprintf(why, sizeof(why), "region %d: page size %" PRIu64 " not served "
+				 "(4096 and 2097152 only)", i, in[i].page_size);
 			return why;
 		}
-		if (!in[i].size || (in[i].addr | in[i].size | in[i].offset) & 4095)
-			return "a region not page-aligned, or empty";
+		if (in[i].page_size != in[0].page_size)
+			return "regions of different page sizes";
+		if (!in[i].size || (in[i].addr | in[i].size | in[i].offset) & (in[i].page_size - 1))
+			return "a region not page-aligned (to its page size), or empty";
 		if (in[i].addr + in[i].size < in[i].addr || in[i].addr + in[i].size > (1ULL << 63))
 			return "a region past the end of the address space";
 		if (in[i].offset > limit || in[i].size > limit - in[i].offset)
@@ -381,10 +385,11 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	if (c->uffd < 0)
 		return "no file descriptor with the regions";
 	/* the supervisor first: from now on the client outlives this server */
-	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n);
-	ret = uf_object_serve_uffd_opts(s->obj, c->uffd, r, (unsigned int)n,
+	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n, in[0].page_size);
+	ret = uf_object_serve_uffd_huge(s->obj, c->uffd, r, (unsigned int)n,
 					&(struct uf_serve_opts){ .on_remove = super_on_remove,
-								 .arg = (void *)(uintptr_t)c->id });
+								 .arg = (void *)(uintptr_t)c->id },
+					(size_t)in[0].page_size);
 	if (ret)
 		super_forget(c->id, false);
 	if (ret == -EBADF)
@@ -394,10 +399,14 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 		return why;
 	}
 	c->uffd = -1;		/* the library's */
-	c->recorded = s->rec_armed;	/* the first served since the record began */
-	s->rec_armed = false;
-	snprintf(why, sizeof(why), "%d region%s%s", n, n == 1 ? "" : "s",
-		 c->recorded ? ", recorded" : s->prefetch ? ", working set pushed" : "");
+	if (in[0].page_size == 4096) {	/* (no record of hugetlbfs memory) */
+		c->recorded = s->rec_armed;	/* the first served since the record began */
+		s->rec_armed = false;
+	}
+	snprintf(why, sizeof(why), "%d region%s%s%s", n, n == 1 ? "" : "s",
+		 in[0].page_size == HUGE_PAGE ? " of 2 MiB pages (hugetlbfs)" : "",
+		 c->recorded ? ", recorded" : s->prefetch && in[0].page_size != HUGE_PAGE ?
+		 ", working set pushed" : "");
 	logf_("client pid %d: served, %s", (int)c->pid, why);
 	return NULL;
 }
@@ -680,7 +689,8 @@ static int take_clients(struct server *s, struct super_state *sup)
 		int ret = c && s->nclients < MAX_CLIENTS ? 0 : -ENOMEM;
 
 		if (!ret)
-			ret = uf_object_serve_uffd_opts(s->obj, h->uffd, h->r, h->n, &o);
+			ret = uf_object_serve_uffd_huge(s->obj, h->uffd, h->r, h->n, &o,
+							(size_t)h->page_size);
 		free(h->removed);
 		if (ret) {
 			logf_("client pid %d: cannot take it over: %s; SIGBUS for it", (int)h->pid,
@@ -742,6 +752,22 @@ static void log_stats(struct server *s)
 	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages);
 }
 
+/* Faults answered with SIGBUS since the last look: a line for them (a
+ * VMM's SIGBUS is logged where it comes from). */
+static void log_failed(struct server *s)
+{
+	struct uf_stats st;
+	uint64_t n;
+
+	if (uf_mm_stats(s->mm, &st) || st.sigbus + st.oom == s->failed_seen)
+		return;
+	n = st.sigbus + st.oom - s->failed_seen;
+	s->failed_seen = st.sigbus + st.oom;
+	logf_("%" PRIu64 " fault%s answered with SIGBUS (a store error, or no huge page for "
+	      "the client: its pool is exhausted); %" PRIu64 " in all", n, n == 1 ? "" : "s",
+	      s->failed_seen);
+}
+
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
 static bool on_signal(struct server *s)
 {
@@ -794,7 +820,12 @@ static void serve_loop(struct server *s)
 				continue;
 			}
 		}
+		/* with clients, a look at their failed faults each second */
+		if (nc && (timeout < 0 || timeout > 1000))
+			timeout = 1000;
 		ready = poll(pfd, np, timeout);
+		if (nc)
+			log_failed(s);
 		if (ready <= 0)
 			continue;
 		if (pfd[0].revents && on_signal(s))

@@ -329,6 +329,7 @@ static int take_over(int fd, const char *source, unsigned int orphan_s, struct s
 			c->uffd = fds[0];
 			c->conn = fds[1];
 			c->n = m->n;
+			c->page_size = m->a ? m->a : PAGE;
 			memcpy(c->r, buf + sizeof(*m), (size_t)len);
 			break;
 		case M_RANGES: {
@@ -445,10 +446,10 @@ fail:
 }
 
 uint64_t super_adopt(int conn, int uffd, pid_t pid, uid_t uid,
-		     const struct uf_serve_region *r, unsigned int n)
+		     const struct uf_serve_region *r, unsigned int n, uint64_t page_size)
 {
 	struct smsg h = { .type = M_ADOPT, .id = srv_next_id, .pid = (int32_t)pid,
-			  .uid = (uint32_t)uid, .n = n };
+			  .uid = (uint32_t)uid, .n = n, .a = page_size };
 	int fds[2] = { uffd, conn };
 
 	if (srv_ctl < 0)
@@ -528,8 +529,12 @@ struct sclient {
 	unsigned int n;
 	struct uf_serve_region r[UF_SERVE_MAX_REGIONS];
 	unsigned long *removed[UF_SERVE_MAX_REGIONS];	/* a bit a page, once any */
+	uint64_t psz;		/* its page size: 4096, or 2 MiB (hugetlbfs) */
 	bool failed;		/* poisoned: the supervisor answers its faults */
 };
+
+/* What a zero page of hugetlbfs memory is copied from (never written). */
+static char huge_zeros[2UL << 20] __attribute__((aligned(4096)));
 
 struct super {
 	const char *sock, *ctl, *source;
@@ -631,14 +636,20 @@ static void wake(int uffd, uint64_t start, uint64_t len)
  * read yet) wakes it to fault again. */
 static void answer(struct sclient *c, uint64_t addr)
 {
-	addr &= ~(PAGE - 1);
-	if (is_removed(c, addr)) {
+	addr &= ~(c->psz - 1);
+	if (is_removed(c, addr) && c->psz != PAGE) {
+		struct uffdio_copy z = { .dst = addr, .src = (uint64_t)(uintptr_t)huge_zeros,
+					 .len = c->psz };
+
+		if (ioctl(c->uffd, UFFDIO_COPY, &z) == 0)
+			return;
+	} else if (is_removed(c, addr)) {
 		struct uffdio_zeropage z = { .range = { addr, PAGE } };
 
 		if (ioctl(c->uffd, UFFDIO_ZEROPAGE, &z) == 0)
 			return;
 	} else {
-		struct super_poison p = { .range = { addr, PAGE } };
+		struct super_poison p = { .range = { addr, c->psz } };
 
 		if (ioctl(c->uffd, SUPER_UFFDIO_POISON, &p) == 0)
 			return;
@@ -649,7 +660,7 @@ static void answer(struct sclient *c, uint64_t addr)
 			kill(c->pid, SIGBUS);
 		}
 	}
-	wake(c->uffd, addr, PAGE);
+	wake(c->uffd, addr, c->psz);
 }
 
 /* Read what @c's userfaultfd holds: removals noted, faults answered. */
@@ -686,7 +697,18 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 		int64_t done;
 		int r;
 
-		if (zero) {
+		if (zero && c->psz != PAGE) {
+			/* hugetlbfs has no zero page: a copy of zeros */
+			struct uffdio_copy z = { .dst = a, .src = (uint64_t)(uintptr_t)huge_zeros,
+						 .len = c->psz, .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+			r = ioctl(c->uffd, UFFDIO_COPY, &z);
+			if (r == 0) {
+				a += c->psz;	/* a huge page a call */
+				continue;
+			}
+			done = 0;
+		} else if (zero) {
 			struct uffdio_zeropage z = { .range = { a, e - a },
 						     .mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE };
 
@@ -708,7 +730,7 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 			continue;
 		}
 		if (errno == EEXIST) {
-			a += PAGE;		/* a page is there */
+			a += c->psz;		/* a page is there */
 			continue;
 		}
 		if (!zero && (errno == EINVAL || errno == ENOTTY)) {
@@ -735,10 +757,10 @@ static void fail_client(struct sclient *c)
 
 		while (a < end) {
 			bool rm = is_removed(c, a);
-			uint64_t b = a + PAGE;
+			uint64_t b = a + c->psz;
 
 			while (b < end && is_removed(c, b) == rm)
-				b += PAGE;
+				b += c->psz;
 			fill_holes(c, a, b, rm);
 			a = b;
 		}
@@ -828,6 +850,7 @@ static void on_adopt(struct super *s, const struct smsg *m, long len, int *fds, 
 	}
 	c->id = m->id;
 	c->pid = m->pid;
+	c->psz = m->a == 2UL << 20 ? m->a : PAGE;
 	c->uid = m->uid;
 	c->uffd = fds[0];
 	c->conn = fds[1];
@@ -974,7 +997,7 @@ static int hand_over(struct super *s, int fd)
 	for (i = 0; i < s->nc && !ret; i++) {
 		struct sclient *c = s->c[i];
 		struct smsg ch = { .type = M_CLIENT, .id = c->id, .pid = (int32_t)c->pid,
-				   .uid = (uint32_t)c->uid, .n = c->n };
+				   .uid = (uint32_t)c->uid, .n = c->n, .a = c->psz };
 		int fds[2] = { c->uffd, c->conn };
 
 		if (c->failed)
