@@ -31,6 +31,11 @@
  *                      server, whose cache the first one (the cold
  *                      restore above) filled: against the floor, goal
  *                      <= 1.1x, and never more than the cold restore.
+ *   serve-restore-huge a 64 MiB restore read in order by a client whose
+ *                      memory is hugetlbfs (2 MiB pages, page_size 2097152),
+ *                      cold, against its floor (its huge pages copied in
+ *                      before it starts): goal <= 1.1x.  Skipped where no
+ *                      huge pages can be reserved.
  *   serve-ws           a restore touching a recorded 4096-page working set
  *                      (the one of --only ws) of the 256 MiB, served lazily,
  *                      recorded (uf_object_serve_record), and with the
@@ -70,6 +75,7 @@
 #define PG		4096UL
 #define SV_SIZE		(256UL << 20)
 #define SV_RAND		16384		/* cold random faults per run */
+#define SV_HUGE		(64UL << 20)	/* serve-restore-huge: its pool */
 #define SV_WS_RUN	16
 #define SV_WS_NRUNS	128
 #define SV_WS_NSINGLE	2048
@@ -81,6 +87,7 @@
 
 struct sv {
 	size_t size, npages;		/* the data, and the restore */
+	bool huge;			/* clients map hugetlbfs memory (2 MiB) */
 	size_t nrand;
 	unsigned int repeat;
 	int fd;				/* the data file (unlinked) */
@@ -272,7 +279,7 @@ static int orders_make(struct sv *s)
  * its own, hand it over with the region (Firecracker's handshake, in
  * binary), wait for the go, touch @order, report.
  */
-static void client_main(int sock, size_t len, const uint32_t *order, size_t n)
+static void client_main(int sock, size_t len, const uint32_t *order, size_t n, bool huge)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
@@ -287,8 +294,8 @@ static void client_main(int sock, size_t len, const uint32_t *order, size_t n)
 	int uffd;
 
 	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		    -1, 0);
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		    (huge ? MAP_HUGETLB : MAP_NORESERVE), -1, 0);
 	if (uffd < 0 || base == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api) < 0) {
 		res.err = -errno;
 		goto report;
@@ -380,7 +387,7 @@ static int client_start(struct sv *s, const uint32_t *order, size_t n, int *sock
 	}
 	if (*pid == 0) {
 		close(sv[0]);
-		client_main(sv[1], s->size, order, n);
+		client_main(sv[1], s->size, order, n, s->huge);
 	}
 	close(sv[1]);
 	*sock = sv[0];
@@ -503,7 +510,7 @@ static int ahead_run(struct sv *s, const uint32_t *order, size_t n, struct sv_re
 
 /* Serve started client @sock from @obj (unless @ret), let it touch its
  * order, and reap it.  The first error of @ret and these. */
-static int client_serve(struct uf_object *obj, int sock, pid_t pid, int ret,
+static int client_serve(struct sv *s, struct uf_object *obj, int sock, pid_t pid, int ret,
 			struct sv_result *res)
 {
 	struct uf_serve_region r;
@@ -514,7 +521,7 @@ static int client_serve(struct uf_object *obj, int sock, pid_t pid, int ret,
 		ret = client_handshake(sock, region, &uffd);
 	if (!ret) {
 		r = (struct uf_serve_region){ .start = region[0], .len = region[1], .offset = 0 };
-		ret = uf_object_serve_uffd(obj, uffd, &r, 1);
+		ret = uf_object_serve_uffd_huge(obj, uffd, &r, 1, NULL, s->huge ? 2UL << 20 : PG);
 		if (ret)
 			close(uffd);
 	}
@@ -557,9 +564,9 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 		ret = uf_object_serve_record(obj, s->rec);
 	if (!ret && mode == SV_PREFETCH)
 		ret = uf_object_serve_prefetch(obj, s->rec);
-	ret = client_serve(obj, sock, pid, ret, res);
+	ret = client_serve(s, obj, sock, pid, ret, res);
 	if (warm && sock2 >= 0)
-		ret = client_serve(obj, sock2, pid2, ret, warm);
+		ret = client_serve(s, obj, sock2, pid2, ret, warm);
 	res->svc_us = lat_median_us(mm);
 	if (!ret && mode == SV_RECORD) {
 		int np = uf_object_record_stop(obj);
@@ -735,6 +742,78 @@ static int row_seq(struct sv *s, bool *miss)
 	return 0;
 }
 
+static long nr_hugepages(long set)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (set < 0 && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (set >= 0)
+		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
+	if (fclose(f))
+		n = -1;
+	return n;
+}
+
+/*
+ * serve-restore-huge: the restore of serve-restore-seq, SV_HUGE bytes of
+ * hugetlbfs memory (2 MiB pages from a pool this row fills and gives
+ * back), against its floor: the same client with its huge pages copied
+ * in before it starts.
+ */
+static int row_huge(struct sv *s, bool *miss)
+{
+	uint64_t serve[SV_MAX_REPEAT], floor[SV_MAX_REPEAT], ms, mf;
+	size_t size = s->size, npages = s->npages;
+	long old = nr_hugepages(-1), need = (long)(SV_HUGE >> 21);
+	uint64_t faults = 0;
+	unsigned int r;
+	int ret = 0;
+
+	if (old < 0 || nr_hugepages(old + need) < 0 || nr_hugepages(-1) < old + need) {
+		if (old >= 0)
+			nr_hugepages(old);
+		printf("%-20s skipped: no %ld huge pages of 2 MiB to be had here\n",
+		       "serve-restore-huge", need);
+		return 0;
+	}
+	s->huge = true;
+	s->size = SV_HUGE < size ? SV_HUGE : size;
+	s->npages = s->size / PG;
+	for (r = 0; r <= s->repeat && !ret; r++) {
+		struct sv_result res, fl = { 0 };
+
+		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res, NULL);
+		if (!ret)
+			ret = ahead_run(s, s->seq, s->npages, &fl);
+		if (r) {
+			serve[r - 1] = res.ns;
+			floor[r - 1] = fl.ns;
+			faults = res.faults;
+		}
+	}
+	s->huge = false;
+	s->size = size;
+	s->npages = npages;
+	nr_hugepages(old);
+	if (ret)
+		return ret;
+	ms = median(serve, s->repeat);
+	mf = median(floor, s->repeat);
+	*miss |= (double)ms / (double)mf > 1.1;
+	printf("%-20s %9.3f us/page  floor      %9.3f us/page  %6.2fx (goal <= 1.10x) %s  "
+	       "[%zu MiB of 2 MiB pages, cold; client faults %" PRIu64 "; floor: its huge pages "
+	       "copied in before it starts]\n", "serve-restore-huge",
+	       (double)ms / 1e3 / (double)(SV_HUGE / PG), (double)mf / 1e3 / (double)(SV_HUGE / PG),
+	       (double)ms / (double)mf, (double)ms / (double)mf > 1.1 ? "MISS" : "PASS",
+	       (size_t)(SV_HUGE >> 20), faults);
+	fflush(stdout);
+	return 0;
+}
+
 static int row_ws(struct sv *s)
 {
 	uint64_t t[SV_NMODES][SV_MAX_REPEAT], m[SV_NMODES], faults[SV_NMODES] = { 0 };
@@ -811,6 +890,8 @@ int bench_serve_main(const struct bench_serve_opts *o)
 	ret = row_rand(&s, &miss);
 	if (!ret)
 		ret = row_seq(&s, &miss);
+	if (!ret)
+		ret = row_huge(&s, &miss);
 	if (!ret)
 		ret = row_ws(&s);
 	free(s.rand);
