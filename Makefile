@@ -1,5 +1,5 @@
 # ufault - see README.md.  `make`, `make test`, `make run`,
-# `make install PREFIX=DIR`; `make SAN=address|undefined|thread test`
+# `make install PREFIX=DIR`, `make uninstall PREFIX=DIR`; `make SAN=address|undefined|thread test`
 # builds into build-$(SAN)/ with that sanitizer; `make LOCKDEP=1 test` checks
 # the lock order as it runs (src/lockdep.c).
 #
@@ -9,8 +9,34 @@
 # when hiredis is found; `make HIREDIS=no` leaves it out on purpose.
 # Nothing here installs packages except `make test` run as root (it calls
 # redis/deps.sh for the Redis tests' servers and hiredis).
+#
+# The build runs in parallel (-j as many CPUs as there are, unless make was
+# given a -j) and prints one line a step, "  CC      src/fault.c"; `make V=1`
+# prints the commands in full, `make -s` nothing.
 
-VERSION   := 0.4.0
+# Parallel by default; a sub-make shares its parent's jobs, so only the
+# top-level make asks for them, and a -j on the command line wins over this.
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+
+# Quiet by default, as Linux and liburing are: $(Q) hides a command,
+# $(quiet) NAME WHAT says what it does instead
+ifeq ($(V),1)
+Q     :=
+quiet := @:
+else
+Q     := @
+ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+quiet := @:
+else
+quiet := @printf '  %-7s %s\n'
+endif
+endif
+
+# the one version: man pages, ufault.pc and every tool's --version say it
+# (tests/version.sh checks)
+VERSION   := $(shell cat VERSION)
 SOVERSION := 0
 PREFIX    ?= /usr/local
 CC        ?= cc
@@ -41,9 +67,10 @@ CFLAGS  += -std=gnu11 $(WARN) -pthread $(SANFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
 LIBCFLAGS := $(CFLAGS) $(LOCKDEP_FLAGS) -fPIC -fvisibility=hidden -Iinclude
 
+# one set of objects, position-independent, for both the shared and the
+# static library
 LIB_SRC := $(wildcard src/*.c)
 LIB_PIC := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
-LIB_OBJ := $(LIB_SRC:src/%.c=$(B)/obj/%.o)
 SONAME  := libufault.so.$(SOVERSION)
 
 ifeq ($(origin HIREDIS),undefined)
@@ -51,37 +78,63 @@ HIREDIS := $(shell pkg-config --exists hiredis 2>/dev/null && echo yes || \
 	{ test -f /usr/include/hiredis/hiredis.h && echo yes || echo no; })
 endif
 
+# packed snapshots (libufault-pack, ufault-pack, a packed SOURCE of
+# ufault-serve) need libzstd: `make PACK=no` (or ZSTD=no) leaves them out
+ifeq ($(ZSTD),no)
+PACK := no
+endif
+ifeq ($(origin PACK),undefined)
+PACK := $(shell pkg-config --exists libzstd 2>/dev/null && echo yes || \
+	{ test -f /usr/include/zstd.h && echo yes || echo no; })
+endif
+ZSTD_LIBS = $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
+# what ufault-serve, ufault-bench and the pack tests link for packed
+# snapshots: the library, or tools/pack/no-pack.c, which refuses them
+ifeq ($(PACK),yes)
+PACK_DEPS := $(B)/libufault-pack.a include/ufault-pack.h
+PACK_LINK = $(B)/libufault-pack.a $(ZSTD_LIBS)
+else
+PACK_DEPS := tools/pack/no-pack.c include/ufault-pack.h
+PACK_LINK := tools/pack/no-pack.c
+endif
+
 # ufault-cp exists only to reach a Redis Cluster: without hiredis it is not built
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
 ifneq ($(HIREDIS),yes)
 TOOLS   := $(filter-out $(B)/ufault-cp,$(TOOLS))
+endif
+ifneq ($(PACK),yes)
+TOOLS   := $(filter-out $(B)/ufault-pack,$(TOOLS))
 endif
 TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c,$(wildcard tests/*.c)))
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 SCRIPTS := $(wildcard tests/*.sh)
 
 # the tests and tools link the static library, so they run from the tree
-APP_CFLAGS := $(CFLAGS) -Iinclude -Itests
+APP_CFLAGS := $(CFLAGS) -Iinclude -Itests -DUF_VERSION='"$(VERSION)"'
 
 all: $(B)/$(SONAME) $(B)/libufault.a $(B)/libufault.pc $(TOOLS)
 
 $(B)/pic/%.o: src/%.c src/internal.h src/compat.h include/ufault.h | $(B)/pic
-	$(CC) $(LIBCFLAGS) -c -o $@ $<
-$(B)/obj/%.o: src/%.c src/internal.h src/compat.h include/ufault.h | $(B)/obj
-	$(CC) $(LIBCFLAGS) -c -o $@ $<
+	$(quiet) CC $<
+	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
 
 $(B)/$(SONAME): $(LIB_PIC) src/libufault.map
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libufault.map \
+	$(quiet) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libufault.map \
 		-Wl,-z,defs -o $@ $(LIB_PIC) $(LDFLAGS)
-	ln -sf $(SONAME) $(B)/libufault.so
-$(B)/libufault.a: $(LIB_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)ln -sf $(SONAME) $(B)/libufault.so
+$(B)/libufault.a: $(LIB_PIC)
+	$(quiet) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/libufault.pc: libufault.pc.in Makefile | $(B)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+$(B)/libufault.pc: libufault.pc.in VERSION Makefile | $(B)
+	$(quiet) GEN $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h
-	$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
+$(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h VERSION
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
 # with --store URL; ufault-serve with a redis:// SOURCE) link the Redis store
@@ -92,31 +145,42 @@ REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-s
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h
-	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
+		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
+		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
 NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
 $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault.a include/ufault.h include/ufault-redis.h
-	$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
+		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
 		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
+		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault.a $(LDFLAGS) -lm
 endif
 
-$(B)/tests/%: tests/%.c tests/helpers.c $(wildcard tests/*.h) $(B)/libufault.a include/ufault.h | $(B)/tests
-	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault.a $(LDFLAGS) -lm
+# the tests' helpers are compiled once, not into each test
+$(B)/tests/helpers.o: tests/helpers.c tests/helpers.h include/ufault.h | $(B)/tests
+	$(quiet) CC $<
+	$(Q)$(CC) $(APP_CFLAGS) -c -o $@ $<
+
+$(B)/tests/%: tests/%.c $(B)/tests/helpers.o $(wildcard tests/*.h) $(B)/libufault.a include/ufault.h | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/tests/helpers.o $(B)/libufault.a $(LDFLAGS) -lm
 
 $(B)/examples/%: examples/%.c $(B)/libufault.a include/ufault.h | $(B)/examples
-	$(CC) $(APP_CFLAGS) -Wno-error=deprecated-declarations -o $@ $< $(B)/libufault.a $(LDFLAGS)
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -Wno-error=deprecated-declarations -o $@ $< $(B)/libufault.a $(LDFLAGS)
 
-$(B) $(B)/pic $(B)/obj $(B)/tests $(B)/examples:
-	mkdir -p $@
+$(B) $(B)/pic $(B)/tests $(B)/examples:
+	$(Q)mkdir -p $@
 
 tests: all $(TESTS) $(EXAMPLES)
 
@@ -133,40 +197,72 @@ else
 	@redis/deps.sh || echo "make test: the Redis tests will be skipped (see the line above)"
 endif
 	@$(MAKE) --no-print-directory test-run
+# the test scripts that run make (tests/install-*.sh) get make's options
+# without the jobserver's pipes, which only $(MAKE) lines are handed
+test-run: MAKEFLAGS_TESTS = MAKEFLAGS='$(filter-out --jobserver%,$(MAKEFLAGS))'
 test-run: tests
 	@if [ "$(HIREDIS)" = yes ] && command -v redis-server >/dev/null 2>&1 && \
 	    command -v redis-cli >/dev/null 2>&1; then \
-		B=$(B) CC="$(CC)" SAN="$(SAN)" tests/redis-cluster run \
+		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/redis-cluster run \
 			tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS); \
 	else \
 		echo "make test: no Redis Cluster for this run (hiredis: $(HIREDIS);" \
 			"redis-server: $$(command -v redis-server || echo missing)):" \
 			"the redis-* tests skip"; \
-		B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS); \
+		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS); \
 	fi
 
 # the main job: what this machine allows, the tour, then the race finder
 # against ufault and against the kernel's own mmap
 run: all
-	$(B)/ufault-info --quiet || true
-	$(B)/ufault-tour
-	$(B)/ufault-stress --seconds $(STRESS_SECONDS)
+	$(Q)$(B)/ufault-info --quiet || true
+	$(Q)$(B)/ufault-tour
+	$(Q)$(B)/ufault-stress --seconds $(STRESS_SECONDS)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man7
-	install -m 644 include/ufault.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(B)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libufault.so
-	install -m 644 $(B)/libufault.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libufault.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault.pc
-	$(if $(TOOLS),install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/)
-	install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -m 644 $(filter-out man/man3/uf_redis_%,$(wildcard man/man3/*.3)) \
-		$(DESTDIR)$(PREFIX)/share/man/man3/
-	install -m 644 man/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+# ---- install and uninstall -------------------------------------------------
+# INSTALLED is every file `make install` can put under $(PREFIX), the Redis
+# store's and every tool's whether this build has them or not: `make
+# uninstall` removes them all, then the directories install made (it writes
+# them into share/ufault/dirs) once they are empty again.
+DEST := $(DESTDIR)$(PREFIX)
+INSTALL_DIRS := bin include lib lib/pkgconfig share share/man share/man/man1 \
+	share/man/man3 share/man/man7 share/ufault
+INSTALLED = include/ufault.h lib/$(SONAME) lib/libufault.so lib/libufault.a \
+	lib/pkgconfig/ufault.pc $(ALL_TOOLS:%=bin/%) $(ALL_TOOLS:%=share/man/man1/%.1) \
+	$(patsubst man/%,share/man/%,$(wildcard man/man3/*.3 man/man7/*.7)) \
+	include/ufault-redis.h lib/$(REDIS_SONAME) lib/libufault-redis.so \
+	lib/libufault-redis.a lib/pkgconfig/ufault-redis.pc \
+	bin/ufault-redis-cluster share/man/man1/ufault-redis-cluster.1 \
+	include/ufault-pack.h lib/$(PACK_SONAME) lib/libufault-pack.so \
+	lib/libufault-pack.a lib/pkgconfig/ufault-pack.pc bin/ufault-pack share/man/man1/ufault-pack.1
+ALL_TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
+
+install-dirs:
+	$(Q)made=; for d in $(INSTALL_DIRS); do [ -d "$(DEST)/$$d" ] || made="$$made $$d"; done; \
+		install -d $(INSTALL_DIRS:%="$(DEST)/%") && \
+		for d in $$made; do echo $$d; done >> "$(DEST)/share/ufault/dirs"
+
+install: all install-dirs
+	$(quiet) INSTALL "$(DEST)"
+	$(Q)install -m 644 include/ufault.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(SONAME) $(DEST)/lib/libufault.so
+	$(Q)install -m 644 $(B)/libufault.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' libufault.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault.pc
+	$(Q)$(if $(TOOLS),install -m 755 $(TOOLS) $(DEST)/bin/)
+	$(Q)install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DEST)/share/man/man1/
+	$(Q)install -m 644 $(filter-out man/man3/uf_redis_% man/man3/uf_pack_%,$(wildcard man/man3/*.3)) \
+		$(DEST)/share/man/man3/
+	$(Q)install -m 644 man/man7/*.7 $(DEST)/share/man/man7/
+
+uninstall:
+	$(quiet) UNINST "$(DEST)"
+	$(Q)rm -f $(INSTALLED:%="$(DEST)/%")
+	$(Q)if [ -f "$(DEST)/share/ufault/dirs" ]; then \
+		dirs=$$(sort -ru "$(DEST)/share/ufault/dirs"); rm -f "$(DEST)/share/ufault/dirs"; \
+		for d in $$dirs; do rmdir "$(DEST)/$$d" 2>/dev/null || true; done; \
+	fi
 
 clean:
 	rm -rf build build-*
@@ -179,7 +275,6 @@ clean:
 REDIS_SONAME := libufault-redis.so.$(SOVERSION)
 REDIS_SRC    := $(wildcard redis/*.c)
 REDIS_PIC    := $(REDIS_SRC:redis/%.c=$(B)/redis-pic/%.o)
-REDIS_OBJ    := $(REDIS_SRC:redis/%.c=$(B)/redis-obj/%.o)
 REDIS_TESTS  := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/redis-*.c))
 REDIS_HDRS   := redis/internal.h include/ufault-redis.h include/ufault.h
 HIREDIS_CFLAGS = $(shell pkg-config --cflags hiredis 2>/dev/null || echo -I/usr/include/hiredis)
@@ -202,42 +297,111 @@ redis-missing:
 		"(Debian/Ubuntu: apt-get install libhiredis-dev) and run make again"
 
 $(B)/redis-pic/%.o: redis/%.c $(REDIS_HDRS) | $(B)/redis-pic
-	$(CC) $(LIBCFLAGS) $(HIREDIS_CFLAGS) -c -o $@ $<
-$(B)/redis-obj/%.o: redis/%.c $(REDIS_HDRS) | $(B)/redis-obj
-	$(CC) $(LIBCFLAGS) $(HIREDIS_CFLAGS) -c -o $@ $<
+	$(quiet) CC $<
+	$(Q)$(CC) $(LIBCFLAGS) $(HIREDIS_CFLAGS) -c -o $@ $<
 
 $(B)/$(REDIS_SONAME): $(REDIS_PIC) redis/libufault-redis.map $(B)/$(SONAME)
-	$(CC) -shared -Wl,-soname,$(REDIS_SONAME) -Wl,--version-script=redis/libufault-redis.map \
+	$(quiet) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,$(REDIS_SONAME) -Wl,--version-script=redis/libufault-redis.map \
 		-Wl,-z,defs -o $@ $(REDIS_PIC) -L$(B) -l:$(SONAME) $(HIREDIS_LIBS) $(LDFLAGS)
-	ln -sf $(REDIS_SONAME) $(B)/libufault-redis.so
-$(B)/libufault-redis.a: $(REDIS_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)ln -sf $(REDIS_SONAME) $(B)/libufault-redis.so
+$(B)/libufault-redis.a: $(REDIS_PIC)
+	$(quiet) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/ufault-redis.pc: ufault-redis.pc.in Makefile | $(B)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+$(B)/ufault-redis.pc: ufault-redis.pc.in VERSION Makefile | $(B)
+	$(quiet) GEN $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(B)/tests/redis-%: tests/redis-%.c tests/helpers.c tests/helpers.h $(B)/libufault-redis.a $(B)/libufault.a $(REDIS_HDRS) | $(B)/tests
-	$(CC) $(APP_CFLAGS) -o $@ $< tests/helpers.c $(B)/libufault-redis.a $(B)/libufault.a $(HIREDIS_LIBS) $(LDFLAGS) -lm
+$(B)/tests/redis-%: tests/redis-%.c $(B)/tests/helpers.o tests/helpers.h $(B)/libufault-redis.a $(B)/libufault.a $(REDIS_HDRS) | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/tests/helpers.o $(B)/libufault-redis.a $(B)/libufault.a $(HIREDIS_LIBS) $(LDFLAGS) -lm
 
 # what each way of keeping pages in Redis costs (docs/redis.md, Layout):
 # tests/redis-cluster run build/redis-layout
 redis-layout: $(B)/redis-layout
 $(B)/redis-layout: redis/bench/layout.c | $(B)
-	$(CC) $(CFLAGS) $(HIREDIS_CFLAGS) -o $@ $< $(HIREDIS_LIBS) $(LDFLAGS)
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(CFLAGS) $(HIREDIS_CFLAGS) -o $@ $< $(HIREDIS_LIBS) $(LDFLAGS)
 
-$(B)/redis-pic $(B)/redis-obj:
-	mkdir -p $@
+$(B)/redis-pic:
+	$(Q)mkdir -p $@
 
-install-redis: redis
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/share/man/man3
-	install -m 644 man/man3/uf_redis_*.3 $(DESTDIR)$(PREFIX)/share/man/man3/
-	install -m 644 include/ufault-redis.h $(DESTDIR)$(PREFIX)/include/
-	install -m 755 $(B)/$(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(REDIS_SONAME) $(DESTDIR)$(PREFIX)/lib/libufault-redis.so
-	install -m 644 $(B)/libufault-redis.a $(DESTDIR)$(PREFIX)/lib/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ufault-redis.pc
+install-redis: redis install-dirs
+	$(Q)install -m 644 man/man3/uf_redis_*.3 $(DEST)/share/man/man3/
+	$(Q)install -m 755 tools/ufault-redis-cluster $(DEST)/bin/
+	$(Q)install -m 644 man/man1/ufault-redis-cluster.1 $(DEST)/share/man/man1/
+	$(Q)install -m 644 include/ufault-redis.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(REDIS_SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(REDIS_SONAME) $(DEST)/lib/libufault-redis.so
+	$(Q)install -m 644 $(B)/libufault-redis.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-redis.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault-redis.pc
 
-.PHONY: all tests test test-run run install clean redis redis-missing install-redis redis-layout
+# ---- Pack: libufault-pack, packed (zstd-compressed) snapshots -------------
+# A library of its own, so that the core never depends on libzstd.  Built
+# when libzstd is present (PACK=yes); without it the pack tests skip and
+# ufault-serve refuses a packed SOURCE, saying why.
+PACK_SONAME := libufault-pack.so.$(SOVERSION)
+PACK_SRC    := $(wildcard pack/*.c)
+PACK_PIC    := $(PACK_SRC:pack/%.c=$(B)/pack-pic/%.o)
+PACK_OBJ    := $(PACK_SRC:pack/%.c=$(B)/pack-obj/%.o)
+PACK_HDRS   := pack/internal.h include/ufault-pack.h include/ufault.h
+
+ifeq ($(PACK),yes)
+all: pack
+install: install-pack
+else
+all: pack-missing
+endif
+
+pack: $(B)/$(PACK_SONAME) $(B)/libufault-pack.a $(B)/ufault-pack.pc
+
+pack-missing:
+	@echo "make: libzstd not found (or PACK=no): built without packed snapshots" \
+		"(libufault-pack, ufault-pack); to build them, install libzstd" \
+		"(Debian/Ubuntu: apt-get install libzstd-dev) and run make again"
+
+$(B)/pack-pic/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-pic
+	$(quiet) CC $@
+	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
+$(B)/pack-obj/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-obj
+	$(quiet) CC $@
+	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
+
+$(B)/$(PACK_SONAME): $(PACK_PIC) pack/libufault-pack.map $(B)/$(SONAME)
+	$(quiet) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,$(PACK_SONAME) -Wl,--version-script=pack/libufault-pack.map \
+		-Wl,-z,defs -o $@ $(PACK_PIC) -L$(B) -l:$(SONAME) $(ZSTD_LIBS) $(LDFLAGS)
+	$(Q)ln -sf $(PACK_SONAME) $(B)/libufault-pack.so
+$(B)/libufault-pack.a: $(PACK_OBJ)
+	$(quiet) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(B)/ufault-pack.pc: ufault-pack.pc.in Makefile | $(B)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(B)/ufault-pack: tools/ufault-pack.c $(B)/libufault-pack.a $(B)/libufault.a $(PACK_HDRS)
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault-pack.a $(B)/libufault.a $(LDFLAGS) $(ZSTD_LIBS)
+
+# the pack tests link the library, or the stub that makes them skip
+$(B)/tests/pack-%: tests/pack-%.c tests/helpers.c $(wildcard tests/*.h) $(PACK_DEPS) $(B)/libufault.a include/ufault.h | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -Itools/pack -o $@ $< tests/helpers.c $(PACK_LINK) $(B)/libufault.a $(LDFLAGS) -lm
+
+$(B)/pack-pic $(B)/pack-obj:
+	$(Q)mkdir -p $@
+
+install-pack: pack install-dirs
+	$(Q)install -m 644 man/man3/uf_pack_*.3 $(DEST)/share/man/man3/
+	$(Q)install -m 644 include/ufault-pack.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(PACK_SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(PACK_SONAME) $(DEST)/lib/libufault-pack.so
+	$(Q)install -m 644 $(B)/libufault-pack.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-pack.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault-pack.pc
+
+.PHONY: all tests test test-run run install install-dirs uninstall clean redis redis-missing \
+	install-redis redis-layout pack pack-missing install-pack
 .SECONDARY:

@@ -34,7 +34,8 @@ extern "C" {
  *	by '&': replicas=N (0-16: replicas that must acknowledge a sync;
  *	default 1 when the cluster's masters have replicas, else 0),
  *	timeout_ms=T (1-86400000: how long an operation retries through
- *	redirections, failovers and lost connections; default 15000),
+ *	redirections, failovers and lost connections, and how long opening
+ *	tries the seeds, each connect() waiting at most 1 s; default 15000),
  *	lease_ms=L (100-3600000: the writer's lease expiry; default 10000).
  * @oflags: O_RDONLY or O_RDWR, optionally with O_CREAT (a new object has
  *	size 0; grow it with uf_object_truncate()).
@@ -53,9 +54,11 @@ extern "C" {
  * user/password, host, port, NAME or a parameter), -ENOENT (no such
  * object and no O_CREAT), -EACCES (wrong password, or the ACL user may
  * not run the commands needed), -EBUSY (O_RDWR while another writer
- * holds the lease), -EHOSTUNREACH (no seed node accepted a connection
- * within timeout_ms), -ETIMEDOUT (nodes were reached but the cluster did
- * not answer in time), -EPROTO (not a Redis Cluster), -ENOMEM, or an
+ * holds the lease), -ECONNREFUSED (every seed node refused the
+ * connection: nothing listens there; reported after one try of each, not
+ * retried), -EHOSTUNREACH (no seed node accepted a connection within
+ * timeout_ms), -ETIMEDOUT (nodes were reached, or a connect() to an
+ * unreachable host took its 1 s, but the cluster did not answer in time), -EPROTO (not a Redis Cluster), -ENOMEM, or an
  * error of uf_object_create().
  */
 int uf_redis_open(struct uf_mm *mm, const char *url, int oflags, struct uf_object **objp);
@@ -68,7 +71,8 @@ int uf_redis_open(struct uf_mm *mm, const char *url, int oflags, struct uf_objec
  * for writing is not removed.
  *
  * Return: 0, or -EINVAL (bad @url), -ENOENT (no such object), -EBUSY (a
- * writer holds the lease), -EACCES, -EHOSTUNREACH, -ETIMEDOUT, -EPROTO,
+ * writer holds the lease), -EACCES, -ECONNREFUSED, -EHOSTUNREACH,
+ * -ETIMEDOUT, -EPROTO,
  * -ENOMEM.
  */
 int uf_redis_remove(const char *url);

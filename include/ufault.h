@@ -12,12 +12,15 @@
  * success and a negative errno on failure.  Nothing aborts, nothing prints.
  * Bad input returns an error and changes nothing.
  *
- * After fork(): the child inherits no ufault mapping (MADV_DONTFORK: a
- * touch is SIGSEGV) and its copy of ufault never acts on the parent's
- * userfaultfd, threads or stores.  Every call on an mm, object or VMA made
- * before the fork returns -ECHILD there (NULL where a pointer is
- * returned), except uf_mm_destroy() and uf_object_put(), which free the
- * child's memory and do nothing else.
+ * After fork(): where the kernel grants the fork event (see uf_mm_create()),
+ * a child keeps its ufault mappings, served by the parent's handler
+ * threads; without it, or with UF_MM_NO_FORK, ufault memory is
+ * MADV_DONTFORK: the child inherits none (a touch is SIGSEGV).  Either way
+ * the child's copy of ufault never acts on the parent's userfaultfd,
+ * threads or stores.  Every call on an mm, object or VMA made before the
+ * fork returns -ECHILD there (NULL where a pointer is returned), except
+ * uf_mm_destroy() and uf_object_put(), which free the child's memory and
+ * do nothing else.
  *
  * The program's own munmap(), mremap() and madvise(MADV_DONTNEED) on ufault
  * memory are followed; use uf_mprotect() rather than mprotect() (see
@@ -232,9 +235,11 @@ struct uf_vm_operations {
 /**
  * uf_mmap - map an object.
  * @mm: the address space.
- * @len: bytes to map, a positive multiple of UF_PAGE_SIZE.  The mapping may
- *	extend past the object's end: accesses there get SIGBUS, as in the
- *	kernel, until the object grows.
+ * @len: bytes to map, positive; rounded up to a multiple of UF_PAGE_SIZE,
+ *	as mmap(2) does, so an object's size maps all of it: the rest of its
+ *	last page reads zero.  The mapping may extend past the object's end:
+ *	pages wholly past it get SIGBUS, as in the kernel, until the object
+ *	grows.
  * @prot: PROT_READ, or PROT_READ|PROT_WRITE (PROT_EXEC may be added).
  * @flags: exactly one of UF_MAP_SHARED, UF_MAP_PRIVATE.
  * @obj: the object (the mapping takes a reference).
@@ -247,11 +252,11 @@ struct uf_vm_operations {
  * uf_object_put().  Private mappings are copy-on-write; their writes never
  * reach the object.
  *
- * Return: 0, or -EINVAL (NULL argument, @len zero or unaligned, @offset
- * unaligned, bad @prot or @flags, @obj created on another mm or whose mm
- * was destroyed), -EOVERFLOW (@offset + @len too large), -EACCES
- * (PROT_WRITE with UF_MAP_SHARED on an object opened read-only), -ENOMEM,
- * or a kernel error.
+ * Return: 0, or -EINVAL (NULL argument, @len zero, @offset unaligned,
+ * bad @prot or @flags, @obj created on another mm or whose mm was
+ * destroyed), -EOVERFLOW (@offset + @len too large), -EACCES (PROT_WRITE
+ * with UF_MAP_SHARED on an object opened read-only), -ENOMEM (also @len
+ * too large to round up), or a kernel error.
  */
 int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	    struct uf_object *obj, uint64_t offset, void **addrp);
@@ -259,7 +264,7 @@ int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 /**
  * uf_mmap_ops - map anonymous memory whose pages come from @ops->fault.
  * @mm: the address space.
- * @len: a positive multiple of UF_PAGE_SIZE.
+ * @len: bytes, positive; rounded up to a multiple of UF_PAGE_SIZE.
  * @prot: PROT_READ, or PROT_READ|PROT_WRITE (PROT_EXEC may be added).
  * @ops: the methods; ->fault or (deprecated) ->nopage must be set.  The
  *	table must outlive the mapping.
@@ -269,8 +274,9 @@ int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
  * The first touch of each page calls ->fault with fdata->pgoff the page's
  * index in the mapping.
  *
- * Return: 0, or -EINVAL (NULL @mm/@ops/@addrp, @len zero or unaligned, bad
- * @prot, neither ->fault nor ->nopage), -ENOMEM, or a kernel error.
+ * Return: 0, or -EINVAL (NULL @mm/@ops/@addrp, @len zero, bad @prot,
+ * neither ->fault nor ->nopage), -ENOMEM (also @len too large to round
+ * up), or a kernel error.
  */
 int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 		const struct uf_vm_operations *ops, void *private_data,
@@ -321,6 +327,8 @@ int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot);
 /**
  * uf_msync - write the dirty pages of shared object mappings in
  * [@addr, @addr + @len) to their stores, and wait.
+ * @addr: page-aligned, as msync(2) requires.
+ * @len: bytes, rounded up to a page; 0 writes nothing.
  * @flags: 0 or UF_MS_SYNC.
  *
  * Return: 0, or the store's error (the pages stay dirty and are tried

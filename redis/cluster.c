@@ -555,8 +555,9 @@ static void drop_conn(struct rc_client *c, int node)
 
 /*
  * The client's connection to @node, connecting and authenticating if
- * needed.  Return it, or NULL with *err: -EHOSTUNREACH (refused or no
- * route), -ETIMEDOUT, -EACCES, -ENOMEM.
+ * needed.  Return it, or NULL with *err: -ECONNREFUSED (nothing listens
+ * there), -EHOSTUNREACH (no route, no such host), -ETIMEDOUT, -EACCES,
+ * -ENOMEM.
  */
 static redisContext *get_conn(struct rc_client *c, int node, int64_t deadline, int *err)
 {
@@ -618,8 +619,9 @@ static redisContext *get_conn(struct rc_client *c, int node, int64_t deadline, i
 		return NULL;
 	}
 	if (ctx->err) {
-		*err = strstr(ctx->errstr, "refused") || strstr(ctx->errstr, "unreachable") ||
-		       strstr(ctx->errstr, "Name or service") ? -EHOSTUNREACH : -ETIMEDOUT;
+		*err = strstr(ctx->errstr, "refused") ? -ECONNREFUSED :
+		       strstr(ctx->errstr, "unreachable") || strstr(ctx->errstr, "Name or service") ?
+		       -EHOSTUNREACH : -ETIMEDOUT;
 		redisFree(ctx);
 		return NULL;
 	}
@@ -783,12 +785,14 @@ static int parse_nodes(struct rc_cluster *cl, const char *text, int16_t *slots, 
 
 /*
  * Read the slot map from any node that answers, starting with the one
- * after the last that did.  Return 0, or the last node's error.
+ * after the last that did.  Return 0, -ECONNREFUSED when every node
+ * refused the connection, or the last node's error (-EHOSTUNREACH for a
+ * refusal when others did not refuse).
  */
 static int refresh(struct rc_client *c, int64_t deadline)
 {
 	struct rc_cluster *cl = c->cl;
-	int ret = -EHOSTUNREACH, n, i;
+	int ret = -EHOSTUNREACH, n, i, refused = 0;
 	unsigned int from;
 
 	pthread_mutex_lock(&cl->map_lock);
@@ -807,6 +811,7 @@ static int refresh(struct rc_client *c, int64_t deadline)
 			ret = err;
 			if (err == -EACCES || err == -ENOMEM)
 				return err;
+			refused += err == -ECONNREFUSED;
 			continue;
 		}
 		r = redisCommand(ctx, "CLUSTER NODES");
@@ -843,6 +848,8 @@ static int refresh(struct rc_client *c, int64_t deadline)
 		if (ret == -ENOMEM)
 			return ret;
 	}
+	if (ret == -ECONNREFUSED && refused < n)
+		ret = -EHOSTUNREACH;
 	return ret;
 }
 
@@ -1142,7 +1149,8 @@ int rc_exec(struct rc_cluster *cl, struct rc_cmd *cmds, size_t n, int replicas,
 		if (state == R_DONE)
 			continue;	/* a WAIT or ASK left nothing pending: checked above */
 		if (now_ms() >= deadline) {
-			ret = soft;
+			/* a node refusing mid-operation is one lost, not the answer */
+			ret = soft == -ECONNREFUSED ? -EHOSTUNREACH : soft;
 			break;
 		}
 		if (state == R_BACKOFF) {
@@ -1347,8 +1355,10 @@ int rc_cluster_new(const struct rc_config *cfg, struct rc_cluster **clp)
 	}
 	deadline = now_ms() + cfg->timeout_ms;
 	for (;;) {
+		/* every seed refusing is an answer (nothing listens there), not
+		 * a failover to wait out: fail now rather than after timeout_ms */
 		ret = refresh(c, deadline);
-		if (!ret || ret == -EACCES || ret == -ENOMEM || ret == -EPROTO)
+		if (!ret || ret == -EACCES || ret == -ENOMEM || ret == -EPROTO || ret == -ECONNREFUSED)
 			break;
 		if (ret == -ETIMEDOUT)
 			any_timeout = true;

@@ -100,6 +100,7 @@
 #define PAGE_SIZE	UF_PAGE_SIZE
 #define PAGE_MASK	(~(PAGE_SIZE - 1))
 #define PAGE_ALIGNED(x)	(((uint64_t)(x) & (PAGE_SIZE - 1)) == 0)
+#define PAGE_ALIGN(x)	(((x) + PAGE_SIZE - 1) & PAGE_MASK)	/* up, as mmap(2) rounds a length */
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
 #define BITS_PER_LONG	(8 * sizeof(unsigned long))
 

@@ -1135,8 +1135,11 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 	struct stat st;
 	int mflags;
 
-	if (!mm || !obj || !addrp || !len || !PAGE_ALIGNED(len) || !PAGE_ALIGNED(offset))
+	if (!mm || !obj || !addrp || !len || !PAGE_ALIGNED(offset))
 		return -EINVAL;
+	if (len > SIZE_MAX - (PAGE_SIZE - 1))
+		return -ENOMEM;
+	len = PAGE_ALIGN(len);
 	if (!(prot & PROT_READ) || (prot & ~PROT_ALLOWED))
 		return -EINVAL;
 	if (flags != UF_MAP_SHARED && flags != UF_MAP_PRIVATE)
@@ -1198,8 +1201,11 @@ UF_EXPORT int uf_mmap_ops(struct uf_mm *mm, size_t len, int prot,
 	struct uf_vma *vma;
 	int ret;
 
-	if (!mm || !ops || !addrp || !len || !PAGE_ALIGNED(len))
+	if (!mm || !ops || !addrp || !len)
 		return -EINVAL;
+	if (len > SIZE_MAX - (PAGE_SIZE - 1))
+		return -ENOMEM;
+	len = PAGE_ALIGN(len);
 	if (!(prot & PROT_READ) || (prot & ~PROT_ALLOWED))
 		return -EINVAL;
 	if (!ops->fault && !ops->nopage)
@@ -1271,7 +1277,9 @@ UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 		return -EINVAL;
 	if (uf_forked(mm))
 		return -ECHILD;
-	len = (len + PAGE_SIZE - 1) & PAGE_MASK;
+	if (len > SIZE_MAX - (PAGE_SIZE - 1))
+		return -EINVAL;
+	len = PAGE_ALIGN(len);
 	if (start + len < start)
 		return -EINVAL;
 	ret = uf_attach_munmap(mm, start, start + len);
@@ -1373,9 +1381,9 @@ UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 		return -ECHILD;
 	if (!len)
 		return 0;
-	if (len > ULONG_MAX - PAGE_SIZE || s + ((len + PAGE_SIZE - 1) & PAGE_MASK) < s)
+	if (len > ULONG_MAX - PAGE_SIZE || s + PAGE_ALIGN(len) < s)
 		return -ENOMEM;
-	e = s + ((len + PAGE_SIZE - 1) & PAGE_MASK);
+	e = s + PAGE_ALIGN(len);
 	ret = uf_attach_mprotect(mm, s, e, prot);
 	if (ret != 1)
 		return ret;
@@ -1439,7 +1447,7 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 		return 0;
 	if (len > SIZE_MAX - PAGE_SIZE)
 		return -ENOMEM;
-	end = start + ((len + PAGE_SIZE - 1) & PAGE_MASK);
+	end = start + PAGE_ALIGN(len);
 	if (end < start)
 		return -ENOMEM;
 	ret = uf_attach_msync(mm, start, end);

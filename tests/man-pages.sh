@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Description: every public function in include/ufault.h and
-# include/ufault-redis.h has a man page, and (where man-db is installed)
-# every page, man1 to man7, renders without warnings.
+# Description: every public function in include/ufault.h,
+# include/ufault-redis.h and include/ufault-pack.h has a man page, and
+# (where man-db is installed) every page, man1 to man7, renders without
+# warnings.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 if command -v man >/dev/null 2>&1; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Description: `make install PREFIX=DIR` installs ufault-redis.h,
-# libufault-redis.so.0/.a and ufault-redis.pc; a program outside the tree
+# libufault-redis.so.0/.a, ufault-redis.pc and ufault-redis-cluster with
+# its man page; a program outside the tree
 # builds with `cc prog.c $(pkg-config --cflags --libs ufault-redis)`, runs
 # against the shared libraries and round-trips bytes through the cluster.
 set -eu
@@ -10,7 +11,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 make -s -C "$top" install PREFIX="$tmp/prefix" B="${B:-build}" CC="${CC:-cc}" SAN="${SAN:-}" >/dev/null
 for f in include/ufault-redis.h include/ufault.h lib/libufault-redis.so.0 lib/libufault-redis.so \
-	 lib/libufault-redis.a lib/pkgconfig/ufault-redis.pc; do
+	 lib/libufault-redis.a lib/pkgconfig/ufault-redis.pc bin/ufault-redis-cluster \
+	 share/man/man1/ufault-redis-cluster.1; do
 	[ -e "$tmp/prefix/$f" ] || { echo "missing $f"; exit 1; }
 done
 cat > "$tmp/prog.c" <<'PROG'

@@ -1797,6 +1797,8 @@ out:
 
 static void usage(FILE *out)
 {
+	size_t i, j, col = 0;
+
 	fprintf(out,
 		"usage: ufault-bench [--size MiB] [--repeat N] [--quick] [--check] [--only NAME]\n"
 		"                    [--machine] [--disk-dir DIR] [--tmpfs-dir DIR] [--store URL]\n"
@@ -1808,19 +1810,42 @@ static void usage(FILE *out)
 		"  --machine        BENCH key=value lines, one per case, at the end, instead\n"
 		"                   of the tables\n"
 		"  --check          exit 1 when a goal is missed\n"
-		"  --only NAME      run only the cases NAME, or NAME-* (warm, cold, zipf, ...);\n"
-		"                   --only fork: a fork child's cold fault against the parent's,\n"
-		"                   fork() with a --size (default 1 GiB) mapping half cached;\n"
-		"                   --only serve: a Firecracker-style client of\n"
-		"                   uf_object_serve_uffd (tools/serve/bench-serve.c)\n"
-		"                   --only attach: a second ufault client's warm reads against\n"
-		"                   the kernel's tmpfs mapping, and 16 clients of one object\n"
+		"  --only NAME      run only the cases named NAME or NAME-* (warm, cold, ...):\n"
+		"                  ");
+	/* the cases' names, each once, from the table */
+	for (i = 0; i < NR_CASES; i++) {
+		for (j = 0; j < i && strcmp(cases[j].name, cases[i].name); j++)
+			;
+		if (j < i)
+			continue;
+		if (col + strlen(cases[i].name) > 58) {
+			fprintf(out, "\n                  ");
+			col = 0;
+		}
+		col += fprintf(out, " %s", cases[i].name);
+	}
+	fprintf(out, "\n"
+		"                   or a run of its own (without --only: every case above,\n"
+		"                   then ws):\n"
+		"                   ws      a recorded working set of 4096 pages, cold: touched\n"
+		"                           lazily, while recorded, and replayed\n"
+		"                   fork    a fork child's cold fault against the parent's, and\n"
+		"                           fork() with a --size (default 1 GiB) mapping half\n"
+		"                           cached\n"
+		"                   serve   a Firecracker-style client of uf_object_serve_uffd\n"
+		"                           (tools/serve/bench-serve.c)\n"
+		"                   attach  a second ufault client's warm reads against the\n"
+		"                           kernel's tmpfs mapping, and 16 clients of one object\n"
+		"                   with --store: store (all its cases, the default),\n"
+		"                   cold-seq, cold-rand, or layout (below)\n"
 		"  --disk-dir DIR   where the disk file lives (default /var/tmp)\n"
 		"  --tmpfs-dir DIR  where the tmpfs file lives (default /dev/shm)\n"
 		"  --store URL      objects in a Redis Cluster (redis://[[user]:password@]host:port\n"
 		"                   [,...][/NAME][?options]): cold-seq and cold-rand beside the\n"
 		"                   file store and raw GET/MGET (default 32 MiB); --only layout:\n"
 		"                   cost per page of each layout in the cluster (default 16 MiB)\n"
+		"  -h, --help       this text\n"
+		"  --version        the version of ufault\n"
 		"exit: 0 done, 1 goal missed (--check), 2 error, 77 no userfaultfd\n");
 }
 
@@ -2210,6 +2235,7 @@ int main(int argc, char **argv)
 		{ "store", required_argument, NULL, 'S' },
 		{ "machine", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct bench b = {
@@ -2263,6 +2289,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ufault-bench (ufault) %s\n", UF_VERSION);
 			return 0;
 		default:
 			goto bad_usage;

@@ -102,6 +102,9 @@ static const char *redis_strerror(int err)
 		return "authentication failed (wrong password, or the ACL user may not do this)";
 	case -EBUSY:
 		return "another writer has the object open (its lease has not expired)";
+	case -ECONNREFUSED:
+		return "connection refused by every seed node (is the cluster running? "
+		       "ufault-redis-cluster(1) starts one to try)";
 	case -EHOSTUNREACH:
 		return "no seed node of the cluster is reachable";
 	case -ETIMEDOUT:
@@ -383,6 +386,8 @@ static void usage(FILE *f)
 		   "  [?replicas=N&timeout_ms=T]; the password may come from UFAULT_REDIS_PASSWORD\n"
 		   "  -q, --quiet   no progress bar (default: one on a terminal)\n"
 		   "  --progress    a progress bar on stderr even when it is not a terminal\n"
+		   "  -h, --help    this text\n"
+		   "  --version     the version of ufault\n"
 		   "exit: 0 copied and synced, 1 failed (DST may be incomplete), 2 bad usage\n");
 }
 
@@ -413,6 +418,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "progress", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct uf_mm_config cfg = { .cache_budget = CACHE_BUDGET };
@@ -429,6 +435,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ufault-cp (ufault) %s\n", UF_VERSION);
 			return 0;
 		default:
 			usage(stderr);

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -663,24 +664,41 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ufault-info [--quiet]\n"
 		   "Print what this kernel and this process allow ufault to do.\n"
 		   "  -q, --quiet   print only the verdict line\n"
-		   "Exit status: 0 if ufault can work here, 1 if not.\n");
+		   "  -h, --help    this text\n"
+		   "  --version     the version of ufault\n"
+		   "Exit status: 0 if ufault can work here, 1 if not, 2 bad usage.\n");
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
 	struct info in = { .cap_ptrace = -1 };
-	int i;
+	int opt;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+	while ((opt = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'q':
 			in.quiet = true;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else {
+		case 'V':
+			printf("ufault-info (ufault) %s\n", UF_VERSION);
+			return 0;
+		default:
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
 	}
 
 	if (uname(&in.uts) < 0)

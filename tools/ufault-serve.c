@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <ufault.h>
+#include <ufault-pack.h>
 #include <ufault-redis.h>
 
 #include "serve/supervisor.h"
@@ -98,6 +99,7 @@ static void usage(FILE *f)
 "  --prefetch FILE   copy the pages recorded in FILE into each client\n"
 "                    ahead of its faults\n"
 "  --help            this text\n"
+"  --version         the version of ufault\n"
 "If this process dies, a supervisor (SOCKET.ctl) keeps its clients for a new\n"
 "ufault-serve on SOCKET and SOURCE; with none for --orphan-timeout: SIGBUS.\n"
 "SIGTERM: stop accepting, exit once the clients have gone; a second\n"
@@ -597,7 +599,14 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
-	else {
+	else if ((ret = uf_pack_open(s->mm, s->source, &s->obj)) != -ENOEXEC) {
+		/* its magic number says ufault-pack wrote it: read-only */
+		if (!ret)
+			logf_("%s: a packed snapshot: ufault clients attach O_RDONLY only", s->source);
+		else if (ret == -ENOTSUP)
+			logf_("%s: a packed snapshot, and this ufault-serve was built without "
+			      "libzstd", s->source);
+	} else {
 		/* writable when it can be: ufault clients may write (uf_object_attach) */
 		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
 		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY) {
@@ -852,6 +861,7 @@ int main(int argc, char **argv)
 		{ "record", required_argument, NULL, 'R' },
 		{ "prefetch", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
@@ -910,6 +920,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ufault-serve (ufault) %s\n", UF_VERSION);
 			return 0;
 		default:
 			usage(stderr);

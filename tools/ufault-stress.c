@@ -55,6 +55,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <linux/falloc.h>
 #include <pthread.h>
@@ -1655,6 +1656,8 @@ static void usage(FILE *f)
 		   "  --seed S      the random seed (default: from the time and pid; printed)\n"
 		   "  --store URL   run on objects in that Redis Cluster (target ufault-redis\n"
 		   "                only); the password may come from UFAULT_REDIS_PASSWORD.\n"
+		   "  -h, --help    this text\n"
+		   "  --version     the version of ufault\n"
 		   "A failure is a bug in what was run: a read that disagreed with the model\n"
 		   "(a stale page after truncate or punch, a lost write, nonzero bytes past\n"
 		   "EOF), a SIGBUS inside EOF or a missing one past it, a flag that never\n"
@@ -1685,6 +1688,16 @@ static bool target_on(const struct target *tg)
 
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "seconds", required_argument, NULL, 's' },
+		{ "scenario", required_argument, NULL, 'c' },
+		{ "target", required_argument, NULL, 't' },
+		{ "store", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
 	const char *fscn = NULL, *ftg = NULL;
 	double seconds = 20;
 	uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -1692,46 +1705,52 @@ int main(int argc, char **argv)
 	size_t i, j, ncells = 0, nrun = 0, nskip = 0;
 	struct sigaction sa;
 	double per;
+	char *e;
+	int opt;
 
-	for (i = 1; i < (size_t)argc; i++) {
-		const char *a = argv[i], *v = i + 1 < (size_t)argc ? argv[i + 1] : NULL;
-		char *e;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		}
-		if (!v) {
-			usage(stderr);
-			return 2;
-		}
-		i++;
-		if (!strcmp(a, "--seconds")) {
-			seconds = strtod(v, &e);
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			seconds = strtod(optarg, &e);
 			if (*e || !(seconds > 0)) {
-				fprintf(stderr, "ufault-stress: bad --seconds %s\n", v);
+				fprintf(stderr, "ufault-stress: bad --seconds %s\n", optarg);
 				return 2;
 			}
-		} else if (!strcmp(a, "--scenario")) {
-			fscn = v;
-		} else if (!strcmp(a, "--target")) {
-			ftg = v;
-		} else if (!strcmp(a, "--store")) {
-			if (strncmp(v, "redis://", 8)) {
+			break;
+		case 'c':
+			fscn = optarg;
+			break;
+		case 't':
+			ftg = optarg;
+			break;
+		case 'S':
+			if (strncmp(optarg, "redis://", 8)) {
 				fprintf(stderr, "ufault-stress: --store wants a redis:// URL\n");
 				return 2;
 			}
-			store_url = v;
-		} else if (!strcmp(a, "--seed")) {
-			seed = strtoull(v, &e, 0);
+			store_url = optarg;
+			break;
+		case 'r':
+			seed = strtoull(optarg, &e, 0);
 			if (*e) {
-				fprintf(stderr, "ufault-stress: bad --seed %s\n", v);
+				fprintf(stderr, "ufault-stress: bad --seed %s\n", optarg);
 				return 2;
 			}
-		} else {
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ufault-stress (ufault) %s\n", UF_VERSION);
+			return 0;
+		default:
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
 	}
 	for (i = 0; i < NSCENARIOS; i++)
 		for (j = 0; j < NTARGETS; j++)

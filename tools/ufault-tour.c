@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -65,24 +66,37 @@ static void usage(FILE *f)
 		   "/var/tmp mapped through uf_filemap_fault(), the fault statistics, a write\n"
 		   "reaching the file with uf_msync(), truncate while mapped (SIGBUS past EOF,\n"
 		   "zeros when grown back), and a nonlinear window.  The file is removed at\n"
-		   "the end.  Exit: 0 when every step behaved, 1 otherwise, 2 bad usage.\n");
+		   "the end.  Exit: 0 when every step behaved, 1 otherwise, 2 bad usage.\n"
+		   "  -h, --help    this text\n"
+		   "  --version     the version of ufault\n");
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
 	char path[] = "/var/tmp/ufault-tour-XXXXXX", line[80], buf[16];
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
 	size_t len = 64 * PG, i;
 	struct uf_object *obj;
 	struct uf_mm *mm;
 	char *map, *text;
-	int fd, ret;
+	int fd, ret, opt;
 
-	if (argc > 1) {
-		bool help = !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help");
-
-		usage(help ? stdout : stderr);
-		return help ? 0 : 2;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (opt == 'V') {
+			printf("ufault-tour (ufault) %s\n", UF_VERSION);
+			return 0;
+		}
+		usage(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? 0 : 2;
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
 	}
 	sigaction(SIGBUS, &sa, NULL);
 

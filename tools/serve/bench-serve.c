@@ -42,6 +42,13 @@
  *                      record pushed into the client ahead of its faults
  *                      (uf_object_serve_prefetch): the speedup over lazy,
  *                      and the faults the client took.
+ *   serve-restore-packed  a snapshot more like a guest's memory (each
+ *                      page its tag, then text-like bytes for half the
+ *                      pages and zeros for the rest, in runs), restored in
+ *                      order and faulted at random by the client, served
+ *                      from the plain file and from its packed form
+ *                      (uf_pack_write, uf_pack_open): what decompression
+ *                      costs per page, and the packed size (information).
  *
  * After one untimed warm-up round the variants of a row run interleaved,
  * and each row prints once, with medians, when its rounds are done.
@@ -49,6 +56,7 @@
 #define _GNU_SOURCE
 #include "bench-serve.h"
 #include <ufault.h>
+#include <ufault-pack.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +100,10 @@ struct sv {
 	unsigned int repeat;
 	int fd;				/* the data file (unlinked) */
 	char path[64];			/* /proc/self/fd/N */
+	/* serve-restore-packed: the client's object is this file instead
+	 * (NULL: path), opened with uf_pack_open() when open_packed */
+	const char *open_path;
+	bool open_packed;
 	char rec[PATH_MAX];		/* the working-set record */
 	uint32_t *rand, *seq, *ws;	/* page orders */
 };
@@ -558,8 +570,10 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 	}
 	if (!ret)
 		ret = uf_mm_create(NULL, &mm);
-	if (!ret)
-		ret = uf_object_open(mm, s->path, O_RDONLY, &obj);
+	if (!ret && s->open_packed)
+		ret = uf_pack_open(mm, s->open_path, &obj);
+	else if (!ret)
+		ret = uf_object_open(mm, s->open_path ? s->open_path : s->path, O_RDONLY, &obj);
 	if (!ret && mode == SV_RECORD)
 		ret = uf_object_serve_record(obj, s->rec);
 	if (!ret && mode == SV_PREFETCH)
@@ -857,6 +871,133 @@ static int row_ws(struct sv *s)
 	return ret;
 }
 
+/* ------------------------------------------------------------------ */
+/* Packed snapshots                                                    */
+/* ------------------------------------------------------------------ */
+
+struct sv_packed {
+	int dfd, pfd;			/* the plain data, its packed form (unlinked) */
+	char dpath[64], ppath[64];	/* /proc/self/fd/N */
+	struct uf_pack_write_stats st;
+};
+
+/* Page @p: its tag, then text-like words, or zeros, in runs of 1-8 pages. */
+static void mixed_page(char *buf, uint64_t p)
+{
+	static const char *const words[] = {
+		"the", "page", "fault", "handler", "reads", "a", "frame", "from", "store",
+		"and", "copies", "into", "cache", "kernel", "memory", "of", "snapshot",
+		"restore", "guest", "virtual", "struct", "return", "int", "static", "void",
+		"const", "unsigned", "char", "if", "for", "while", "NULL", "errno", "size_t",
+	};
+	uint64_t r = p / 8, w = p + 1, h = splitmix64(&r);
+	size_t i = 8;
+
+	memset(buf, 0, PG);
+	*(uint64_t *)(void *)buf = page_tag(p);
+	if ((h ^ (p % 8 < (h >> 8) % 8)) & 1)
+		return;
+	while (i < PG) {
+		const char *word = words[splitmix64(&w) % (sizeof(words) / sizeof(words[0]))];
+
+		for (; *word && i < PG; word++)
+			buf[i++] = *word;
+		if (i < PG)
+			buf[i++] = splitmix64(&w) % 9 ? ' ' : '\n';
+	}
+}
+
+/* The mixed data file in @dir, and its packed form. */
+static int packed_create(struct sv *s, struct sv_packed *pk, const char *dir)
+{
+	char tmpl[PATH_MAX], *buf = aligned_alloc(PG, PG);
+	int ret = buf ? 0 : -ENOMEM;
+	size_t p;
+
+	pk->dfd = pk->pfd = -1;
+	for (int i = 0; i < 2 && !ret; i++) {
+		int *fd = i ? &pk->pfd : &pk->dfd;
+
+		snprintf(tmpl, sizeof(tmpl), "%s/ufault-bench-pack.XXXXXX", dir);
+		*fd = mkostemp(tmpl, O_CLOEXEC);
+		if (*fd < 0)
+			ret = -errno;
+		else
+			unlink(tmpl);
+	}
+	for (p = 0; !ret && p < s->npages; p++) {
+		mixed_page(buf, p);
+		if (pwrite(pk->dfd, buf, PG, (off_t)(p * PG)) != (ssize_t)PG)
+			ret = errno ? -errno : -EIO;
+	}
+	free(buf);
+	if (!ret)
+		ret = uf_pack_write(pk->dfd, pk->pfd, NULL, &pk->st);
+	snprintf(pk->dpath, sizeof(pk->dpath), "/proc/self/fd/%d", pk->dfd);
+	snprintf(pk->ppath, sizeof(pk->ppath), "/proc/self/fd/%d", pk->pfd);
+	return ret;
+}
+
+/* One client run on the mixed data: plain (@packed false) or packed. */
+static int packed_run(struct sv *s, const struct sv_packed *pk, bool packed,
+		      const uint32_t *order, size_t n, uint64_t *ns)
+{
+	struct sv_result res;
+	int ret;
+
+	s->open_path = packed ? pk->ppath : pk->dpath;
+	s->open_packed = packed;
+	ret = client_run(s, order, n, SV_LAZY, &res, NULL);
+	s->open_path = NULL;
+	s->open_packed = false;
+	*ns = res.ns;
+	return ret;
+}
+
+static int row_packed(struct sv *s, const char *dir)
+{
+	uint64_t t[4][SV_MAX_REPEAT], m[4];
+	struct sv_packed pk;
+	unsigned int r, k;
+	int ret = packed_create(s, &pk, dir);
+
+	if (ret == -ENOTSUP) {
+		printf("%-20s skipped: built without libzstd (no packed snapshots)\n",
+		       "serve-restore-packed");
+		ret = 0;
+		goto out;
+	}
+	for (r = 0; r <= s->repeat && !ret; r++) {
+		for (k = 0; k < 4 && !ret; k++) {
+			uint64_t ns = 0;
+
+			ret = k < 2 ? packed_run(s, &pk, k == 1, s->seq, s->npages, &ns) :
+				      packed_run(s, &pk, k == 3, s->rand, s->nrand, &ns);
+			if (r)
+				t[k][r - 1] = ns;
+		}
+	}
+	if (ret)
+		goto out;
+	for (k = 0; k < 4; k++)
+		m[k] = median(t[k], s->repeat);
+	printf("%-20s %9.3f us/page  plain file %9.3f us/page  %6.2fx (info)  [%zu MiB, half "
+	       "text-like, half zero-filled pages: packed to %.1f%% (%" PRIu64 " bytes, %" PRIu64
+	       " frames); cold random faults: packed %.2f us/page, plain %.2f us/page, %.2fx]\n",
+	       "serve-restore-packed", (double)m[1] / 1e3 / (double)s->npages,
+	       (double)m[0] / 1e3 / (double)s->npages, (double)m[1] / (double)m[0], s->size >> 20,
+	       100.0 * (double)pk.st.packed_size / (double)pk.st.size, pk.st.packed_size,
+	       pk.st.frames, (double)m[3] / 1e3 / (double)s->nrand,
+	       (double)m[2] / 1e3 / (double)s->nrand, (double)m[3] / (double)m[2]);
+	fflush(stdout);
+out:
+	if (pk.dfd >= 0)
+		close(pk.dfd);
+	if (pk.pfd >= 0)
+		close(pk.pfd);
+	return ret;
+}
+
 int bench_serve_main(const struct bench_serve_opts *o)
 {
 	struct sv s = { .fd = -1 };
@@ -894,6 +1035,8 @@ int bench_serve_main(const struct bench_serve_opts *o)
 		ret = row_huge(&s, &miss);
 	if (!ret)
 		ret = row_ws(&s);
+	if (!ret)
+		ret = row_packed(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm");
 	free(s.rand);
 	free(s.seq);
 	free(s.ws);
