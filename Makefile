@@ -143,25 +143,25 @@ $(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h VERSION
 ifeq ($(HIREDIS),yes)
 REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
-		tools/serve/supervisor.c tools/serve/supervisor.h \
+		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
-		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
+		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
 NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
 $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
-		tools/serve/supervisor.c tools/serve/supervisor.h \
+		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
 		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
-		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c) \
+		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault.a $(LDFLAGS) -lm
 endif

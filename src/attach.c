@@ -93,7 +93,9 @@
  *	ATT_PUNCH	a offset, b length
  *	ATT_SYNC	-
  *   answer, server -> client: s64 ret (0, bytes, or -errno), u64 pad;
- *   after ATT_PREAD's, ret bytes.
+ *   after ATT_PREAD's, ret bytes.  An op the server does not know is
+ *   answered -EOPNOTSUPP; a request it cannot read (ATT_PREAD or
+ *   ATT_PWRITE past ATT_MAX_IO, a stream cut short) ends the connection.
  *
  * Locking: mm->attach_lock (the lists) and an attached object's a->lock
  * (its socket and table of mappings) are each taken with no other ufault
@@ -453,7 +455,9 @@ static int srv_request(struct uf_attach_srv *c, const struct att_req *r, int fd)
 		rep.ret = uf_object_sync(obj);
 		break;
 	default:
-		return -EPROTO;
+		/* (a newer client's: it is told, and goes on) */
+		rep.ret = -EOPNOTSUPP;
+		break;
 	}
 	ret = write_full(c->sock, &rep, sizeof(rep));
 	if (!ret && r->op == ATT_PREAD && rep.ret > 0)
@@ -526,6 +530,9 @@ static void *srv_thread(void *arg)
 			break;
 		}
 	}
+	/* the connection itself ends (ufault-serve holds another fd of it):
+	 * a client that broke the protocol is not left waiting */
+	shutdown(c->sock, SHUT_RDWR);
 	close(c->sock);		/* (under the lock: uf_attach_destroy_all()) */
 	pthread_cond_broadcast(&mm->attach_cond);
 	pthread_mutex_unlock(&mm->attach_lock);

@@ -3,6 +3,7 @@
 #include "attach-test.h"
 
 #include <pthread.h>
+#include <sys/stat.h>
 
 /* A listener that answers each connection with @arg (NULL: closes after
  * reading what comes). */
@@ -95,11 +96,30 @@ int main(void)
 	close(closer.lfd);
 	rmdir(dir);
 
-	/* a ufault-serve that does not allow our uid says so */
-	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid() + 1);
+	/* a ufault-serve that does not allow our uid says so (root always
+	 * is: another user, 65534, is refused where only 65533 is allowed) */
+	snprintf(uid, sizeof(uid), "%u", 65533u);
 	ut_server_start(&srv, 1 << 20, extra);
-	CHECK_RET(uf_object_attach(mm, srv.sock, O_RDONLY, &obj), -EACCES);
-	ut_server_log_wait(&srv, "uid not allowed");
+	if (geteuid() == 0) {
+		pid_t pid;
+		int st;
+
+		CHECK(chmod(srv.dir, 0711) == 0, "chmod: %s", strerror(errno));
+		pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			struct uf_mm *umm;
+
+			CHECK(setgid(65534) == 0 && setuid(65534) == 0, "setuid: %s", strerror(errno));
+			prctl(PR_SET_DUMPABLE, 1);
+			umm = ut_mm_create(NULL);
+			CHECK_RET(uf_object_attach(umm, srv.sock, O_RDONLY, &obj), -EACCES);
+			_exit(0);
+		}
+		CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "the client as uid 65534: status %#x", st);
+		ut_server_log_wait(&srv, "uid 65534: refused: not allowed");
+	}
 	ut_server_stop(&srv);
 	/* one that does (our own uid by default) attaches */
 	ut_server_start(&srv, 1 << 20, NULL);

@@ -38,12 +38,15 @@
 #include <ufault-pack.h>
 #include <ufault-redis.h>
 
+#include "serve/refuse.h"
 #include "serve/supervisor.h"
 
 #define MAX_CLIENTS	1024
 #define MAX_HANDSHAKE	65536	/* bytes: 64 regions take under 10 KiB */
 #define MAX_UIDS	32
 #define HUGE_PAGE	(2ULL << 20)	/* hugetlbfs guests: "huge_pages": "2M" */
+#define UFFD_FEATURE_EVENT_FORK_	0x2	/* <linux/userfaultfd.h> */
+#define ACCEPT_RETRY_MS	1000	/* accept() out of fds: tried again after */
 
 struct client {
 	int fd;
@@ -57,6 +60,11 @@ struct client {
 	char *buf;		/* the handshake so far */
 	int uffd;		/* received, not yet handed over; or -1 */
 	uint64_t id;		/* the supervisor's name for it */
+	bool refused;		/* its uffd kept: each fault gets SIGBUS
+				   (refuse.c) till its socket closes */
+	bool bus_logged;	/* its first SIGBUS is logged */
+	uint64_t deadline;	/* ms, monotonic: the handshake's end */
+	char why[128];		/* refused: why */
 };
 
 struct server {
@@ -67,14 +75,26 @@ struct server {
 	struct uf_mm *mm;
 	struct uf_object *obj;
 	uint64_t size;
-	uid_t uids[MAX_UIDS];
+	uid_t uids[MAX_UIDS];	/* --allow-uid (root and this uid besides) */
 	unsigned int nuids;
+	gid_t gids[MAX_UIDS];	/* --allow-gid */
+	unsigned int ngids;
 	unsigned int stats_s;
 	unsigned int orphan_s;
-	uint64_t failed_seen;	/* faults answered with SIGBUS, logged */
 	bool stopping;
 	struct client *clients[MAX_CLIENTS];
 	unsigned int nclients;
+	uint64_t nrefused;	/* refusals (every one logged) */
+	uint64_t nheld;		/* of them, a uffd kept and failed closed */
+	uint64_t nbus;		/* SIGBUS sent to refused clients */
+	uint64_t ntimeouts;	/* handshakes timed out */
+	uint64_t lib_bus, lib_oom;	/* the library's SIGBUS and OOM counts, as logged */
+	uint64_t bus_check;	/* ms, monotonic: look at them again then */
+	unsigned int hs_timeout_s;	/* --handshake-timeout */
+	unsigned int max_per_uid;	/* --max-per-uid */
+	bool accept_off;	/* not accepting: out of fds, or of slots */
+	bool accept_logged;	/* ... and logged (till one is accepted) */
+	uint64_t accept_retry;	/* ms, monotonic: out of fds, try then */
 };
 
 #define logf_(...)	super_log("", __VA_ARGS__)
@@ -88,8 +108,15 @@ static void usage(FILE *f)
 "memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
 "and ufault programs (uf_object_attach).\n"
 "  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
-"  --allow-uid UID   peers allowed (repeatable; default root and this uid)\n"
+"  --allow-uid UID   a user allowed to connect (repeatable); root and this\n"
+"                    process's user always are\n"
+"  --allow-gid GID   users of this group (primary or supplementary) are\n"
+"                    allowed too (repeatable)\n"
 "  --pidfile FILE    write the pid of the serving process there\n"
+"  --handshake-timeout SECONDS  a connection that has not handed over its\n"
+"                    userfaultfd (or attached) by then is refused (default 10)\n"
+"  --max-per-uid N   connections of one uid at a time, refused ones still\n"
+"                    held included (default 256)\n"
 "  --orphan-timeout SECONDS  when this server dies, how long clients wait\n"
 "                    for the next one before SIGBUS (default 30)\n"
 "  --stats SECONDS   log a line of statistics every SECONDS\n"
@@ -344,6 +371,160 @@ static void client_close(struct server *s, unsigned int i, const char *why)
 	free(c->buf);
 	free(c);
 	s->clients[i] = s->clients[--s->nclients];
+	if (s->accept_off) {
+		/* an fd and a slot are free: accept() again (logged there) */
+		s->accept_retry = 0;
+	}
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* How many clients of @uid there are (@refused: refused ones only). */
+static unsigned int uid_count(const struct server *s, uid_t uid, bool refused)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < s->nclients; i++)
+		n += s->clients[i]->uid == uid && (!refused || s->clients[i]->refused);
+	return n;
+}
+
+/* The features a userfaultfd was opened with (its fdinfo's "API:"
+ * line), or 0. */
+static uint64_t uffd_features(int fd)
+{
+	char path[64], buf[512], *p;
+	unsigned long long api, feat = 0;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return 0;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, "API:");
+	if (!p || sscanf(p + 4, " %llx:%llx", &api, &feat) != 2)
+		return 0;
+	return feat;
+}
+
+/* What is queued on @c's socket: dropped, but for the first fd (its
+ * userfaultfd, if it has none yet); the others are closed. */
+static void client_drain(struct client *c)
+{
+	char cbuf[CMSG_SPACE(4 * sizeof(int))], drop[4096];
+	struct iovec iov = { drop, sizeof(drop) };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+
+	for (;;) {
+		mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				      .msg_controllen = sizeof(cbuf) };
+		if (recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+			return;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			int k, fd, nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (k = 0; k < nfd; k++) {
+				memcpy(&fd, CMSG_DATA(cm) + (size_t)k * sizeof(int), sizeof(int));
+				if (c->uffd < 0)
+					c->uffd = fd;
+				else
+					close(fd);
+			}
+		}
+	}
+}
+
+/*
+ * Refuse client @i for @why (logged, with its pid and uid).  Its socket
+ * is shut for reading first: a handshake sent from now on fails (EPIPE),
+ * so it never reaches this process; one already queued is read.  If a
+ * userfaultfd has arrived, the client fails closed: the fd is kept, each
+ * fault read there gets SIGBUS (refuse.c), till the socket closes.
+ * Otherwise the connection closes.
+ */
+static void client_refuse(struct server *s, unsigned int i, const char *why)
+{
+	struct client *c = s->clients[i];
+	int fl;
+
+	s->nrefused++;
+	shutdown(c->fd, SHUT_RD);
+	client_drain(c);
+	if (c->uffd >= 0 && uid_count(s, c->uid, true) >= s->max_per_uid) {
+		/* bounded: this uid's refused VMMs hold --max-per-uid more */
+		logf_("client pid %d uid %u: refused: %s; %u refused of this uid held already: "
+		      "its userfaultfd is closed, its faults may hang", (int)c->pid, (unsigned)c->uid,
+		      why, s->max_per_uid);
+		client_close(s, i, NULL);
+		return;
+	}
+	if (c->uffd < 0 || !refuse_is_uffd(c->uffd) ||
+	    (fl = fcntl(c->uffd, F_GETFL)) < 0 || fcntl(c->uffd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		char msg[192];
+
+		snprintf(msg, sizeof(msg), "refused: %s", why);
+		client_close(s, i, msg);
+		return;
+	}
+	c->refused = true;
+	free(c->buf);
+	c->buf = NULL;
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	s->nheld++;
+	logf_("client pid %d uid %u: refused: %s; its faults get SIGBUS till it closes its socket",
+	      (int)c->pid, (unsigned)c->uid, why);
+}
+
+/* A refused client's userfaultfd is readable: SIGBUS for each fault
+ * (the first logged, each counted); a fork child's fd becomes a refused
+ * client of its own, as long as there is room. */
+static void client_refused_fault(struct server *s, unsigned int i)
+{
+	struct client *c = s->clients[i], *k = NULL;
+	struct refuse_result res;
+	unsigned int f;
+
+	refuse_answer(c->uffd, c->pid, &res);
+	s->nbus += res.faults;
+	if (res.faults && !c->bus_logged) {
+		c->bus_logged = true;
+		logf_("client pid %d uid %u: SIGBUS at %#" PRIx64 "%s: refused (%s)", (int)c->pid,
+		      (unsigned)c->uid, res.first, res.killed ? " (no poison marker: signal sent)" : "",
+		      c->why);
+	}
+	for (f = 0; f < res.nforked; f++) {
+		int fd = -1;
+
+		k = NULL;
+		if (s->nclients < MAX_CLIENTS && uid_count(s, c->uid, true) < s->max_per_uid &&
+		    (k = calloc(1, sizeof(*k))) &&
+		    (fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3)) >= 0) {
+			*k = *c;
+			k->fd = fd;
+			k->uffd = res.forked[f];
+			k->bus_logged = false;
+			s->clients[s->nclients++] = k;
+			s->nheld++;
+			continue;
+		}
+		free(k);
+		logf_("client pid %d uid %u: a fork child's userfaultfd cannot be kept: closed",
+		      (int)c->pid, (unsigned)c->uid);
+		close(res.forked[f]);
+	}
 }
 
 /* Every check of the handshake with a reason to log; the library checks
@@ -386,6 +567,10 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	}
 	if (c->uffd < 0)
 		return "no file descriptor with the regions";
+	/* (each fork child would cost an fd and a table outside every limit;
+	 * Firecracker never asks for them) */
+	if (uffd_features(c->uffd) & UFFD_FEATURE_EVENT_FORK_)
+		return "a userfaultfd with fork events (UFFD_FEATURE_EVENT_FORK): not served";
 	/* the supervisor first: from now on the client outlives this server */
 	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n, in[0].page_size);
 	ret = uf_object_serve_uffd_huge(s->obj, c->uffd, r, (unsigned int)n,
@@ -425,7 +610,7 @@ static void client_read(struct server *s, unsigned int i)
 	bool incomplete;
 	ssize_t n;
 
-	if (c->attached) {
+	if (c->attached || c->refused) {
 		client_close(s, i, NULL);	/* hung up (the library's thread ends) */
 		return;
 	}
@@ -480,7 +665,7 @@ static void client_read(struct server *s, unsigned int i)
 		return;
 	}
 	if (mh.msg_flags & MSG_CTRUNC) {
-		client_close(s, i, "more file descriptors than one");
+		client_refuse(s, i, "more file descriptors than one");
 		return;
 	}
 	if (n == 0) {
@@ -498,7 +683,36 @@ static void client_read(struct server *s, unsigned int i)
 	}
 	if (incomplete && c->len < MAX_HANDSHAKE)
 		return;		/* more bytes to come */
-	client_close(s, i, incomplete ? "a handshake longer than 64 KiB" : why);
+	client_refuse(s, i, incomplete ? "a handshake longer than 64 KiB" : why);
+}
+
+/* May @fd's peer (@cred, from SO_PEERCRED) be served?  Root, this user,
+ * --allow-uid, and --allow-gid as the peer's group or one of its
+ * supplementary groups (SO_PEERGROUPS: as they were at its connect()). */
+static bool peer_allowed(const struct server *s, int fd, const struct ucred *cred)
+{
+	gid_t groups[256];
+	socklen_t gl = sizeof(groups);
+	unsigned int k, g, ng;
+
+	if (cred->uid == 0 || cred->uid == geteuid())
+		return true;
+	for (k = 0; k < s->nuids; k++)
+		if (s->uids[k] == cred->uid)
+			return true;
+	if (!s->ngids)
+		return false;
+	for (k = 0; k < s->ngids; k++)
+		if (s->gids[k] == cred->gid)
+			return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &gl) < 0)
+		return false;	/* (ERANGE: more than 256 groups: not searched) */
+	ng = gl / sizeof(gid_t);
+	for (g = 0; g < ng; g++)
+		for (k = 0; k < s->ngids; k++)
+			if (s->gids[k] == groups[g])
+				return true;
+	return false;
 }
 
 static void client_accept(struct server *s)
@@ -506,36 +720,57 @@ static void client_accept(struct server *s)
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
 	struct client *c;
-	unsigned int k;
-	bool ok = false;
+	char why[160];
+	unsigned int n;
 	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* the connection stays queued, and the listener
+			 * readable: poll it again only once an fd frees */
+			if (!s->accept_logged)
+				logf_("accept: %s: not accepting till a client goes (%u clients)",
+				      strerror(errno), s->nclients);
+			s->accept_logged = true;
+			s->accept_off = true;
+			s->accept_retry = now_ms() + ACCEPT_RETRY_MS;
+		}
 		return;
+	}
+	if (s->accept_logged)
+		logf_("accepting again (%u clients)", s->nclients);
+	s->accept_logged = false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
 		logf_("a client: SO_PEERCRED: %s; connection closed", strerror(errno));
 		close(fd);
 		return;
 	}
-	for (k = 0; k < s->nuids; k++)
-		ok = ok || s->uids[k] == cred.uid;
-	if (!ok) {
-		logf_("client pid %d uid %u: uid not allowed; connection closed", (int)cred.pid,
-		      (unsigned)cred.uid);
-		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
-		close(fd);
-		return;
-	}
 	if (s->nclients == MAX_CLIENTS || !(c = calloc(1, sizeof(*c)))) {
-		logf_("client pid %d: too many clients; connection closed", (int)cred.pid);
+		logf_("client pid %d uid %u: too many clients; connection closed", (int)cred.pid,
+		      (unsigned)cred.uid);
 		close(fd);
 		return;
 	}
+	n = uid_count(s, cred.uid, false);
 	c->fd = fd;
 	c->pid = cred.pid;
 	c->uid = cred.uid;
 	c->uffd = -1;
+	c->deadline = now_ms() + (uint64_t)s->hs_timeout_s * 1000;
 	s->clients[s->nclients++] = c;
+	if (n >= s->max_per_uid) {
+		snprintf(why, sizeof(why), "uid %u has %u connections already (--max-per-uid)",
+			 (unsigned)cred.uid, n);
+		client_refuse(s, s->nclients - 1, why);
+		return;
+	}
+	if (!peer_allowed(s, fd, &cred)) {
+		uf_object_serve_client(s->obj, fd, -EACCES);	/* a ufault client is told */
+		snprintf(why, sizeof(why), "not allowed (uid %u gid %u: neither root, this user, "
+			 "--allow-uid nor --allow-gid)", (unsigned)cred.uid, (unsigned)cred.gid);
+		client_refuse(s, s->nclients - 1, why);
+		return;
+	}
 	logf_("client pid %d uid %u connected", (int)c->pid, (unsigned)c->uid);
 }
 
@@ -543,12 +778,13 @@ static void client_accept(struct server *s)
 /* Set-up                                                              */
 /* ------------------------------------------------------------------ */
 
-/* SOCKET, mode 0600.  A socket nobody listens on is a dead server's. */
+/* SOCKET (see super_bind): mode 0600 when only root and this user may
+ * connect, else 0666 and the peer check (peer_allowed) does the work.  A
+ * socket nobody listens on is a dead server's: replaced, if this user's. */
 static int make_socket(struct server *s)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct stat st;
-	mode_t old;
 	int fd;
 
 	if (strlen(s->sock_path) >= sizeof(a.sun_path)) {
@@ -556,11 +792,7 @@ static int make_socket(struct server *s)
 		return -1;
 	}
 	strcpy(a.sun_path, s->sock_path);
-	if (lstat(s->sock_path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			logf_("%s: exists and is not a socket", s->sock_path);
-			return -1;
-		}
+	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
 			close(fd);
@@ -569,21 +801,16 @@ static int make_socket(struct server *s)
 		}
 		if (fd >= 0)
 			close(fd);
-		unlink(s->sock_path);
-		logf_("%s: replaced a stale socket", s->sock_path);
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	fd = super_bind(s->sock_path, SOCK_STREAM, s->nuids || s->ngids ? 0666 : 0600, 64);
 	if (fd < 0)
 		return -1;
-	old = umask(077);
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(s->sock_path, 0600) < 0 ||
-	    listen(fd, 64) < 0) {
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
 		logf_("%s: %s", s->sock_path, strerror(errno));
-		umask(old);
 		close(fd);
+		unlink(s->sock_path);
 		return -1;
 	}
-	umask(old);
 	s->lfd = fd;
 	return 0;
 }
@@ -749,6 +976,39 @@ static int start_ws(struct server *s)
 	return 0;
 }
 
+/* --pidfile, opened before anything starts: a path it cannot be written
+ * to is found while there is nothing to undo.  A file already there (a
+ * live server's, whose start this may be refused) is left as it is till
+ * pidfile_write(); *created: this made it (to remove if the start
+ * fails).  The fd, or -1 (logged). */
+static int pidfile_open(const char *path, bool *created)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	*created = fd >= 0;
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		logf_("--pidfile %s: %s; not started", path, strerror(errno));
+	return fd;
+}
+
+/* The serving process's pid into --pidfile (opened by pidfile_open). */
+static int pidfile_write(struct server *s, int fd)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+	bool ok = ftruncate(fd, 0) == 0 && pwrite(fd, line, (size_t)n, 0) == n;
+
+	if (!ok)
+		logf_("--pidfile %s: %s", s->pidfile, strerror(errno ? errno : EIO));
+	if (close(fd) && ok) {
+		logf_("--pidfile %s: %s", s->pidfile, strerror(errno));
+		ok = false;
+	}
+	return ok ? 0 : -1;
+}
+
 static void log_stats(struct server *s)
 {
 	struct uf_stats st;
@@ -757,24 +1017,10 @@ static void log_stats(struct server *s)
 		return;
 	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
-	      ", evicted %" PRIu64, s->nclients, st.major_faults, st.minor_faults, st.sigbus,
-	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages);
-}
-
-/* Faults answered with SIGBUS since the last look: a line for them (a
- * VMM's SIGBUS is logged where it comes from). */
-static void log_failed(struct server *s)
-{
-	struct uf_stats st;
-	uint64_t n;
-
-	if (uf_mm_stats(s->mm, &st) || st.sigbus + st.oom == s->failed_seen)
-		return;
-	n = st.sigbus + st.oom - s->failed_seen;
-	s->failed_seen = st.sigbus + st.oom;
-	logf_("%" PRIu64 " fault%s answered with SIGBUS (a store error, or no huge page for "
-	      "the client: its pool is exhausted); %" PRIu64 " in all", n, n == 1 ? "" : "s",
-	      s->failed_seen);
+	      ", evicted %" PRIu64 ", %" PRIu64 " oom, refused %" PRIu64 " (%" PRIu64 " failed closed, %" PRIu64
+	      " sigbus, %" PRIu64 " timed out)", s->nclients, st.major_faults, st.minor_faults,
+	      st.sigbus, st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages,
+	      st.oom, s->nrefused, s->nheld, s->nbus, s->ntimeouts);
 }
 
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
@@ -803,42 +1049,136 @@ static bool on_signal(struct server *s)
 	return true;
 }
 
+/* The listener is polled unless accept() ran out of fds (retried after
+ * ACCEPT_RETRY_MS, or at once when a client goes) or the table is full. */
+static bool accepting(struct server *s, uint64_t now)
+{
+	if (s->lfd < 0)
+		return false;
+	if (s->accept_off && now >= s->accept_retry)
+		s->accept_off = false;
+	if (!s->accept_off && s->nclients >= MAX_CLIENTS) {
+		s->accept_off = true;
+		s->accept_retry = UINT64_MAX;
+		if (!s->accept_logged)
+			logf_("%u clients: not accepting till one goes", s->nclients);
+		s->accept_logged = true;
+	}
+	return !s->accept_off;
+}
+
+/* Handshakes past their deadline are refused (failed closed if their
+ * userfaultfd came); return the ms till the next deadline (-1: none). */
+static int handshake_timeouts(struct server *s, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	char why[64];
+	unsigned int i;
+
+	snprintf(why, sizeof(why), "no handshake within %u s (--handshake-timeout)",
+		 s->hs_timeout_s);
+	for (i = s->nclients; i-- > 0;) {
+		struct client *c = s->clients[i];
+
+		if (c->served || c->refused)
+			continue;
+		if (c->deadline <= now) {
+			s->ntimeouts++;
+			client_refuse(s, i, why);
+		} else if (c->deadline < next) {
+			next = c->deadline;
+		}
+	}
+	return next == UINT64_MAX ? -1 : (int)(next - now);
+}
+
+/*
+ * SIGBUS the fault path sent (the library counts them: uf_stats' sigbus,
+ * and oom for a page no memory could be found for) since the last look:
+ * logged with their cause, at most once a second while clients are
+ * served.  Return the ms till the next look, or -1.
+ */
+static int check_sigbus(struct server *s, uint64_t now)
+{
+	struct uf_stats st;
+
+	if (!s->nclients)
+		return -1;
+	if (now < s->bus_check)
+		return (int)(s->bus_check - now);
+	s->bus_check = now + 1000;
+	if (uf_mm_stats(s->mm, &st))
+		return 1000;
+	if (st.sigbus > s->lib_bus)
+		logf_("SIGBUS: %" PRIu64 " fault%s not served (a store read failed, or a page past "
+		      "SOURCE's end), %" PRIu64 " in all", st.sigbus - s->lib_bus,
+		      st.sigbus - s->lib_bus == 1 ? "" : "s", st.sigbus);
+	if (st.oom > s->lib_oom)
+		logf_("SIGBUS: %" PRIu64 " fault%s found no memory for the page (--budget, the host, "
+		      "or a hugetlbfs client's empty huge page pool), %" PRIu64 " in all", st.oom - s->lib_oom,
+		      st.oom - s->lib_oom == 1 ? "" : "s", st.oom);
+	s->lib_bus = st.sigbus;
+	s->lib_oom = st.oom;
+	return 1000;
+}
+
+/* The poll() timeout: the first of the next stats line (@next_stats),
+ * handshake deadline, and accept retry.  -1: none. */
+static int loop_timeout(struct server *s, uint64_t now, uint64_t *next_stats)
+{
+	int t = handshake_timeouts(s, now), u = check_sigbus(s, now);
+
+	if (u >= 0)
+		t = t < 0 || u < t ? u : t;
+
+	if (s->stats_s) {
+		if (now >= *next_stats) {
+			log_stats(s);
+			*next_stats += (uint64_t)s->stats_s * 1000;
+		}
+		u = (int)(*next_stats - now);
+		t = t < 0 || u < t ? u : t;
+	}
+	if (s->accept_off && s->accept_retry != UINT64_MAX) {
+		u = s->accept_retry > now ? (int)(s->accept_retry - now) : 0;
+		t = t < 0 || u < t ? u : t;
+	}
+	return t;
+}
+
 static void serve_loop(struct server *s)
 {
-	struct pollfd pfd[MAX_CLIENTS + 2];
-	struct timespec next, now;
+	static struct pollfd pfd[2 * MAX_CLIENTS + 2];
+	static unsigned int held[MAX_CLIENTS];	/* a refused client's uffd at pfd[2 + nc + k] */
+	uint64_t next_stats = now_ms() + (uint64_t)s->stats_s * 1000;
 
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	next.tv_sec += s->stats_s;
 	while (!s->stopping || s->nclients) {
-		unsigned int i, np = 0, nc = s->nclients;
-		int timeout = -1, ready;
+		unsigned int i, k, nh = 0, np = 0, nc;
+		uint64_t now = now_ms();
+		int timeout = loop_timeout(s, now, &next_stats), ready;
 
+		nc = s->nclients;	/* (after the timeouts) */
 		pfd[np++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
-		pfd[np++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		pfd[np++] = (struct pollfd){ .fd = accepting(s, now) ? s->lfd : -1, .events = POLLIN };
+		/* (attached and refused: their hang-up alone) */
 		for (i = 0; i < nc; i++)
 			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd,
-						     .events = s->clients[i]->attached ? 0 : POLLIN };
-		if (s->stats_s) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			timeout = (int)((next.tv_sec - now.tv_sec) * 1000 +
-					(next.tv_nsec - now.tv_nsec) / 1000000);
-			if (timeout <= 0) {
-				log_stats(s);
-				next.tv_sec += s->stats_s;
-				continue;
+						     .events = s->clients[i]->attached ||
+								       s->clients[i]->refused ? 0 : POLLIN };
+		for (i = 0; i < nc; i++)
+			if (s->clients[i]->refused) {
+				held[nh++] = i;
+				pfd[np++] = (struct pollfd){ .fd = s->clients[i]->uffd, .events = POLLIN };
 			}
-		}
-		/* with clients, a look at their failed faults each second */
-		if (nc && (timeout < 0 || timeout > 1000))
-			timeout = 1000;
 		ready = poll(pfd, np, timeout);
-		if (nc)
-			log_failed(s);
 		if (ready <= 0)
 			continue;
 		if (pfd[0].revents && on_signal(s))
 			return;
+		/* faults first: a client closed below moves another */
+		for (k = 0; k < nh; k++)
+			if (pfd[2 + nc + k].revents)
+				client_refused_fault(s, held[k]);
 		/* from the last: a closed client moves the last into its slot */
 		for (i = nc; i-- > 0;)
 			if (pfd[2 + i].revents)
@@ -854,19 +1194,25 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "budget", required_argument, NULL, 'b' },
 		{ "allow-uid", required_argument, NULL, 'u' },
+		{ "allow-gid", required_argument, NULL, 'g' },
 		{ "pidfile", required_argument, NULL, 'p' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "record", required_argument, NULL, 'R' },
 		{ "prefetch", required_argument, NULL, 'P' },
+		{ "handshake-timeout", required_argument, NULL, 'H' },
+		{ "max-per-uid", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30 };
+	struct server s = { .lfd = -1, .sfd = -1, .orphan_s = 30, .hs_timeout_s = 10,
+			    .max_per_uid = 256 };
 	struct super_state sup = { .lfd = -1, .cache_fd = -1 };
 	bool had_cache;
+	int pidfd = -1;
+	bool pid_created = false;
 	uint64_t budget = 0, v;
 	unsigned int threads = 2;
 	sigset_t mask;
@@ -886,6 +1232,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			s.uids[s.nuids++] = (uid_t)v;
+			break;
+		case 'g':
+			if (parse_u64(optarg, &v, false) || v >= UINT32_MAX || s.ngids == MAX_UIDS) {
+				fprintf(stderr, "ufault-serve: --allow-gid %s: not a gid\n", optarg);
+				return 2;
+			}
+			s.gids[s.ngids++] = (gid_t)v;
 			break;
 		case 'p':
 			s.pidfile = optarg;
@@ -915,6 +1268,22 @@ int main(int argc, char **argv)
 		case 'R':
 			s.record = optarg;
 			break;
+		case 'H':
+			if (parse_u64(optarg, &v, false) || !v || v > 3600) {
+				fprintf(stderr, "ufault-serve: --handshake-timeout %s: 1 to 3600 seconds\n",
+					optarg);
+				return 2;
+			}
+			s.hs_timeout_s = (unsigned int)v;
+			break;
+		case 'M':
+			if (parse_u64(optarg, &v, false) || !v || v > MAX_CLIENTS) {
+				fprintf(stderr, "ufault-serve: --max-per-uid %s: 1 to %d\n", optarg,
+					MAX_CLIENTS);
+				return 2;
+			}
+			s.max_per_uid = (unsigned int)v;
+			break;
 		case 'P':
 			s.prefetch = optarg;
 			break;
@@ -939,10 +1308,9 @@ int main(int argc, char **argv)
 	}
 	s.sock_path = argv[optind];
 	s.source = argv[optind + 1];
-	if (!s.nuids) {
-		s.uids[s.nuids++] = 0;
-		s.uids[s.nuids++] = getuid();
-	}
+	/* what can be checked is checked before anything starts */
+	if (s.pidfile && (pidfd = pidfile_open(s.pidfile, &pid_created)) < 0)
+		return 1;
 	/* the library's threads inherit the mask: signals come here only */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -958,25 +1326,25 @@ int main(int argc, char **argv)
 		had_cache = false;
 		ret = -1;
 	}
+	if (!ret && pidfd >= 0) {
+		ret = pidfile_write(&s, pidfd);
+		pidfd = -1;
+	}
+	if (pidfd >= 0)
+		close(pidfd);
 	if (ret) {
 		/* no client to keep for the next server (a cache kept: its
-		 * ufault clients may be there) */
+		 * ufault clients may be there): the supervisor exits, and
+		 * takes SOCKET and SOCKET.ctl with it, before this does */
 		if (!sup.nclients && !had_cache)
 			super_bye();
 		if (sup.cache_fd >= 0)
 			close(sup.cache_fd);
 		uf_object_put(s.obj);
 		uf_mm_destroy(s.mm);
+		if (pid_created)
+			unlink(s.pidfile);
 		return 1;
-	}
-	if (s.pidfile) {
-		FILE *f = fopen(s.pidfile, "w");
-
-		if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f)) {
-			logf_("%s: %s", s.pidfile, strerror(errno));
-			unlink(s.sock_path);
-			return 1;
-		}
 	}
 	logf_("serving %s (%" PRIu64 " bytes) on %s, pid %d, supervisor pid %d", s.source, s.size,
 	      s.sock_path, (int)getpid(), (int)sup.super_pid);

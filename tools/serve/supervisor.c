@@ -265,6 +265,56 @@ static int ctl_path(const char *sock, char *out, size_t cap)
 	return 0;
 }
 
+/* See supervisor.h. */
+int super_bind(const char *path, int type, mode_t mode, int backlog)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd, e;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		CLOG("%s: path too long for a Unix socket", path);
+		return -1;
+	}
+	strcpy(a.sun_path, path);
+	if (lstat(path, &st) == 0) {
+		/* (unlink() removes a symlink itself, never what it names) */
+		if (!S_ISSOCK(st.st_mode)) {
+			CLOG("%s: exists and is not a socket: left as it is, not started", path);
+			return -1;
+		}
+		if (st.st_uid != geteuid()) {
+			CLOG("%s: another user's socket (uid %u): left as it is, not started", path,
+			     (unsigned)st.st_uid);
+			return -1;
+		}
+		unlink(path);
+		CLOG("%s: replaced a stale socket", path);
+	} else if (errno != ENOENT) {
+		CLOG("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		CLOG("%s: socket: %s", path, strerror(errno));
+		return -1;
+	}
+	/* bind() makes the file with the socket's own mode less the umask,
+	 * and fails on anything there (a symlink too: never followed) */
+	old = umask(~mode & 0777);
+	if (fchmod(fd, mode) < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(fd, backlog) < 0) {
+		e = errno;
+		umask(old);
+		CLOG("%s: %s", path, strerror(e));
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	return fd;
+}
+
 /* ------------------------------------------------------------------ */
 /* The server's side                                                   */
 /* ------------------------------------------------------------------ */
@@ -403,25 +453,16 @@ int super_spawn(const char *sock, const char *source, unsigned int orphan_s, int
 		struct super_state *st)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	mode_t old;
 	pid_t pid;
 	int cl, status;
 
 	if (ctl_path(sock, a.sun_path, sizeof(a.sun_path)))
 		goto fail;
-	cl = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	/* the server's user alone (the peer is checked too); a stale one
+	 * is a dead supervisor's: super_find() was refused */
+	cl = super_bind(a.sun_path, SOCK_SEQPACKET, 0600, 8);
 	if (cl < 0)
 		goto fail;
-	unlink(a.sun_path);	/* a dead supervisor's: super_find() was refused */
-	old = umask(077);
-	if (bind(cl, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(a.sun_path, 0600) < 0 ||
-	    listen(cl, 8) < 0) {
-		CLOG("%s: %s", a.sun_path, strerror(errno));
-		umask(old);
-		close(cl);
-		goto fail;
-	}
-	umask(old);
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
@@ -511,9 +552,18 @@ bool super_is(pid_t pid)
 
 void super_bye(void)
 {
+	struct timeval tv = { .tv_sec = 5 };
+	char c;
+
+	if (srv_ctl < 0)
+		return;
 	srv_send(M_BYE, 0, 0, 0);
-	if (srv_ctl >= 0)
-		close(srv_ctl);
+	/* the supervisor exits at once: its end closes (at most 5 s: a
+	 * supervisor that hangs is not this process's to wait for) */
+	setsockopt(srv_ctl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (recv(srv_ctl, &c, 1, 0) > 0)
+		;
+	close(srv_ctl);
 	srv_ctl = -1;
 }
 

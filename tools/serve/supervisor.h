@@ -16,6 +16,14 @@
  * the server's own lines (@who "") and the supervisor's (" supervisor"). */
 void super_log(const char *who, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A listening Unix socket of @type at @path, made with @mode (set on the
+ * socket before bind(), with the umask to match: no chmod() of a path
+ * that could be a symlink by then).  What is at @path is replaced only
+ * if it is a socket of this user's (the caller has found nobody listens
+ * there); anything else is an error, logged, and left as it is.  The fd,
+ * or -1 (logged). */
+int super_bind(const char *path, int type, mode_t mode, int backlog);
+
 /* A client handed over by the supervisor, served by an earlier server. */
 struct super_client {
 	uint64_t id;
@@ -67,7 +75,8 @@ void super_listen(int lfd);
 void super_stopping(void);
 /* Is @pid the supervisor (a SIGTERM it passed on)? */
 bool super_is(pid_t pid);
-/* The server exits on purpose: its clients have gone or are poisoned. */
+/* The server exits on purpose: its clients have gone or are poisoned.
+ * Returns once the supervisor has exited (its files removed). */
 void super_bye(void);
 
 #endif

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+/* Description: --max-per-uid 4: uid 65534 holding 4 idle connections has its 5th closed at once (its log line names pid, uid and the limit) and a 6th that sends a userfaultfd fails closed (EPIPE before, or SIGBUS after), while root's VMM is served; once its connections close, uid 65534 is served again; a VMM whose userfaultfd asks for fork events is refused and gets SIGBUS */
+#include "serve-test.h"
+
+#include <grp.h>
+#include <sys/stat.h>
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+/* A user-mode-only userfaultfd (@features), 1 MiB registered at *@p,
+ * and the JSON for it in @json. */
+static int uffd_map(uint64_t features, int flags, char **p, char *json, size_t cap)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | flags);
+
+	CHECK(uffd >= 0 && ioctl(uffd, UFFDIO_API, &api) == 0, "userfaultfd: %s", strerror(errno));
+	*p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(*p != MAP_FAILED, "mmap");
+	reg.range.start = (unsigned long)*p;
+	reg.range.len = 1 << 20;
+	CHECK(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0, "register: %s", strerror(errno));
+	snprintf(json, cap,
+		 "[{\"base_host_virt_addr\":%lu,\"size\":1048576,\"offset\":0,\"page_size\":4096}]",
+		 (unsigned long)*p);
+	return uffd;
+}
+
+/* sendmsg @json with @uffd on a new connection; -1: EPIPE (refused
+ * before it was read), else the socket. */
+static int send_uffd(const char *sock, const char *json, int uffd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { (void *)json, strlen(json) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int s = ut_connect(sock);
+
+	CHECK(s >= 0, "connect: %s", strerror(errno));
+	memset(cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
+	if (sendmsg(s, &mh, MSG_NOSIGNAL) < 0) {
+		CHECK(errno == EPIPE || errno == ECONNRESET, "sendmsg: %s", strerror(errno));
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* The jailed tenant, uid 65534: steps told through @go, done through
+ * @done. */
+static void tenant(struct ut_server *srv, int go, int done)
+{
+	struct ut_fault f;
+	unsigned char v;
+	char json[256], c, *p;
+	int idle[4], s, uffd, i;
+
+	CHECK(setgroups(0, NULL) == 0 && setgid(65534) == 0 && setuid(65534) == 0, "setuid: %s",
+	      strerror(errno));
+	prctl(PR_SET_DUMPABLE, 1);
+	ut_catch_signals();
+	for (i = 0; i < 4; i++)
+		CHECK((idle[i] = ut_connect(srv->sock)) >= 0, "connect %d: %s", i, strerror(errno));
+	/* the 5th: closed by the server (it may not know the 4 yet: the
+	 * parent waited for their log lines) */
+	s = ut_connect(srv->sock);
+	CHECK(s >= 0, "connect 5: %s", strerror(errno));
+	CHECK(recv(s, &c, 1, 0) == 0, "the 5th connection was not closed");
+	close(s);
+	/* the 6th, with a uffd: EPIPE, or SIGBUS at its touch */
+	uffd = uffd_map(UFFD_FEATURE_EVENT_REMOVE, UFFD_USER_MODE_ONLY, &p, json, sizeof(json));
+	s = send_uffd(srv->sock, json, uffd);
+	if (s >= 0)
+		CHECK(ut_read(p + 4096, &v, &f) == SIGBUS, "the 6th: read %u, signal %d", v, f.sig);
+	fprintf(stderr, "the 6th: %s\n", s < 0 ? "EPIPE" : "SIGBUS");
+	CHECK(write(done, "1", 1) == 1, "write");
+	CHECK(read(go, &c, 1) == 1, "read");		/* root was served */
+	for (i = 0; i < 4; i++)
+		close(idle[i]);
+	if (s >= 0)
+		close(s);
+	CHECK(write(done, "2", 1) == 1, "write");
+	CHECK(read(go, &c, 1) == 1, "read");		/* the server let go */
+	uffd = uffd_map(UFFD_FEATURE_EVENT_REMOVE, UFFD_USER_MODE_ONLY, &p, json, sizeof(json));
+	s = send_uffd(srv->sock, json, uffd);
+	CHECK(s >= 0, "a VMM of uid 65534 refused after its connections closed");
+	for (i = 0; i < 256; i++)
+		CHECK((unsigned char)p[i * 4096] == ut_pattern((uint64_t)i * 4096), "page %d", i);
+	_exit(0);
+}
+
+int main(void)
+{
+	static const char *const opts[] = { "--max-per-uid", "4", "--allow-uid", "65534",
+					    "--handshake-timeout", "3600", NULL };
+	const size_t len = 1 << 20;
+	const uint64_t off = 0;
+	struct ut_server srv;
+	struct ut_fc fc;
+	struct ut_fault f;
+	unsigned char v;
+	char json[256], c, *p, want[128];
+	int go[2], done[2], base, st, uffd, s;
+	pid_t pid;
+
+	ut_watchdog(60);
+	ut_catch_signals();
+	if (geteuid() != 0) {
+		fprintf(stderr, "not root: no other user to be\n");
+		return UT_SKIP;
+	}
+	ut_server_start(&srv, 2 << 20, opts);
+	CHECK(chmod(srv.dir, 0711) == 0, "chmod: %s", strerror(errno));
+	base = ut_server_fds(&srv);
+	CHECK(pipe(go) == 0 && pipe(done) == 0, "pipe");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0)
+		tenant(&srv, go[0], done[1]);
+	CHECK(read(done[0], &c, 1) == 1, "the tenant died");
+	snprintf(want, sizeof(want), "client pid %d uid 65534: refused: uid 65534 has 4 connections "
+		 "already (--max-per-uid)", (int)pid);
+	ut_server_log_wait(&srv, want);
+
+	/* root, meanwhile */
+	ut_fc_map(&fc, 1, &len, &off);
+	UT_SERVE_SKIP_NO_UFFD(&fc);
+	ut_fc_handshake(&fc, srv.sock);
+	ut_fc_check(&fc, 0, 1);
+	CHECK(write(go[1], "1", 1) == 1, "write");
+	CHECK(read(done[0], &c, 1) == 1, "the tenant died");
+	while (ut_server_fds(&srv) != base + 2)		/* root's VMM: socket, uffd */
+		usleep(10000);
+	CHECK(write(go[1], "2", 1) == 1, "write");
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "the tenant: status %#x", st);
+
+	/* fork events (root alone may ask for them): refused, SIGBUS */
+	uffd = uffd_map(UFFD_FEATURE_EVENT_FORK, 0, &p, json, sizeof(json));
+	s = send_uffd(srv.sock, json, uffd);
+	CHECK(s >= 0, "fork events: refused before the handshake");
+	ut_server_log_wait(&srv, "fork events");
+	CHECK(ut_read(p + 5 * 4096, &v, &f) == SIGBUS, "fork events: read %u, signal %d", v, f.sig);
+	return UT_PASS;
+}
