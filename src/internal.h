@@ -827,6 +827,7 @@ int uf_huge_init(struct uf_mm *mm);
 void uf_huge_stop(struct uf_mm *mm);
 void uf_huge_free(struct uf_mm *mm, bool child);
 void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_huge_busy(struct uf_mm *mm);
 void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
 uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last);
 void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last);

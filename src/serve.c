@@ -643,6 +643,7 @@ static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 	w->first = first;
 	w->n = n;
 	w->cut = first + n;
+	uf_huge_busy(mm);		/* a restore: the collapses wait */
 	memset(w->done, 0, DIV_ROUND_UP(n, BITS_PER_LONG) * sizeof(unsigned long));
 	for (q = first; q < first + n; q++)
 		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) && !region_removed(w->r, q))
@@ -968,6 +969,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	uint64_t hi = 0;
 	int ret = 0, tries;
 
+	uf_huge_busy(vma->mm);		/* a restore: the collapses wait */
 	if (r->huge)
 		return serve_fault_huge(vma, fdata);
 

@@ -91,8 +91,9 @@ static unsigned long restore(struct ut_server *srv, int round)
 int main(void)
 {
 	const char *const opts[] = { "--stats", "1", NULL };
-	/* a window each, and a few to find the stream at the start */
-	const unsigned long most = SIZE / 4096 / WINDOW + 4;
+	/* a window each, and a few to find the stream at the start; a cold
+	 * one's readahead ramps its first windows up (4 pages, 8, ... 512) */
+	const unsigned long most = SIZE / 4096 / WINDOW + 4, most_cold = most + 9;
 	struct ut_server srv;
 	unsigned long n[ROUNDS];
 	int i;
@@ -102,7 +103,8 @@ int main(void)
 	for (i = 0; i < ROUNDS; i++)
 		n[i] = restore(&srv, i);
 	for (i = 0; i < ROUNDS; i++)
-		CHECK(n[i] <= most, "restore %d (%s cache): %lu faults served, want at most %lu", i,
-		      i ? "warm" : "cold", n[i], most);
+		CHECK(n[i] <= (i ? most : most_cold),
+		      "restore %d (%s cache): %lu faults served, want at most %lu", i,
+		      i ? "warm" : "cold", n[i], i ? most : most_cold);
 	return UT_PASS;
 }
