@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: a Firecracker-style client with hugetlbfs guest memory ("page_size": 2097152, MAP_HUGETLB) reads SOURCE's bytes from ufault-serve, a balloon's removal of a huge page reads zeros, a restarted server takes such a client over, a client whose huge page pool runs out gets SIGBUS (never zeros, never a hang), and another page size is refused with a log line */
+/* Description: a Firecracker-style client with hugetlbfs guest memory ("page_size": 2097152, MAP_HUGETLB) reads SOURCE's bytes from ufault-serve, a balloon's removal of a huge page reads zeros, a restarted server takes such a client over, with no server back in time its supervisor gives it SIGBUS, a client whose huge page pool runs out gets SIGBUS (never zeros, never a hang), and another page size is refused with a log line */
 #define _GNU_SOURCE
 #include "serve-test.h"
 
@@ -112,8 +112,11 @@ static void check_bytes(const char *p, size_t off, size_t len)
 
 int main(void)
 {
+	const char *const orphan[] = { "--orphan-timeout", "1", NULL };
 	struct ut_server srv;
-	struct ut_fc a, b, c, d;
+	struct ut_fc a, b, c, d, e;
+	struct ut_fault f;
+	unsigned char v;
 	long want, freed, got = 0;
 	size_t o, h;
 	char *p;
@@ -132,7 +135,7 @@ int main(void)
 		return UT_SKIP;
 	}
 	ut_catch_signals();
-	ut_server_start(&srv, SRC, NULL);
+	ut_server_start(&srv, SRC, orphan);
 
 	/* a: every byte, in order (a stream: runs ahead in huge pages) */
 	p = hp_client(&srv, A_LEN, 0, HUGE, &a);
@@ -156,16 +159,13 @@ int main(void)
 	p = hp_client(&srv, 2 * HUGE, 0, HUGE, &d);
 	check_bytes(p, 0, HUGE);
 	ut_server_stop(&srv);
-	ut_server_restart(&srv, NULL);
+	ut_server_restart(&srv, orphan);
 	check_bytes(p, HUGE, HUGE);
 	ut_server_log_wait(&srv, "taken over");
 	hp_close(&d);
 	freed = meminfo("HugePages_Free:");
 	p = hp_client(&srv, B_LEN, MAP_NORESERVE, HUGE, &b);
 	for (h = 0; h < B_LEN / HUGE; h++) {
-		struct ut_fault f;
-		unsigned char v;
-
 		if (ut_read(p + h * HUGE + 100, &v, &f)) {
 			CHECK(f.sig == SIGBUS, "huge page %zu: signal %d, want SIGBUS", h, f.sig);
 			break;
@@ -188,5 +188,15 @@ int main(void)
 	p = hp_client(&srv, HUGE, 0, 1UL << 30, &c);
 	ut_server_log_wait(&srv, "page size 1073741824 not served");
 	hp_close(&c);
+
+	/* e: its server killed and none started for --orphan-timeout: the
+	 * supervisor gives its second huge page SIGBUS (a 2 MiB marker) */
+	p = hp_client(&srv, 2 * HUGE, 0, HUGE, &e);
+	check_bytes(p, 0, HUGE);
+	ut_server_stop(&srv);
+	CHECK(ut_read(p + HUGE + 100, &v, &f) == SIGBUS, "after the orphan timeout: signal %d, "
+	      "byte %u, want SIGBUS", f.sig, v);
+	check_bytes(p, 0, HUGE);
+	hp_close(&e);
 	return UT_PASS;
 }
