@@ -6,7 +6,9 @@
 # The core (libufault, ufault-info, ufault-tour, ufault-stress,
 # ufault-bench) needs only the C library.  The Redis store (libufault-redis,
 # ufault-cp, the --store option of ufault-stress and ufault-bench) is built
-# when hiredis is found; `make HIREDIS=no` leaves it out on purpose.
+# when hiredis is found; `make HIREDIS=no` leaves it out on purpose.  The
+# HTTP store (libufault-http, http(s):// SOURCEs of ufault-serve and
+# ufault-cp) is built when libcurl is found; `make HTTP=no` leaves it out.
 # Nothing here installs packages except `make test` run as root (it calls
 # redis/deps.sh for the Redis tests' servers and hiredis).
 #
@@ -77,6 +79,9 @@ ifeq ($(origin HIREDIS),undefined)
 HIREDIS := $(shell pkg-config --exists hiredis 2>/dev/null && echo yes || \
 	{ test -f /usr/include/hiredis/hiredis.h && echo yes || echo no; })
 endif
+# the user's HIREDIS=no (command line or environment), not a failed search:
+# then neither `make` nor `make test` says hiredis is missing or installs it
+HIREDIS_OFF := $(and $(filter-out file,$(origin HIREDIS)),$(filter no,$(HIREDIS)))
 
 # packed snapshots (libufault-pack, ufault-pack, a packed SOURCE of
 # ufault-serve) need libzstd: `make PACK=no` (or ZSTD=no) leaves them out
@@ -86,6 +91,7 @@ endif
 ifeq ($(origin PACK),undefined)
 PACK := $(shell pkg-config --exists libzstd 2>/dev/null && echo yes || \
 	{ test -f /usr/include/zstd.h && echo yes || echo no; })
+PACK_SEARCHED := yes
 endif
 ZSTD_LIBS = $(shell pkg-config --libs libzstd 2>/dev/null || echo -lzstd)
 # what ufault-serve, ufault-bench and the pack tests link for packed
@@ -98,15 +104,21 @@ PACK_DEPS := tools/pack/no-pack.c include/ufault-pack.h
 PACK_LINK := tools/pack/no-pack.c
 endif
 
-# ufault-cp exists only to reach a Redis Cluster: without hiredis it is not built
+ifeq ($(origin HTTP),undefined)
+HTTP := $(shell echo '\#include <curl/curl.h>' | $(CC) $$(pkg-config --cflags libcurl 2>/dev/null) \
+	-E - >/dev/null 2>&1 && echo yes || echo no)
+endif
+
+# ufault-cp exists only to reach a Redis Cluster or an HTTP server: without
+# hiredis and libcurl it is not built
 TOOLS   := $(patsubst tools/%.c,$(B)/%,$(wildcard tools/*.c))
-ifneq ($(HIREDIS),yes)
+ifeq ($(HIREDIS)$(HTTP),nono)
 TOOLS   := $(filter-out $(B)/ufault-cp,$(TOOLS))
 endif
 ifneq ($(PACK),yes)
 TOOLS   := $(filter-out $(B)/ufault-pack,$(TOOLS))
 endif
-TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c,$(wildcard tests/*.c)))
+TESTS   := $(patsubst tests/%.c,$(B)/tests/%,$(filter-out tests/helpers.c tests/redis-%.c tests/http-%.c,$(wildcard tests/*.c)))
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 SCRIPTS := $(wildcard tests/*.sh)
 
@@ -136,6 +148,18 @@ $(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
+# ufault-serve, ufault-cp and ufault-bench (its serve-restore-http row)
+# link the HTTP store and libcurl, or without libcurl tools/http/no-http.c,
+# which says how to get it when asked for.
+ifeq ($(HTTP),yes)
+HTTP_TOOL_DEPS := $(B)/libufault-http.a include/ufault-http.h tools/http/bench-http.c tools/http/bench-http.h
+HTTP_TOOL_LINK  = $(if $(filter ufault-bench,$*),tools/http/bench-http.c) \
+	$(if $(filter ufault-serve ufault-cp ufault-bench,$*),$(B)/libufault-http.a $(CURL_LIBS))
+else
+HTTP_TOOL_DEPS := tools/http/no-http.c include/ufault-http.h tools/http/bench-http.h
+HTTP_TOOL_LINK  = $(if $(filter ufault-serve ufault-cp ufault-bench,$*),tools/http/no-http.c)
+endif
+
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
 # with --store URL; ufault-serve with a redis:// SOURCE) link the Redis store
 # and hiredis.  Without hiredis, those three link tools/redis/no-redis.c
@@ -145,25 +169,27 @@ REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-s
 $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
+		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
+		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
 		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
-		$(B)/libufault-redis.a $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
+		$(B)/libufault-redis.a $(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
-NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
+NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve $(B)/ufault-cp
 $(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
-		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS)
+		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
+		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
 		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
-		$(B)/libufault.a $(LDFLAGS) -lm
+		$(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) -lm
 endif
 
 # the tests' helpers are compiled once, not into each test
@@ -191,7 +217,7 @@ tests: all $(TESTS) $(EXAMPLES)
 # need one; without redis-server or hiredis those tests skip, and the run
 # says so first.
 test:
-ifeq ($(origin HIREDIS)$(HIREDIS),command lineno)
+ifneq ($(HIREDIS_OFF),)
 	@echo "make test: HIREDIS=no: the Redis tests will be skipped"
 else
 	@redis/deps.sh || echo "make test: the Redis tests will be skipped (see the line above)"
@@ -204,12 +230,12 @@ test-run: tests
 	@if [ "$(HIREDIS)" = yes ] && command -v redis-server >/dev/null 2>&1 && \
 	    command -v redis-cli >/dev/null 2>&1; then \
 		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/redis-cluster run \
-			tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS); \
+			tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(REDIS_TESTS) $(HTTP_TESTS); \
 	else \
 		echo "make test: no Redis Cluster for this run (hiredis: $(HIREDIS);" \
 			"redis-server: $$(command -v redis-server || echo missing)):" \
 			"the redis-* tests skip"; \
-		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS); \
+		$(MAKEFLAGS_TESTS) B=$(B) CC="$(CC)" SAN="$(SAN)" tests/run-tests $(TESTS) $(EXAMPLES) $(SCRIPTS) $(HTTP_TESTS); \
 	fi
 
 # the main job: what this machine allows, the tour, then the race finder
@@ -234,7 +260,9 @@ INSTALLED = include/ufault.h lib/$(SONAME) lib/libufault.so lib/libufault.a \
 	lib/libufault-redis.a lib/pkgconfig/ufault-redis.pc \
 	bin/ufault-redis-cluster share/man/man1/ufault-redis-cluster.1 \
 	include/ufault-pack.h lib/$(PACK_SONAME) lib/libufault-pack.so \
-	lib/libufault-pack.a lib/pkgconfig/ufault-pack.pc bin/ufault-pack share/man/man1/ufault-pack.1
+	lib/libufault-pack.a lib/pkgconfig/ufault-pack.pc bin/ufault-pack share/man/man1/ufault-pack.1 \
+	include/ufault-http.h lib/$(HTTP_SONAME) lib/libufault-http.so \
+	lib/libufault-http.a lib/pkgconfig/ufault-http.pc
 ALL_TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/*.c))
 
 install-dirs:
@@ -252,7 +280,7 @@ install: all install-dirs
 		> $(DEST)/lib/pkgconfig/ufault.pc
 	$(Q)$(if $(TOOLS),install -m 755 $(TOOLS) $(DEST)/bin/)
 	$(Q)install -m 644 $(TOOLS:$(B)/%=man/man1/%.1) $(DEST)/share/man/man1/
-	$(Q)install -m 644 $(filter-out man/man3/uf_redis_% man/man3/uf_pack_%,$(wildcard man/man3/*.3)) \
+	$(Q)install -m 644 $(filter-out man/man3/uf_redis_% man/man3/uf_pack_% man/man3/uf_http_%,$(wildcard man/man3/*.3)) \
 		$(DEST)/share/man/man3/
 	$(Q)install -m 644 man/man7/*.7 $(DEST)/share/man/man7/
 
@@ -286,7 +314,11 @@ tests: redis $(REDIS_TESTS)
 install: install-redis
 else
 REDIS_TESTS :=
+# said only when hiredis was looked for and not found: `make HIREDIS=no`
+# is the user's choice, and gets no message
+ifeq ($(origin HIREDIS),file)
 all: redis-missing
+endif
 endif
 
 redis: $(B)/$(REDIS_SONAME) $(B)/libufault-redis.a $(B)/ufault-redis.pc
@@ -329,7 +361,8 @@ $(B)/redis-pic:
 
 install-redis: redis install-dirs
 	$(Q)install -m 644 man/man3/uf_redis_*.3 $(DEST)/share/man/man3/
-	$(Q)install -m 755 tools/ufault-redis-cluster $(DEST)/bin/
+	$(Q)sed 's|^UF_VERSION=.*|UF_VERSION=$(VERSION)|' tools/ufault-redis-cluster \
+		> $(DEST)/bin/ufault-redis-cluster && chmod 755 $(DEST)/bin/ufault-redis-cluster
 	$(Q)install -m 644 man/man1/ufault-redis-cluster.1 $(DEST)/share/man/man1/
 	$(Q)install -m 644 include/ufault-redis.h $(DEST)/include/
 	$(Q)install -m 755 $(B)/$(REDIS_SONAME) $(DEST)/lib/
@@ -345,13 +378,13 @@ install-redis: redis install-dirs
 PACK_SONAME := libufault-pack.so.$(SOVERSION)
 PACK_SRC    := $(wildcard pack/*.c)
 PACK_PIC    := $(PACK_SRC:pack/%.c=$(B)/pack-pic/%.o)
-PACK_OBJ    := $(PACK_SRC:pack/%.c=$(B)/pack-obj/%.o)
 PACK_HDRS   := pack/internal.h include/ufault-pack.h include/ufault.h
 
 ifeq ($(PACK),yes)
 all: pack
 install: install-pack
-else
+else ifeq ($(PACK_SEARCHED),yes)
+# said only when libzstd was looked for and not found, not after PACK=no
 all: pack-missing
 endif
 
@@ -363,10 +396,7 @@ pack-missing:
 		"(Debian/Ubuntu: apt-get install libzstd-dev) and run make again"
 
 $(B)/pack-pic/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-pic
-	$(quiet) CC $@
-	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
-$(B)/pack-obj/%.o: pack/%.c $(PACK_HDRS) | $(B)/pack-obj
-	$(quiet) CC $@
+	$(quiet) CC $<
 	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
 
 $(B)/$(PACK_SONAME): $(PACK_PIC) pack/libufault-pack.map $(B)/$(SONAME)
@@ -374,23 +404,24 @@ $(B)/$(PACK_SONAME): $(PACK_PIC) pack/libufault-pack.map $(B)/$(SONAME)
 	$(Q)$(CC) -shared -Wl,-soname,$(PACK_SONAME) -Wl,--version-script=pack/libufault-pack.map \
 		-Wl,-z,defs -o $@ $(PACK_PIC) -L$(B) -l:$(SONAME) $(ZSTD_LIBS) $(LDFLAGS)
 	$(Q)ln -sf $(PACK_SONAME) $(B)/libufault-pack.so
-$(B)/libufault-pack.a: $(PACK_OBJ)
+$(B)/libufault-pack.a: $(PACK_PIC)
 	$(quiet) AR $@
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(B)/ufault-pack.pc: ufault-pack.pc.in Makefile | $(B)
+$(B)/ufault-pack.pc: ufault-pack.pc.in VERSION Makefile | $(B)
+	$(quiet) GEN $@
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(B)/ufault-pack: tools/ufault-pack.c $(B)/libufault-pack.a $(B)/libufault.a $(PACK_HDRS)
+$(B)/ufault-pack: tools/ufault-pack.c $(B)/libufault-pack.a $(B)/libufault.a $(PACK_HDRS) VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault-pack.a $(B)/libufault.a $(LDFLAGS) $(ZSTD_LIBS)
 
 # the pack tests link the library, or the stub that makes them skip
-$(B)/tests/pack-%: tests/pack-%.c tests/helpers.c $(wildcard tests/*.h) $(PACK_DEPS) $(B)/libufault.a include/ufault.h | $(B)/tests
+$(B)/tests/pack-%: tests/pack-%.c $(B)/tests/helpers.o $(wildcard tests/*.h) $(PACK_DEPS) $(B)/libufault.a include/ufault.h | $(B)/tests
 	$(quiet) CCLD $@
-	$(Q)$(CC) $(APP_CFLAGS) -Itools/pack -o $@ $< tests/helpers.c $(PACK_LINK) $(B)/libufault.a $(LDFLAGS) -lm
+	$(Q)$(CC) $(APP_CFLAGS) -Itools/pack -o $@ $< $(B)/tests/helpers.o $(PACK_LINK) $(B)/libufault.a $(LDFLAGS) -lm
 
-$(B)/pack-pic $(B)/pack-obj:
+$(B)/pack-pic:
 	$(Q)mkdir -p $@
 
 install-pack: pack install-dirs
@@ -402,6 +433,67 @@ install-pack: pack install-dirs
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-pack.pc.in \
 		> $(DEST)/lib/pkgconfig/ufault-pack.pc
 
+# ---- HTTP: libufault-http, read-only objects served over HTTP(S) ------------
+# A library of its own, so that the core never depends on libcurl.  Built
+# when libcurl is present (HTTP=yes).  Its tests start their own nginx
+# (tests/http-test.h) and skip without one; built without libcurl, they
+# are built as skips.
+HTTP_SONAME := libufault-http.so.$(SOVERSION)
+HTTP_SRC    := $(wildcard http/*.c)
+HTTP_PIC    := $(HTTP_SRC:http/%.c=$(B)/http-pic/%.o)
+HTTP_TESTS  := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/http-*.c))
+HTTP_HDRS   := http/internal.h include/ufault-http.h include/ufault.h
+CURL_CFLAGS  = $(shell pkg-config --cflags libcurl 2>/dev/null)
+CURL_LIBS    = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+
+tests: $(HTTP_TESTS)
+ifeq ($(HTTP),yes)
+all: http
+install: install-http
+$(B)/tests/http-%: tests/http-%.c $(B)/tests/helpers.o $(wildcard tests/*.h) $(B)/libufault-http.a $(B)/libufault.a $(HTTP_HDRS) | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/tests/helpers.o $(B)/libufault-http.a $(B)/libufault.a $(CURL_LIBS) $(LDFLAGS) -lm
+else
+all: http-missing
+$(B)/tests/http-%: tests/http-%.c $(B)/tests/helpers.o $(wildcard tests/*.h) $(B)/libufault.a | $(B)/tests
+	$(quiet) CCLD $@
+	$(Q)$(CC) $(APP_CFLAGS) -DUT_NO_HTTP -o $@ $< $(B)/tests/helpers.o $(B)/libufault.a $(LDFLAGS) -lm
+endif
+http: $(B)/$(HTTP_SONAME) $(B)/libufault-http.a $(B)/ufault-http.pc
+
+http-missing:
+	@echo "make: libcurl not found: built without the HTTP store (libufault-http," \
+		"http(s):// sources); to build it, install libcurl" \
+		"(Debian/Ubuntu: apt-get install libcurl4-openssl-dev) and run make again"
+
+$(B)/http-pic/%.o: http/%.c $(HTTP_HDRS) | $(B)/http-pic
+	$(quiet) CC $<
+	$(Q)$(CC) $(LIBCFLAGS) $(CURL_CFLAGS) -c -o $@ $<
+
+$(B)/$(HTTP_SONAME): $(HTTP_PIC) http/libufault-http.map $(B)/$(SONAME)
+	$(quiet) LD $@
+	$(Q)$(CC) -shared -Wl,-soname,$(HTTP_SONAME) -Wl,--version-script=http/libufault-http.map \
+		-Wl,-z,defs -o $@ $(HTTP_PIC) -L$(B) -l:$(SONAME) $(CURL_LIBS) $(LDFLAGS)
+	$(Q)ln -sf $(HTTP_SONAME) $(B)/libufault-http.so
+$(B)/libufault-http.a: $(HTTP_PIC)
+	$(quiet) AR $@
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(B)/ufault-http.pc: ufault-http.pc.in VERSION Makefile | $(B)
+	$(quiet) GEN $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+$(B)/http-pic:
+	$(Q)mkdir -p $@
+
+install-http: http install-dirs
+	$(Q)install -m 644 man/man3/uf_http_*.3 $(DEST)/share/man/man3/
+	$(Q)install -m 644 include/ufault-http.h $(DEST)/include/
+	$(Q)install -m 755 $(B)/$(HTTP_SONAME) $(DEST)/lib/
+	$(Q)ln -sf $(HTTP_SONAME) $(DEST)/lib/libufault-http.so
+	$(Q)install -m 644 $(B)/libufault-http.a $(DEST)/lib/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ufault-http.pc.in \
+		> $(DEST)/lib/pkgconfig/ufault-http.pc
+
 .PHONY: all tests test test-run run install install-dirs uninstall clean redis redis-missing \
-	install-redis redis-layout pack pack-missing install-pack
+	install-redis redis-layout pack pack-missing install-pack http http-missing install-http
 .SECONDARY:

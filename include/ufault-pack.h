@@ -97,6 +97,25 @@ int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
 			 void *raw_store, uint64_t raw_size, struct uf_object **objp);
 
 /**
+ * uf_pack_create_any - an object of a raw store's bytes, packed or not:
+ * the original bytes when the store holds a packed snapshot
+ * (uf_pack_create_readv()), else its bytes as they are (uf_object_create(),
+ * with @raw_readv as the object's batched read, uf_object_set_readv()).
+ * @raw_ops, @raw_readv, @raw_store, @raw_size, @objp: as for
+ *	uf_pack_create_readv() (@raw_readv may be NULL).
+ *
+ * The one call a program needs to serve a store that may hold either,
+ * such as an object behind a URL.  Either way the object owns @raw_store
+ * on success, and the caller keeps it on failure.
+ *
+ * Return: as uf_pack_create() (never -ENOEXEC), or an error of
+ * uf_object_create().
+ */
+int uf_pack_create_any(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
+		       int (*raw_readv)(void *raw, const struct uf_store_iov *iov, size_t n),
+		       void *raw_store, uint64_t raw_size, struct uf_object **objp);
+
+/**
  * uf_pack_open - an object serving the original bytes of the packed
  * snapshot in the file at @path (opened read-only).
  * @mm, @objp: as for uf_pack_create().
@@ -112,10 +131,13 @@ int uf_pack_open(struct uf_mm *mm, const char *path, struct uf_object **objp);
  * @frame_size: bytes of the original per frame: a power of two from
  *	64 KiB to 16 MiB (default UF_PACK_FRAME_DEFAULT).
  * @level: zstd compression level, 1 to 19 (default 3).
+ * @threads: frames compressed at once, each by a thread of its own, 1 to
+ *	64 (default 1).  The output is the same bytes whatever the count.
  */
 struct uf_pack_write_opts {
 	uint32_t frame_size;
 	int level;
+	unsigned int threads;
 };
 
 #define UF_PACK_FRAME_DEFAULT	(256u << 10)
@@ -146,6 +168,8 @@ struct uf_pack_write_stats {
  *
  * Return: 0, or -EINVAL (bad @opts, a negative fd), -ENOMEM, -EIO (zstd
  * failed), or an error of read(2) or write(2) (-EPIPE, -ENOSPC, ...).
+ * Context: with @opts->threads above 1, starts that many threads less one
+ * and ends them before it returns.
  * What was written to @dst_fd before an error is not a packed snapshot.
  */
 int uf_pack_write(int src_fd, int dst_fd, const struct uf_pack_write_opts *opts,

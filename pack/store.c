@@ -729,3 +729,17 @@ PK_EXPORT int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *
 	uf_object_set_readv(*objp, pk_readv);
 	return 0;
 }
+
+PK_EXPORT int uf_pack_create_any(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
+				 int (*raw_readv)(void *, const struct uf_store_iov *, size_t),
+				 void *raw_store, uint64_t raw_size, struct uf_object **objp)
+{
+	int ret = uf_pack_create_readv(mm, raw_ops, raw_readv, raw_store, raw_size, objp);
+
+	if (ret != -ENOEXEC)
+		return ret;
+	ret = uf_object_create(mm, raw_ops, raw_store, raw_size, objp);
+	if (!ret && raw_readv)
+		uf_object_set_readv(*objp, raw_readv);
+	return ret;
+}

@@ -8,12 +8,17 @@
  * Each frame: its all-zero pages are marked in the bitmap and left out,
  * the rest are compressed together as one zstd frame.  A frame of zero
  * pages only has no bytes at all.
+ *
+ * With opts->threads > 1 a batch of that many frames is read, compressed
+ * by as many threads at once (each with its own zstd context), then
+ * written in order: the output is the same bytes whatever the count.
  */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "ufault-pack.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +26,26 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#define PK_THREADS_MAX	64
+
+struct pk_writer;
+
+/* One frame being packed: what a compressing thread owns. */
+struct pk_job {
+	struct pk_writer *w;
+	unsigned int idx;		/* its place in a batch */
+	ZSTD_CCtx *cctx;
+	unsigned char *frame, *packed, *cbuf;
+	size_t len;			/* bytes of the original in frame */
+	size_t clen;			/* compressed bytes in cbuf; 0: all zero */
+	size_t kept;			/* non-zero pages */
+	uint64_t *zero;			/* its zero pages, a bit each */
+	int err;
+};
+
 struct pk_writer {
 	int src, dst;
 	uint32_t frame_size;
-	ZSTD_CCtx *cctx;
-	unsigned char *frame, *packed, *cbuf;
 	size_t cbound;
 	uint64_t off;			/* bytes written to dst */
 	struct pk_entry *ents;
@@ -33,6 +53,17 @@ struct pk_writer {
 	uint64_t *zmap;			/* the zero-page bitmap */
 	uint64_t zcap;			/* words */
 	struct uf_pack_write_stats st;
+
+	/* the batch: job i is compressed by thread i (0: the caller) */
+	struct pk_job jobs[PK_THREADS_MAX];
+	unsigned int njobs;		/* 1 + the threads started */
+	pthread_t tids[PK_THREADS_MAX];
+	pthread_mutex_t lock;		/* the fields below */
+	pthread_cond_t go, fin;
+	uint64_t gen;			/* batches started */
+	unsigned int nbatch;		/* frames in this batch */
+	unsigned int ndone;		/* threads done with it */
+	bool stop;
 };
 
 static int write_all(struct pk_writer *w, const void *buf, size_t len)
@@ -109,41 +140,125 @@ static int grow(struct pk_writer *w, uint64_t npages)
 	return 0;
 }
 
-/* Pack one frame of @len bytes (a partial last page is padded with zeros). */
-static int pack_frame(struct pk_writer *w, size_t len)
+/* Compress job @j's frame (a partial last page padded with zeros): its
+ * non-zero pages together, its zero pages noted.  No shared state. */
+static void compress_job(struct pk_writer *w, struct pk_job *j)
+{
+	size_t npages = (j->len + PK_PAGE - 1) / PK_PAGE, c;
+
+	memset(j->frame + j->len, 0, npages * PK_PAGE - j->len);
+	memset(j->zero, 0, (w->frame_size / PK_PAGE + 63) / 64 * 8);
+	j->kept = 0;
+	j->clen = 0;
+	j->err = 0;
+	for (size_t i = 0; i < npages; i++) {
+		const unsigned char *pg = j->frame + i * PK_PAGE;
+
+		if (page_zero(pg))
+			j->zero[i / 64] |= 1ULL << (i % 64);
+		else
+			memcpy(j->packed + j->kept++ * PK_PAGE, pg, PK_PAGE);
+	}
+	if (!j->kept)
+		return;
+	c = ZSTD_compress2(j->cctx, j->cbuf, w->cbound, j->packed, j->kept * PK_PAGE);
+	if (ZSTD_isError(c))
+		j->err = ZSTD_getErrorCode(c) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
+	else
+		j->clen = c;
+}
+
+/* Job @j's frame into the index, the bitmap and the output, in order. */
+static int emit_job(struct pk_writer *w, const struct pk_job *j)
 {
 	uint64_t first = w->st.size / PK_PAGE;
-	size_t npages = (len + PK_PAGE - 1) / PK_PAGE, kept = 0, c;
+	size_t npages = (j->len + PK_PAGE - 1) / PK_PAGE;
 	struct pk_entry *e;
-	int ret = grow(w, first + npages);
+	int ret = j->err ? j->err : grow(w, first + npages);
 
 	if (ret)
 		return ret;
-	memset(w->frame + len, 0, npages * PK_PAGE - len);
 	for (size_t i = 0; i < npages; i++) {
-		const unsigned char *pg = w->frame + i * PK_PAGE;
-
-		if (page_zero(pg)) {
+		if (j->zero[i / 64] >> (i % 64) & 1) {
 			w->zmap[(first + i) / 64] |= 1ULL << ((first + i) % 64);
 			w->st.zero_pages++;
-		} else {
-			memcpy(w->packed + kept++ * PK_PAGE, pg, PK_PAGE);
 		}
 	}
 	e = &w->ents[w->nframes++];
 	*e = (struct pk_entry){ .off = w->off };
-	w->st.size += len;
-	if (!kept) {
+	w->st.size += j->len;
+	if (!j->kept) {
 		w->st.zero_frames++;
 		return 0;
 	}
-	c = ZSTD_compress2(w->cctx, w->cbuf, w->cbound, w->packed, kept * PK_PAGE);
-	if (ZSTD_isError(c))
-		return ZSTD_getErrorCode(c) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
-	e->clen = (uint32_t)c;
-	e->ulen = (uint32_t)(kept * PK_PAGE);
-	e->sum = pk_xxh64(w->cbuf, c, 0);
-	return write_all(w, w->cbuf, c);
+	e->clen = (uint32_t)j->clen;
+	e->ulen = (uint32_t)(j->kept * PK_PAGE);
+	e->sum = pk_xxh64(j->cbuf, j->clen, 0);
+	return write_all(w, j->cbuf, j->clen);
+}
+
+/* A compressing thread: its job of every batch.  Locking: takes w->lock. */
+static void *compress_thread(void *arg)
+{
+	struct pk_job *j = arg;
+	struct pk_writer *w = j->w;
+	uint64_t seen = 0;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (w->gen == seen && !w->stop)
+			pthread_cond_wait(&w->go, &w->lock);
+		if (w->stop)
+			break;
+		seen = w->gen;
+		if (j->idx < w->nbatch) {
+			pthread_mutex_unlock(&w->lock);
+			compress_job(w, j);
+			pthread_mutex_lock(&w->lock);
+		}
+		w->ndone++;
+		pthread_cond_broadcast(&w->fin);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* Compress the batch's @n jobs, one a thread, the caller's job 0 too. */
+static void compress_batch(struct pk_writer *w, unsigned int n)
+{
+	pthread_mutex_lock(&w->lock);
+	w->nbatch = n;
+	w->ndone = 0;
+	w->gen++;
+	pthread_cond_broadcast(&w->go);
+	pthread_mutex_unlock(&w->lock);
+	if (n)
+		compress_job(w, &w->jobs[0]);
+	pthread_mutex_lock(&w->lock);
+	while (w->ndone < w->njobs - 1)
+		pthread_cond_wait(&w->fin, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Read, compress and write one batch; *eof once the source ended. */
+static int pack_batch(struct pk_writer *w, bool *eof)
+{
+	unsigned int n = 0;
+	int ret = 0;
+
+	while (n < w->njobs && !*eof) {
+		ssize_t r = read_full(w->src, w->jobs[n].frame, w->frame_size);
+
+		if (r < 0)
+			return (int)r;
+		*eof = (size_t)r < w->frame_size;
+		if (r)
+			w->jobs[n++].len = (size_t)r;
+	}
+	compress_batch(w, n);
+	for (unsigned int i = 0; !ret && i < n; i++)
+		ret = emit_job(w, &w->jobs[i]);
+	return ret;
 }
 
 static int write_header(struct pk_writer *w)
@@ -194,58 +309,103 @@ static int write_index(struct pk_writer *w)
 	return ret ? ret : write_all(w, t, sizeof(t));
 }
 
+static int job_init(struct pk_writer *w, struct pk_job *j, unsigned int idx, int level)
+{
+	j->w = w;
+	j->idx = idx;
+	j->frame = malloc(w->frame_size);
+	j->packed = malloc(w->frame_size);
+	j->cbuf = malloc(w->cbound);
+	j->zero = malloc((w->frame_size / PK_PAGE + 63) / 64 * 8);
+	j->cctx = ZSTD_createCCtx();
+	if (!j->frame || !j->packed || !j->cbuf || !j->zero || !j->cctx)
+		return -ENOMEM;
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(j->cctx, ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(j->cctx, ZSTD_c_checksumFlag, 1)))
+		return -EIO;
+	return 0;
+}
+
+static void job_free(struct pk_job *j)
+{
+	ZSTD_freeCCtx(j->cctx);
+	free(j->frame);
+	free(j->packed);
+	free(j->cbuf);
+	free(j->zero);
+}
+
+/* The jobs, and a thread for each but the first (fewer if the system
+ * will not start them: the output is the same). */
 static int writer_init(struct pk_writer *w, const struct uf_pack_write_opts *o)
 {
 	uint32_t fs = o && o->frame_size ? o->frame_size : UF_PACK_FRAME_DEFAULT;
 	int level = o && o->level ? o->level : 3;
+	unsigned int threads = o && o->threads ? o->threads : 1, i;
+	int ret = 0;
 
-	if (fs < PK_FRAME_MIN || fs > PK_FRAME_MAX || (fs & (fs - 1)) || level < 1 || level > 19)
+	if (fs < PK_FRAME_MIN || fs > PK_FRAME_MAX || (fs & (fs - 1)) || level < 1 || level > 19 ||
+	    threads > PK_THREADS_MAX)
 		return -EINVAL;
 	w->frame_size = fs;
 	w->cbound = ZSTD_compressBound(fs);
-	w->frame = malloc(fs);
-	w->packed = malloc(fs);
-	w->cbuf = malloc(w->cbound);
-	w->cctx = ZSTD_createCCtx();
-	if (!w->frame || !w->packed || !w->cbuf || !w->cctx)
-		return -ENOMEM;
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1)))
-		return -EIO;
-	return 0;
+	w->njobs = 1;
+	for (i = 0; !ret && i < threads; i++)
+		ret = job_init(w, &w->jobs[i], i, level);
+	for (i = 1; !ret && i < threads; i++) {
+		if (pthread_create(&w->tids[i], NULL, compress_thread, &w->jobs[i]))
+			break;
+		w->njobs++;
+	}
+	return ret;
+}
+
+static void writer_free(struct pk_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_broadcast(&w->go);
+	pthread_mutex_unlock(&w->lock);
+	for (unsigned int i = 1; i < w->njobs; i++)
+		pthread_join(w->tids[i], NULL);
+	for (unsigned int i = 0; i < PK_THREADS_MAX; i++)
+		job_free(&w->jobs[i]);
+	pthread_cond_destroy(&w->go);
+	pthread_cond_destroy(&w->fin);
+	pthread_mutex_destroy(&w->lock);
+	free(w->ents);
+	free(w->zmap);
 }
 
 PK_EXPORT int uf_pack_write(int src_fd, int dst_fd, const struct uf_pack_write_opts *opts,
 			    struct uf_pack_write_stats *st)
 {
-	struct pk_writer w = { .src = src_fd, .dst = dst_fd };
+	struct pk_writer *w;
+	bool eof = false;
 	int ret;
 
 	if (src_fd < 0 || dst_fd < 0)
 		return -EINVAL;
-	ret = writer_init(&w, opts);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->src = src_fd;
+	w->dst = dst_fd;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->go, NULL);
+	pthread_cond_init(&w->fin, NULL);
+	ret = writer_init(w, opts);
 	if (!ret)
-		ret = write_header(&w);
-	while (!ret) {
-		ssize_t n = read_full(w.src, w.frame, w.frame_size);
-
-		if (n <= 0) {
-			ret = (int)n;
-			break;
-		}
-		ret = pack_frame(&w, (size_t)n);
-	}
+		ret = write_header(w);
+	while (!ret && !eof)
+		ret = pack_batch(w, &eof);
 	if (!ret)
-		ret = write_index(&w);
-	w.st.frames = w.nframes;
-	w.st.packed_size = w.off;
+		ret = write_index(w);
+	w->st.frames = w->nframes;
+	w->st.packed_size = w->off;
 	if (!ret && st)
-		*st = w.st;
-	ZSTD_freeCCtx(w.cctx);
-	free(w.frame);
-	free(w.packed);
-	free(w.cbuf);
-	free(w.ents);
-	free(w.zmap);
+		*st = w->st;
+	writer_free(w);
+	free(w);
 	return ret;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Description: every public function in include/ufault.h,
-# include/ufault-redis.h and include/ufault-pack.h has a man page, and
+# include/ufault-redis.h, include/ufault-pack.h and include/ufault-http.h
+# has a man page, and
 # (where man-db is installed) every page, man1 to man7, renders without
 # warnings.
 set -eu

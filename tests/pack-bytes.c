@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: a packed snapshot (zero, text, random and pattern pages, whole zero frames, a partial last page) reads as the original bytes through shared and private mappings and uf_object_pread(), from a file (uf_pack_open) and from any raw store (uf_pack_create); it is read-only; a plain file or store is -ENOEXEC and stays the caller's */
+/* Description: a packed snapshot (zero, text, random and pattern pages, whole zero frames, a partial last page) reads as the original bytes through shared and private mappings and uf_object_pread(), from a file (uf_pack_open) and from any raw store (uf_pack_create); it is read-only; a plain file or store is -ENOEXEC and stays the caller's; uf_pack_create_any() serves a raw store packed or plain; three packing threads write the same bytes as one */
 #include "pack-test.h"
 
 #include <sys/mman.h>
@@ -120,6 +120,28 @@ int main(void)
 	      "stats: size %lu frames %lu", (unsigned long)im.st.size, (unsigned long)im.st.frames);
 	CHECK(im.st.zero_frames == 3, "zero frames %lu, want 3", (unsigned long)im.st.zero_frames);
 
+	/* packed by three threads: the same bytes */
+	{
+		struct uf_pack_write_opts o = { .frame_size = FRAME, .threads = 3 };
+		char path[64] = "/dev/shm/ufault-pack-t3-XXXXXX";
+		int in = open(im.src, O_RDONLY), out = mkstemp(path);
+		unsigned char *p1, *p3;
+		size_t l1, l3;
+
+		CHECK(in >= 0 && out >= 0, "open: %s", strerror(errno));
+		pt_remember(path);
+		CHECK_RET(uf_pack_write(in, out, &o, NULL), 0);
+		close(in);
+		close(out);
+		p1 = slurp(im.packed, &l1);
+		p3 = slurp(path, &l3);
+		CHECK(l1 == l3 && !memcmp(p1, p3, l1), "three threads packed other bytes");
+		free(p1);
+		free(p3);
+		o.threads = 65;
+		CHECK_RET(uf_pack_write(0, 1, &o, NULL), -EINVAL);
+	}
+
 	/* a file */
 	CHECK_RET(uf_pack_open(mm, im.packed, &obj), 0);
 	check_object(mm, obj, orig, "file");
@@ -145,6 +167,17 @@ int main(void)
 	CHECK_RET(uf_pack_probe(&mem_ops, &plain), 0);
 	CHECK_RET(uf_pack_create(mm, &mem_ops, &plain, plain.len, &obj), -ENOEXEC);
 	CHECK(plain.released == 0, "a refused raw store was released");
+
+	/* packed or not, one call: the original bytes either way */
+	CHECK_RET(uf_pack_create_any(mm, &mem_ops, NULL, &plain, plain.len, &obj), 0);
+	check_object(mm, obj, orig, "any, plain");
+	CHECK_RET(uf_object_pwrite(obj, "x", 1, 0), -EROFS);
+	uf_object_put(obj);
+	CHECK(plain.released == 1, "plain raw store released %d times, want 1", plain.released);
+	CHECK_RET(uf_pack_create_any(mm, &mem_ops, NULL, &raw, raw.len, &obj), 0);
+	check_object(mm, obj, orig, "any, packed");
+	uf_object_put(obj);
+	CHECK(raw.released == 2, "packed raw store released %d times, want 2", raw.released);
 	CHECK_RET(uf_pack_open(mm, im.src, &obj), -ENOEXEC);
 	CHECK_RET(uf_pack_create(mm, NULL, &plain, plain.len, &obj), -EINVAL);
 

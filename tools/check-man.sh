@@ -1,6 +1,7 @@
 #!/bin/sh
 # check-man.sh - every function declared in include/ufault.h,
-# include/ufault-redis.h and include/ufault-pack.h has a man page, every
+# include/ufault-redis.h, include/ufault-pack.h and include/ufault-http.h
+# has a man page, every
 # tool in tools/ has a man1 page, and the pages the others name exist.
 #
 #   tools/check-man.sh [--lint]
@@ -13,7 +14,7 @@
 # Exit 0 when all is well, 1 listing what is missing or wrong.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-headers="$root/include/ufault.h $root/include/ufault-redis.h $root/include/ufault-pack.h"
+headers="$root/include/ufault.h $root/include/ufault-redis.h $root/include/ufault-pack.h $root/include/ufault-http.h"
 mandir=$root/man
 lint=0
 [ "${1:-}" = "--lint" ] && lint=1

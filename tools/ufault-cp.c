@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * ufault-cp - copy between a plain file and a ufault object in a Redis
- * Cluster: import a snapshot, export it back.
+ * Cluster: import a snapshot, export it back; or copy an object served
+ * over HTTP(S) (read-only, see uf_http_open(3)) into a file or a cluster.
  *
  *   ufault-cp [-q] [--progress] SRC DST
  *
  * One of SRC and DST is a redis:// URL (see uf_redis_open(3)); the other
- * is a file, or another redis:// URL.  The object side goes through
+ * is a file, or another redis:// URL, or (as SRC) an http(s):// URL.  The
+ * object side goes through
  * ufault: uf_object_pread() fills the object's cache from the cluster a
  * readahead window at a time, uf_object_pwrite() writes into the cache and
  * uf_object_sync() writes it to the cluster (acknowledged by the replicas
@@ -25,6 +27,7 @@
 #define _GNU_SOURCE
 #include <ufault.h>
 #include <ufault-redis.h>
+#include <ufault-http.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,7 +53,8 @@
 struct end {
 	const char *arg;	/* as given */
 	char shown[512];	/* for messages: the URL without its password */
-	bool redis;
+	bool redis;		/* an object: redis://, or http(s):// */
+	bool http;		/* http(s)://: read-only, SRC only */
 	bool opened;		/* DST: it was opened, so it may be half written */
 	int fd;
 	struct uf_object *obj;
@@ -68,6 +73,11 @@ struct copy {
 static bool is_url(const char *s)
 {
 	return !strncmp(s, "redis://", 8);
+}
+
+static bool is_http(const char *s)
+{
+	return !strncasecmp(s, "http://", 7) || !strncasecmp(s, "https://", 8);
 }
 
 static double now(void)
@@ -117,10 +127,35 @@ static const char *redis_strerror(int err)
 	}
 }
 
+/* What an error of uf_http_open() means (uf_http_open(3)). */
+static const char *http_strerror(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "no such object (HTTP 404)";
+	case -EACCES:
+		return "refused (HTTP 401 or 403: a token in UFAULT_HTTP_BEARER, or a fresh presigned URL?)";
+	case -EPROTO:
+		return "the server does not answer range requests";
+	case -ECONNREFUSED:
+		return "connection refused until the deadline";
+	case -ETIMEDOUT:
+		return "no answer until the deadline";
+	case -EHOSTUNREACH:
+		return "the host name does not resolve";
+	case -ESTALE:
+		return "the object changed on the server while it was read";
+	case -EINVAL:
+		return "bad URL (expected http(s)://HOST[:PORT]/PATH[?QUERY])";
+	default:
+		return strerror(-err);
+	}
+}
+
 static void errmsg(const struct end *e, const char *what, int err)
 {
 	fprintf(stderr, "ufault-cp: %s: %s: %s\n", e->shown, what,
-		e->redis ? redis_strerror(err) : strerror(-err));
+		e->http ? http_strerror(err) : e->redis ? redis_strerror(err) : strerror(-err));
 }
 
 /* ------------------------------------------------------------------ */
@@ -134,7 +169,10 @@ static int open_src(struct copy *cp)
 	int ret;
 
 	if (e->redis) {
-		ret = uf_redis_open(cp->mm, e->arg, O_RDONLY, &e->obj);
+		if (e->http)
+			ret = uf_http_open(cp->mm, e->arg, NULL, &e->obj);
+		else
+			ret = uf_redis_open(cp->mm, e->arg, O_RDONLY, &e->obj);
 		if (ret) {
 			errmsg(e, "open", ret);
 			return ret;
@@ -384,6 +422,8 @@ static void usage(FILE *f)
 		   "  copy a file into a Redis Cluster object, or an object into a file:\n"
 		   "  one of SRC, DST is redis://[[user]:password@]host:port[,host:port...]/NAME\n"
 		   "  [?replicas=N&timeout_ms=T]; the password may come from UFAULT_REDIS_PASSWORD\n"
+		   "  or copy SRC http(s)://HOST[:PORT]/PATH[?QUERY] (read-only) into DST\n"
+		   "  (a bearer token from UFAULT_HTTP_BEARER)\n"
 		   "  -q, --quiet   no progress bar (default: one on a terminal)\n"
 		   "  --progress    a progress bar on stderr even when it is not a terminal\n"
 		   "  -h, --help    this text\n"
@@ -394,9 +434,13 @@ static void usage(FILE *f)
 static void end_init(struct end *e, const char *arg)
 {
 	e->arg = arg;
-	e->redis = is_url(arg);
+	e->http = is_http(arg);
+	e->redis = is_url(arg) || e->http;
 	e->fd = -1;
-	if (e->redis)
+	if (e->http)	/* a presigned URL's query is a secret */
+		snprintf(e->shown, sizeof(e->shown), "%.*s%s", (int)strcspn(arg, "?"), arg,
+			 strchr(arg, '?') ? "?***" : "");
+	else if (e->redis)
 		redact(arg, e->shown, sizeof(e->shown));
 	else
 		snprintf(e->shown, sizeof(e->shown), "%s", arg);
@@ -451,7 +495,12 @@ int main(int argc, char **argv)
 	end_init(&cp.src, argv[optind]);
 	end_init(&cp.dst, argv[optind + 1]);
 	if (!cp.src.redis && !cp.dst.redis) {
-		fprintf(stderr, "ufault-cp: neither SRC nor DST is a redis:// URL (use cp(1))\n");
+		fprintf(stderr, "ufault-cp: neither SRC nor DST is a redis:// or http(s):// URL (use cp(1))\n");
+		return EXIT_USAGE;
+	}
+	if (cp.dst.http) {
+		fprintf(stderr, "ufault-cp: %s: an http(s):// object is read-only: it can only be SRC\n",
+			cp.dst.shown);
 		return EXIT_USAGE;
 	}
 	if (!strcmp(cp.src.arg, cp.dst.arg)) {

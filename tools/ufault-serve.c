@@ -37,6 +37,7 @@
 #include <ufault.h>
 #include <ufault-pack.h>
 #include <ufault-redis.h>
+#include <ufault-http.h>
 
 #include "serve/refuse.h"
 #include "serve/supervisor.h"
@@ -81,6 +82,8 @@ struct server {
 	unsigned int ngids;
 	unsigned int stats_s;
 	unsigned int orphan_s;
+	void *http;		/* an http(s):// SOURCE's store: failed reads logged */
+	uint64_t http_failed;	/* of those, logged so far */
 	bool stopping;
 	struct client *clients[MAX_CLIENTS];
 	unsigned int nclients;
@@ -103,9 +106,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: ufault-serve [options] SOCKET SOURCE\n"
-"Serve SOURCE (a file, or a redis:// URL) to processes that connect to the\n"
-"Unix socket SOCKET and hand over their userfaultfd: Firecracker's UFFD\n"
-"memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
+"Serve SOURCE (a file, a redis:// or an http(s):// URL) to processes that\n"
+"connect to the Unix socket SOCKET and hand over their userfaultfd: Firecracker's\n"
+"UFFD memory backend (\"mem_backend\": {\"backend_type\": \"Uffd\", \"backend_path\": SOCKET}),\n"
 "and ufault programs (uf_object_attach).\n"
 "  --budget BYTES    cache budget (suffixes K, M, G; default none)\n"
 "  --allow-uid UID   a user allowed to connect (repeatable); root and this\n"
@@ -815,6 +818,39 @@ static int make_socket(struct server *s)
 	return 0;
 }
 
+/*
+ * An http(s):// SOURCE, read-only (uf_http_store_open()): served as the
+ * original bytes when its magic number says ufault-pack wrote it, else as
+ * it is.  0 or -errno.
+ */
+static int open_http(struct server *s)
+{
+	const struct uf_store_ops *ops;
+	uint64_t size;
+	void *store;
+	int ret = uf_http_store_open(s->source, NULL, &ops, &store, &size);
+
+	if (ret)
+		return ret;
+	ret = uf_pack_create_readv(s->mm, ops, uf_http_store_readv, store, size, &s->obj);
+	if (!ret)
+		logf_("%s: a packed snapshot: ufault clients attach O_RDONLY only", s->source);
+	else if (ret == -ENOTSUP)
+		logf_("%s: a packed snapshot, and this ufault-serve was built without libzstd",
+		      s->source);
+	if (ret == -ENOEXEC) {
+		ret = uf_object_create(s->mm, ops, store, size, &s->obj);
+		if (!ret)
+			uf_object_set_readv(s->obj, uf_http_store_readv);
+	}
+	if (ret) {
+		ops->release(store);
+		return ret;
+	}
+	s->http = store;	/* the object's now: it lives as long */
+	return 0;
+}
+
 static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 {
 	struct uf_mm_config cfg = { .handler_threads = threads, .cache_budget = budget };
@@ -826,6 +862,8 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 	}
 	if (!strncmp(s->source, "redis://", 8) || !strncmp(s->source, "rediss://", 9))
 		ret = uf_redis_open(s->mm, s->source, O_RDONLY, &s->obj);
+	else if (!strncmp(s->source, "http://", 7) || !strncmp(s->source, "https://", 8))
+		ret = open_http(s);
 	else if ((ret = uf_pack_open(s->mm, s->source, &s->obj)) != -ENOEXEC) {
 		/* its magic number says ufault-pack wrote it: read-only */
 		if (!ret)
@@ -1011,6 +1049,7 @@ static int pidfile_write(struct server *s, int fd)
 
 static void log_stats(struct server *s)
 {
+	struct uf_http_stats hs;
 	struct uf_stats st;
 
 	if (uf_mm_stats(s->mm, &st))
@@ -1021,6 +1060,10 @@ static void log_stats(struct server *s)
 	      " sigbus, %" PRIu64 " timed out)", s->nclients, st.major_faults, st.minor_faults,
 	      st.sigbus, st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages,
 	      st.oom, s->nrefused, s->nheld, s->nbus, s->ntimeouts);
+	if (s->http && uf_http_store_stats(s->http, &hs) == 0)
+		logf_("http: %" PRIu64 " requests, %" PRIu64 " retries, %" PRIu64 " connections, %"
+		      PRIu64 " failed reads%s%s", hs.requests, hs.retries, hs.connects, hs.failures,
+		      hs.failures ? ", the last: " : "", hs.failures ? hs.last_cause : "");
 }
 
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
@@ -1092,6 +1135,19 @@ static int handshake_timeouts(struct server *s, uint64_t now)
 	return next == UINT64_MAX ? -1 : (int)(next - now);
 }
 
+/* An http(s):// SOURCE's reads that failed since the last call (their
+ * faults got SIGBUS): one line with the count and the last cause. */
+static void log_http_failures(struct server *s)
+{
+	struct uf_http_stats hs;
+
+	if (!s->http || uf_http_store_stats(s->http, &hs) || hs.failures == s->http_failed)
+		return;
+	logf_("%s: %" PRIu64 " more failed reads (their faults got SIGBUS); the last: %s (%s)",
+	      s->source, hs.failures - s->http_failed, strerror(-hs.last_error), hs.last_cause);
+	s->http_failed = hs.failures;
+}
+
 /*
  * SIGBUS the fault path sent (the library counts them: uf_stats' sigbus,
  * and oom for a page no memory could be found for) since the last look:
@@ -1119,6 +1175,7 @@ static int check_sigbus(struct server *s, uint64_t now)
 		      st.oom - s->lib_oom == 1 ? "" : "s", st.oom);
 	s->lib_bus = st.sigbus;
 	s->lib_oom = st.oom;
+	log_http_failures(s);	/* the cause, for an http(s):// SOURCE */
 	return 1000;
 }
 

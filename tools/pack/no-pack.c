@@ -51,6 +51,20 @@ int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
 	return uf_pack_create(mm, raw_ops, raw_store, raw_size, objp);
 }
 
+int uf_pack_create_any(struct uf_mm *mm, const struct uf_store_ops *raw_ops,
+		       int (*raw_readv)(void *raw, const struct uf_store_iov *iov, size_t n),
+		       void *raw_store, uint64_t raw_size, struct uf_object **objp)
+{
+	int ret = uf_pack_create(mm, raw_ops, raw_store, raw_size, objp);
+
+	if (ret != -ENOEXEC)
+		return ret;
+	ret = uf_object_create(mm, raw_ops, raw_store, raw_size, objp);
+	if (!ret && raw_readv)
+		uf_object_set_readv(*objp, raw_readv);
+	return ret;
+}
+
 int uf_pack_open(struct uf_mm *mm, const char *path, struct uf_object **objp)
 {
 	char m[UF_PACK_MAGIC_LEN];

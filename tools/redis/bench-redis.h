@@ -20,6 +20,7 @@ struct bench_redis_opts {
 	size_t size;		/* bytes of data per case (0: default) */
 	unsigned int repeat;	/* runs per case (0: default) */
 	bool check;		/* exit 1 when a goal is missed */
+	bool quick;		/* --quick: figures only, no verdicts */
 };
 
 /* Returns ufault-bench's exit status: 0, 1 goal missed (with check), 2 error,
