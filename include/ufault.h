@@ -912,6 +912,36 @@ int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 			      const struct uf_serve_opts *opts);
 
 /**
+ * uf_object_serve_uffd_huge - uf_object_serve_uffd_opts() of memory the
+ * other process mapped with pages of @page_size bytes.
+ * @obj: as for uf_object_serve_uffd().
+ * @uffd: as for uf_object_serve_uffd().
+ * @regions: as for uf_object_serve_uffd(); with @page_size 2 MiB, each
+ *	region's start, length and offset are multiples of 2 MiB.
+ * @n: as for uf_object_serve_uffd().
+ * @opts: as for uf_object_serve_uffd_opts() (2 MiB-aligned removals).
+ * @page_size: UF_PAGE_SIZE (anonymous memory, also backed by transparent
+ *	huge pages: then this is uf_object_serve_uffd_opts()), or 2097152:
+ *	memory from hugetlbfs (MAP_HUGETLB, or a file of a hugetlbfs mount),
+ *	Firecracker's "huge_pages": "2M".
+ *
+ * In hugetlbfs memory each fault is served with a copy of its whole
+ * 2 MiB page (UFFDIO_COPY takes nothing less there), read ahead in 2 MiB
+ * pages for a stream; a balloon's removal reads zeros.  Where the other
+ * process can get no huge page (its pool is empty: the copy fails
+ * ENOMEM) the access takes SIGBUS (the poison marker on the huge page,
+ * counted in uf_stats.oom), as for a store error, never zeros.  Working
+ * sets (uf_object_serve_record(), uf_object_serve_prefetch()) are not
+ * applied to it.
+ *
+ * Return: as uf_object_serve_uffd_opts(); -EINVAL also for a region or
+ * removal not aligned to @page_size; -EOPNOTSUPP for another @page_size.
+ */
+int uf_object_serve_uffd_huge(struct uf_object *obj, int uffd,
+			      const struct uf_serve_region *regions, unsigned int n,
+			      const struct uf_serve_opts *opts, size_t page_size);
+
+/**
  * uf_object_serve_record - record the working set of the next process
  * uf_object_serve_uffd() serves from @obj.
  * @obj: the object served.

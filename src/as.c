@@ -439,7 +439,9 @@ static int as_free(struct uf_as *as, bool poison, bool wait)
 		pthread_rwlock_rdlock(&as->vma_lock);
 		for (i = 0; i < as->nvmas; i++)
 			uf_uffd_poison_holes(&as->uffd, as->vmas[i]->start,
-					     as->vmas[i]->end - as->vmas[i]->start);
+					     as->vmas[i]->end - as->vmas[i]->start,
+					     as->vmas[i]->flags & VMA_HUGETLB ? UF_HUGE_SIZE
+									      : PAGE_SIZE);
 		pthread_rwlock_unlock(&as->vma_lock);
 	}
 	if (uf_uffd_detach(&as->uffd, wait))

@@ -467,7 +467,7 @@ static void inflight_end(struct uf_mm *mm, unsigned int slot)
  */
 static void as_no_vma(struct uf_as *as, unsigned long page_addr)
 {
-	if (uf_uffd_poison_holes(&as->uffd, page_addr, PAGE_SIZE))
+	if (uf_uffd_poison_holes(&as->uffd, page_addr, PAGE_SIZE, PAGE_SIZE))
 		uf_uffd_wake(&as->uffd, page_addr, PAGE_SIZE);
 }
 

@@ -321,7 +321,7 @@ int uf_uffd_detach(struct uf_uffd *g, bool wait);
 void uf_uffd_guest_hold(struct uf_uffd *g);
 void uf_uffd_guest_unhold(struct uf_uffd *g);
 bool uf_uffd_alive(struct uf_uffd *g);
-int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len);
+int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len, size_t step);
 int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
 			    unsigned int flags);
 
@@ -461,6 +461,8 @@ struct uf_mm {
 #define VMA_PRIV_MAP	0x20		/* shared mapping of a read-only object,
 					   mapped MAP_PRIVATE: nothing written
 					   there can reach the cache */
+#define VMA_HUGETLB	0x40		/* another process's hugetlbfs memory:
+					   filled and poisoned 2 MiB at a time */
 
 struct uf_vma {
 	struct uf_mm *mm;		/* whose cache and threads serve it */
@@ -825,6 +827,7 @@ int uf_huge_init(struct uf_mm *mm);
 void uf_huge_stop(struct uf_mm *mm);
 void uf_huge_free(struct uf_mm *mm, bool child);
 void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_huge_busy(struct uf_mm *mm);
 void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
 uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last);
 void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last);

@@ -82,6 +82,8 @@
 /* Markers remembered (the windows between the stream's thread and the
  * worker, and one more). */
 #define SERVE_MARKS	(SERVE_AHEAD + 2)
+/* Huge pages a stream's fault in hugetlbfs memory copies past its own. */
+#define SERVE_HUGE_AHEAD	2
 
 struct serve_region {
 	int refs;			/* VMAs sharing it (splits, forks): atomic */
@@ -105,6 +107,7 @@ struct serve_region {
 	unsigned int ahead_nmark;
 	bool ahead_busy;		/* a work item is queued or running */
 	bool ahead_gone;		/* the process is gone */
+	bool huge;			/* hugetlbfs memory: 2 MiB pages (below) */
 };
 
 static bool region_removed(struct serve_region *r, uint64_t pg)
@@ -375,11 +378,16 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
  * SERVE_AHEAD windows past the window that thread is in.  The first page
  * of each window is left out, a marker (the kernel's PG_readahead page):
  * the thread faults there as it enters the window, that fault copies the
- * marker alone and moves the bound on by a window.  A process that stops
- * following gets at most SERVE_AHEAD windows it may never touch; a fault
- * just past the last window claims the next one and serves it itself,
- * and the worker goes on after it.  One stream per region: a stream
- * found elsewhere takes the run-ahead over.
+ * marker alone and moves the bound on by a window.  A fault elsewhere in
+ * the range (the thread overtook the worker, or another thread of the
+ * process went ahead of it) copies the rest of that window itself, as
+ * far as the cache has it, and the worker stops its window at the first
+ * page the process has: a window costs a fault, or two, however the
+ * worker is scheduled.  A process that stops following gets at most
+ * SERVE_AHEAD windows it may never touch; a fault just past the last
+ * window claims the next one and serves it itself, and the worker goes
+ * on after it.  One stream per region: a stream found elsewhere takes
+ * the run-ahead over.
  *
  * The worker's copies are the push's (__push_vma): under as->vma_lock
  * shared and obj->invalidate_lock shared, past the balloon's removals,
@@ -395,15 +403,16 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
  * Locking: r->ahead_lock is taken alone (no other lock held, none taken
  * under it).
  */
-enum serve_ahead { AHEAD_NO, AHEAD_IN, AHEAD_NEXT };
+enum serve_ahead { AHEAD_NO, AHEAD_MARK, AHEAD_IN, AHEAD_NEXT };
 
 struct serve_ahead_work {
 	struct uf_work work;
 	struct uf_as *as;		/* held */
 	struct uf_object *obj;		/* referenced */
 	struct serve_region *r;		/* referenced */
-	/* the window being copied: a bit per page the process has from it */
-	uint64_t first, n;
+	/* the window being copied: a bit per page the process has from it;
+	 * pages from @cut on are left to the process's faults */
+	uint64_t first, n, cut;
 	unsigned long *done;
 	size_t cap;			/* bits of @done */
 };
@@ -414,13 +423,14 @@ static uint64_t region_end(const struct serve_region *r)
 }
 
 /*
- * Where a fault on @pg stands to the run-ahead of @r: inside its range
- * (the bound moves on: the process's thread is there), at its end (the
- * next window is claimed for the fault to serve), or neither.
+ * Where a fault on @pg stands to the run-ahead of @r: on a marker (the
+ * bound moves on: the process's thread is there), elsewhere inside its
+ * range (*@hi: where the range ends), at its end (the next window is
+ * claimed for the fault to serve), or neither.
  * Locking: takes r->ahead_lock alone.
  */
 static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *as, uint64_t pg,
-				    size_t win)
+				    size_t win, uint64_t *hi)
 {
 	enum serve_ahead where = AHEAD_NO;
 	uint64_t end = region_end(r), want;
@@ -431,11 +441,13 @@ static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *
 		/* another process's stream, or none */
 	} else if (!r->ahead_gone && pg >= r->ahead_lo && pg < r->ahead_hi) {
 		where = AHEAD_IN;
+		*hi = r->ahead_hi;
 		/* only a marker moves the bound: a fault elsewhere in the
 		 * range is no sign of the stream going on */
 		for (i = 0; i < SERVE_MARKS && r->ahead_mark[i] != pg; i++)
 			;
 		if (i < SERVE_MARKS) {
+			where = AHEAD_MARK;
 			r->ahead_mark[i] = UINT64_MAX;
 			want = pg + (1 + SERVE_AHEAD) * (uint64_t)win;
 			if (want > r->ahead_want)
@@ -477,7 +489,7 @@ static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64
 	uint64_t q = a, e;
 	int ret = 0;
 
-#define AHEAD_OK(x)	(!ahead_done(w, (x)) && !region_removed(w->r, (x)) &&		\
+#define AHEAD_OK(x)	((x) < w->cut && !ahead_done(w, (x)) && !region_removed(w->r, (x)) &&	\
 			 (!cache || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, (x))))
 	while (q < b && !ret) {
 		size_t copied = 0;
@@ -494,8 +506,10 @@ static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64
 		ahead_set_done(w, q, copied >> PAGE_SHIFT);
 		q += copied >> PAGE_SHIFT;
 		if (ret == -EEXIST) {
-			/* the process has that page (its own fault's) */
-			ahead_set_done(w, q, 1);
+			/* the process has that page: its fault went ahead of
+			 * this window and copies the rest (see above) */
+			if (q < w->cut)
+				w->cut = q;
 			ret = 0;
 		}
 	}
@@ -518,7 +532,7 @@ static int __ahead_copy(struct serve_ahead_work *w, struct uf_vma *v, uint64_t a
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	while (q < b && !ret) {
+	while (q < b && q < w->cut && !ret) {
 		if (ahead_done(w, q) || region_removed(w->r, q) ||
 		    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
 			q++;
@@ -628,6 +642,8 @@ static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 
 	w->first = first;
 	w->n = n;
+	w->cut = first + n;
+	uf_huge_busy(mm);		/* a restore: the collapses wait */
 	memset(w->done, 0, DIV_ROUND_UP(n, BITS_PER_LONG) * sizeof(unsigned long));
 	for (q = first; q < first + n; q++)
 		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) && !region_removed(w->r, q))
@@ -762,6 +778,182 @@ static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, 
 	pthread_mutex_unlock(&r->ahead_lock);
 }
 
+/*
+ * Hugetlbfs memory (uf_object_serve_uffd_huge).  A VMM's guest memory
+ * mapped from hugetlbfs takes UFFDIO_COPY in whole huge pages only (a
+ * 2 MiB-aligned destination and length), each a huge page of the pool
+ * for that process, and no UFFDIO_ZEROPAGE.  So a fault there makes the
+ * object's 512 pages of its huge page present in the cache and copies the
+ * 2 MiB from the memfd; a balloon's removal (2 MiB granular in hugetlbfs)
+ * is answered with 2 MiB of zeros.  A fault that goes on from where the
+ * last one's copies ended (a stream) copies SERVE_HUGE_AHEAD huge pages
+ * more after its own, which is woken first: the process touches its page
+ * while the handler runs ahead.  Where the process can get no huge page
+ * (ENOMEM: the pool is empty) or the store fails, the huge page gets the
+ * poison marker: the access takes SIGBUS, never zeros, never a hang.
+ * Working sets are not recorded or pushed here (4 KiB runs).
+ */
+static char huge_zeros[UF_HUGE_SIZE] __attribute__((aligned(PAGE_SIZE)));	/* never written */
+
+static bool huge_present(struct uf_object *obj, uint64_t pg)
+{
+	uint64_t q;
+
+	for (q = pg; q < pg + UF_HUGE_PAGES; q++)
+		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q))
+			return false;
+	return true;
+}
+
+/*
+ * Copy huge page @pg of the object (or zeros, where it was removed) into
+ * the process at @addr.  Return 0 (copied, or there already, or the
+ * process changed or went), 1 (a page of it left the cache: fill again),
+ * -ENOMEM (no huge page for it), or -errno.  With @probe, a copy that
+ * fails EEXIST is tried with the poison marker: this kernel reports a
+ * pool with no huge page as EEXIST where the page table is there already,
+ * and the marker goes only where no page is (then -ENOMEM, the marker
+ * placed: the access takes SIGBUS, never a fault for ever).
+ * Locking: takes as->vma_lock shared, then obj->invalidate_lock shared.
+ */
+static int huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long addr, uint64_t pg,
+		     bool probe)
+{
+	struct uf_object *obj = vma->obj;
+	struct uf_uffd *u = &vma->as->uffd;
+	struct uf_bounce *bounce = NULL;
+	char *buf = NULL;
+	int ret;
+
+	for (;;) {
+		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
+		    addr + UF_HUGE_SIZE > vma->end) {
+			pthread_rwlock_unlock(&vma->as->vma_lock);
+			ret = 0;
+			break;
+		}
+		if (region_removed(r, pg)) {
+			ret = uf_uffd_copy_mapped(u, addr, huge_zeros, UF_HUGE_SIZE, 0, NULL);
+		} else {
+			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			if (!huge_present(obj, pg)) {
+				ret = 1;
+			} else if (!bounce && !(bounce = uf_bounce_get(UF_HUGE_SIZE, (void **)&buf))) {
+				ret = -ENOMEM;
+			} else if (pread(obj->memfd, buf, UF_HUGE_SIZE, (off_t)(pg << PAGE_SHIFT)) !=
+				   (ssize_t)UF_HUGE_SIZE) {
+				ret = -EIO;
+			} else {
+				ret = uf_uffd_copy_mapped(u, addr, buf, UF_HUGE_SIZE, 0, NULL);
+			}
+			pthread_rwlock_unlock(&obj->invalidate_lock);
+		}
+		if (ret == -EEXIST && probe && !uf_uffd_poison_mapped(u, addr, UF_HUGE_SIZE))
+			ret = -ENOMEM;
+		pthread_rwlock_unlock(&vma->as->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(u);	/* an event first */
+	}
+	uf_bounce_put(bounce);
+	/* EEXIST: there (another thread's fault); ENOENT, ESRCH: the process
+	 * changed its layout, or is gone */
+	return ret == -EEXIST || ret == -ENOENT || ret == -ESRCH ? 0 : ret;
+}
+
+/*
+ * Make huge page @pg present in the cache (making room as a fault does)
+ * and copy it into the process at @addr (@probe: as huge_copy()).
+ * Return as huge_copy(), but never 1; *@major: read from the store.
+ * Locking: none held.
+ */
+static int huge_serve(struct uf_vma *vma, struct serve_region *r, unsigned long addr, uint64_t pg,
+		      bool probe, bool *major, size_t *filled)
+{
+	struct uf_object *obj = vma->obj;
+	int ret = 1, tries;
+
+	for (tries = 0; tries < SERVE_TRIES && ret == 1; tries++) {
+		if (!region_removed(r, pg) && !huge_present(obj, pg)) {
+			size_t n = 0;
+			bool maj = false;
+
+			uf_reclaim(vma->mm, UF_HUGE_PAGES);
+			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			ret = uf_object_fill(obj, pg, UF_HUGE_PAGES, UF_FILL_ALL, &n, &maj, vma);
+			pthread_rwlock_unlock(&obj->invalidate_lock);
+			*filled += n;
+			*major = *major || n;
+			if (ret)
+				return ret;
+		}
+		ret = huge_copy(vma, r, addr, pg, probe);
+	}
+	return ret == 1 ? -EIO : ret;
+}
+
+/*
+ * Put the poison marker on the huge page at @addr: its access, retried,
+ * takes SIGBUS.  Return 0 or -errno.
+ * Locking: takes as->vma_lock shared.
+ */
+static int huge_poison(struct uf_vma *vma, unsigned long addr)
+{
+	struct uf_uffd *u = &vma->as->uffd;
+	int ret;
+
+	for (;;) {
+		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		ret = __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
+		      addr + UF_HUGE_SIZE > vma->end ? 0 : uf_uffd_poison_mapped(u, addr, UF_HUGE_SIZE);
+		pthread_rwlock_unlock(&vma->as->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(u);
+	}
+	if (!ret)
+		uf_uffd_wake(u, addr, UF_HUGE_SIZE);
+	return ret == -EEXIST ? 0 : ret;
+}
+
+/* ->fault of a region in hugetlbfs memory (above). */
+static struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata)
+{
+	struct serve_region *r = vma->private_data;
+	unsigned long addr = fdata->address & ~(UF_HUGE_SIZE - 1);
+	uint64_t pg = fdata->pgoff - (((fdata->address & PAGE_MASK) - addr) >> PAGE_SHIFT);
+	unsigned int n = region_stream(r, pg) ? 1 + SERVE_HUGE_AHEAD : 1, i;
+	bool major = false;
+	size_t filled = 0;
+	int ret = 0;
+
+	for (i = 0; i < n && addr + ((unsigned long)i << UF_HUGE_SHIFT) < vma->end; i++) {
+		ret = huge_serve(vma, r, addr + ((unsigned long)i << UF_HUGE_SHIFT),
+				 pg + (uint64_t)i * UF_HUGE_PAGES, !i, i ? &(bool){ false } : &major,
+				 &filled);
+		if (ret)
+			break;
+	}
+	if (i)
+		region_stream_note(r, pg, pg + (uint64_t)i * UF_HUGE_PAGES);
+	if (filled > UF_HUGE_PAGES || (filled && !major)) {
+		uint64_t ra = filled - (major ? UF_HUGE_PAGES : 0);
+
+		uf_add(&vma->stats.readahead_pages, ra);
+		uf_add(&vma->mm->stats.readahead_pages, ra);
+	}
+	if (ret && !i) {
+		/* the faulting page: SIGBUS, never zeros (fault.c's marker is
+		 * a 4 KiB one, which hugetlbfs refuses: it only wakes) */
+		huge_poison(vma, addr);
+		fdata->type = ret == -ENOMEM || ret == -ENOBUFS ? UF_FAULT_OOM : UF_FAULT_SIGBUS;
+		return NULL;
+	}
+	fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
+	return NULL;
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
@@ -774,7 +966,12 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 				   .r = r, .pg = pg, .end = pg };
 	enum serve_ahead ahead = AHEAD_NO;
 	size_t filled = 0, max = 1;
+	uint64_t hi = 0;
 	int ret = 0, tries;
+
+	uf_huge_busy(vma->mm);		/* a restore: the collapses wait */
+	if (r->huge)
+		return serve_fault_huge(vma, fdata);
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */
@@ -782,7 +979,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	/* a marker of a stream run ahead of: the page alone (the rest of
 	 * its window is there, or on its way) */
 	if (!rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
-		ahead = ahead_check(r, vma->as, pg, vma->mm->ra_max ? vma->mm->ra_max : 1);
+		ahead = ahead_check(r, vma->as, pg, vma->mm->ra_max ? vma->mm->ra_max : 1, &hi);
 	streamed = !rec && ahead == AHEAD_NO && region_stream(r, pg);
 	seq = streamed || ahead == AHEAD_NEXT;
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
@@ -797,8 +994,14 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 		if (!cached) {
 			/* as for a mapping of the cache: only a miss reaches
 			 * readahead (pages a background window brought in are
-			 * no fault there, and must not end its stream here) */
-			if (!rec && !set && ahead != AHEAD_IN)
+			 * no fault there, and must not end its stream here);
+			 * a fault that overtook the worker reads the rest of
+			 * the window itself (the holes of it the worker has
+			 * not filled yet) */
+			if (!rec && !set && ahead == AHEAD_IN)
+				ra.n = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg)
+								 : vma->mm->ra_max;
+			else if (!rec && !set && ahead != AHEAD_MARK)
 				uf_readahead_window(vma, pg, &ra);
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 			uf_fill_sink = &sink.sink;
@@ -808,13 +1011,15 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			uf_readahead_submit(vma, &ra);
 			if (ret)
 				break;
-			seq = seq || (!set && ahead != AHEAD_IN && (ra.n > 1 || ra.bg_n));
+			seq = seq || (!set && ahead == AHEAD_NO && (ra.n > 1 || ra.bg_n));
 		}
 		if (set)
 			max = ra.n;		/* the rest of its run */
 		else if (seq)
 			max = ra.first + ra.n > pg + vma->mm->ra_max ? ra.first + ra.n - pg
 								    : vma->mm->ra_max;
+		else if (ahead == AHEAD_IN)	/* the rest of the range's window */
+			max = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg) : vma->mm->ra_max;
 		else
 			max = 1;
 		/* what the fill copied over already (a stream's run goes on
@@ -839,6 +1044,11 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	}
 	if (!ret && rec && !region_removed(r, pg))
 		uf_ws_serve_note(obj, r->rec, pg);
+	/* a lone page may be where a stream starts: a fault just after it
+	 * goes on as one (pages the cache holds reach no readahead, which
+	 * finds the streams of the others) */
+	if (!ret && !rec && ahead == AHEAD_NO && max == 1 && end > pg)
+		region_stream_note(r, pg, end);
 	/* the worker runs ahead of a stream from where this fault's run
 	 * ended: of one that went on from a window of its own, grown to half
 	 * the largest at least (as the kernel's readahead ramps up: a short
@@ -1159,9 +1369,10 @@ UF_EXPORT int uf_object_serve_uffd(struct uf_object *obj, int uffd,
 	return uf_object_serve_uffd_opts(obj, uffd, regions, n, NULL);
 }
 
-UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
-					const struct uf_serve_region *regions, unsigned int n,
-					const struct uf_serve_opts *opts)
+/* uf_object_serve_uffd_opts(), of hugetlbfs memory with @huge set (its
+ * regions checked by the caller). */
+static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_region *regions,
+		      unsigned int n, const struct uf_serve_opts *opts, bool huge)
 {
 	struct uf_serve_region s[UF_SERVE_MAX_REGIONS];
 	struct uf_vma tmpl[UF_SERVE_MAX_REGIONS], *tp[UF_SERVE_MAX_REGIONS];
@@ -1189,8 +1400,9 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(uffd, F_SETFL, fl | O_NONBLOCK) < 0))
 		return -EBADF;
 
-	/* a record of this process, a working set pushed into it */
-	rec = uf_ws_serve_claim(obj, &set);
+	/* a record of this process, a working set pushed into it (in 4 KiB
+	 * runs: not into hugetlbfs memory) */
+	rec = huge ? 0 : uf_ws_serve_claim(obj, &set);
 	ret = -ENOMEM;
 	memset(tmpl, 0, n * sizeof(*tmpl));
 	for (i = 0; i < n; i++) {
@@ -1202,6 +1414,7 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 			r[i]->ahead_mark[j] = UINT64_MAX;
 		r[i]->refs = 1;		/* this function's, till the end */
 		r[i]->rec = rec;
+		r[i]->huge = huge;
 		if (set) {
 			__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
 			r[i]->set = set;
@@ -1225,7 +1438,7 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 		tmpl[i].end = s[i].start + s[i].len;
 		tmpl[i].pgoff = s[i].offset >> PAGE_SHIFT;
 		tmpl[i].prot = PROT_READ | PROT_WRITE;
-		tmpl[i].flags = VMA_PRIVATE;
+		tmpl[i].flags = VMA_PRIVATE | (huge ? VMA_HUGETLB : 0);
 		tmpl[i].vm_ops = &serve_vm_ops;
 		tmpl[i].private_data = r[i];
 		tmpl[i].obj = obj;
@@ -1250,4 +1463,32 @@ out:
 	}
 	uf_ws_set_put(set);
 	return ret;
+}
+
+UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
+					const struct uf_serve_region *regions, unsigned int n,
+					const struct uf_serve_opts *opts)
+{
+	return serve_uffd(obj, uffd, regions, n, opts, false);
+}
+
+UF_EXPORT int uf_object_serve_uffd_huge(struct uf_object *obj, int uffd,
+					const struct uf_serve_region *regions, unsigned int n,
+					const struct uf_serve_opts *opts, size_t page_size)
+{
+	unsigned int i;
+
+	if (page_size == PAGE_SIZE)
+		return serve_uffd(obj, uffd, regions, n, opts, false);
+	if (page_size != UF_HUGE_SIZE)
+		return -EOPNOTSUPP;
+	if (!regions || n > UF_SERVE_MAX_REGIONS)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if ((regions[i].start | regions[i].len | regions[i].offset) & (UF_HUGE_SIZE - 1))
+			return -EINVAL;
+	for (i = 0; opts && i < opts->nremoved && opts->removed; i++)
+		if ((opts->removed[i].start | opts->removed[i].len) & (UF_HUGE_SIZE - 1))
+			return -EINVAL;
+	return serve_uffd(obj, uffd, regions, n, opts, true);
 }

@@ -1550,12 +1550,13 @@ int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len)
 
 /*
  * uf_uffd_poison_holes - poison every missing page of [addr, addr + len)
- * and leave the pages present alone (the ioctl stops at each: skip it),
- * then wake the whole range: every access to a page that was not there
- * takes SIGBUS.  For an address space nobody will serve any more.
+ * and leave the pages present alone (the ioctl stops at each: skip it,
+ * @step bytes: the page size there), then wake the whole range: every
+ * access to a page that was not there takes SIGBUS.  For an address
+ * space nobody will serve any more.
  * Return 0, or -errno when the range cannot be poisoned at all.
  */
-int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len)
+int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len, size_t step)
 {
 	unsigned long a = addr, end = addr + len;
 	int ret = 0;
@@ -1575,7 +1576,7 @@ int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len)
 			continue;
 		}
 		if (errno == EEXIST) {
-			a += PAGE_SIZE;		/* a page is there */
+			a += step;		/* a page is there */
 			continue;
 		}
 		ret = -errno;

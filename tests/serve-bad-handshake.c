@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: bad Firecracker handshakes (not JSON, missing fields, unaligned, overlapping, past SOURCE's end, no fd, not a userfaultfd, 65 regions, a megabyte of garbage, a 2 MiB page size) get a log line and are refused (failed closed when a userfaultfd came), and ufault-serve still serves a good client, old handshake format included */
+/* Description: bad Firecracker handshakes (not JSON, missing fields, unaligned, overlapping, past SOURCE's end, no fd, not a userfaultfd, 65 regions, a megabyte of garbage, a 1 GiB page size) get a log line and are refused (failed closed when a userfaultfd came), and ufault-serve still serves a good client, old handshake format included */
 #include "serve-test.h"
 
 static int base_fds;	/* the server's sockets and uffds with no client */
@@ -72,8 +72,8 @@ int main(void)
 	CHECK(pipe(pfd) == 0, "pipe");
 	bad(&srv, msg, pfd[0], "not a userfaultfd");
 	snprintf(msg, sizeof(msg),
-		 "[{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":0,\"page_size\":2097152}]", a);
-	bad(&srv, msg, spare_uffd(), "page size 2097152 not served");
+		 "[{\"base_host_virt_addr\":%lu,\"size\":65536,\"offset\":0,\"page_size\":1073741824}]", a);
+	bad(&srv, msg, spare_uffd(), "page size 1073741824 not served");
 	o = (size_t)snprintf(msg, sizeof(msg), "[");
 	for (i = 0; i < 65; i++)
 		o += (size_t)snprintf(msg + o, sizeof(msg) - o,

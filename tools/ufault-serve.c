@@ -45,6 +45,7 @@
 #define MAX_CLIENTS	1024
 #define MAX_HANDSHAKE	65536	/* bytes: 64 regions take under 10 KiB */
 #define MAX_UIDS	32
+#define HUGE_PAGE	(2ULL << 20)	/* hugetlbfs guests: "huge_pages": "2M" */
 #define UFFD_FEATURE_EVENT_FORK_	0x2	/* <linux/userfaultfd.h> */
 #define ACCEPT_RETRY_MS	1000	/* accept() out of fds: tried again after */
 #define STORM_BURST	100	/* refusals at accept a second, logged each */
@@ -558,13 +559,15 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 		return j.err;
 	}
 	for (i = 0; i < n; i++) {
-		if (in[i].page_size != 4096) {
-			snprintf(why, sizeof(why), "region %d: page size %" PRIu64 " not served (4096 only)",
-				 i, in[i].page_size);
+		if (in[i].page_size != 4096 && in[i].page_size != HUGE_PAGE) {
+			snprintf(why, sizeof(why), "region %d: page size %" PRIu64 " not served "
+				 "(4096 and 2097152 only)", i, in[i].page_size);
 			return why;
 		}
-		if (!in[i].size || (in[i].addr | in[i].size | in[i].offset) & 4095)
-			return "a region not page-aligned, or empty";
+		if (in[i].page_size != in[0].page_size)
+			return "regions of different page sizes";
+		if (!in[i].size || (in[i].addr | in[i].size | in[i].offset) & (in[i].page_size - 1))
+			return "a region not page-aligned (to its page size), or empty";
 		if (in[i].addr + in[i].size < in[i].addr || in[i].addr + in[i].size > (1ULL << 63))
 			return "a region past the end of the address space";
 		if (in[i].offset > limit || in[i].size > limit - in[i].offset)
@@ -583,10 +586,11 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	if (uffd_features(c->uffd) & UFFD_FEATURE_EVENT_FORK_)
 		return "a userfaultfd with fork events (UFFD_FEATURE_EVENT_FORK): not served";
 	/* the supervisor first: from now on the client outlives this server */
-	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n);
-	ret = uf_object_serve_uffd_opts(s->obj, c->uffd, r, (unsigned int)n,
+	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n, in[0].page_size);
+	ret = uf_object_serve_uffd_huge(s->obj, c->uffd, r, (unsigned int)n,
 					&(struct uf_serve_opts){ .on_remove = super_on_remove,
-								 .arg = (void *)(uintptr_t)c->id });
+								 .arg = (void *)(uintptr_t)c->id },
+					(size_t)in[0].page_size);
 	if (ret)
 		super_forget(c->id, false);
 	if (ret == -EBADF)
@@ -596,10 +600,14 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 		return why;
 	}
 	c->uffd = -1;		/* the library's */
-	c->recorded = s->rec_armed;	/* the first served since the record began */
-	s->rec_armed = false;
-	snprintf(why, sizeof(why), "%d region%s%s", n, n == 1 ? "" : "s",
-		 c->recorded ? ", recorded" : s->prefetch ? ", working set pushed" : "");
+	if (in[0].page_size == 4096) {	/* (no record of hugetlbfs memory) */
+		c->recorded = s->rec_armed;	/* the first served since the record began */
+		s->rec_armed = false;
+	}
+	snprintf(why, sizeof(why), "%d region%s%s%s", n, n == 1 ? "" : "s",
+		 in[0].page_size == HUGE_PAGE ? " of 2 MiB pages (hugetlbfs)" : "",
+		 c->recorded ? ", recorded" : s->prefetch && in[0].page_size != HUGE_PAGE ?
+		 ", working set pushed" : "");
 	logf_("client pid %d: served, %s", (int)c->pid, why);
 	return NULL;
 }
@@ -1006,7 +1014,8 @@ static int take_clients(struct server *s, struct super_state *sup)
 		int ret = c && s->nclients < MAX_CLIENTS ? 0 : -ENOMEM;
 
 		if (!ret)
-			ret = uf_object_serve_uffd_opts(s->obj, h->uffd, h->r, h->n, &o);
+			ret = uf_object_serve_uffd_huge(s->obj, h->uffd, h->r, h->n, &o,
+							(size_t)h->page_size);
 		free(h->removed);
 		if (ret) {
 			logf_("client pid %d: cannot take it over: %s; SIGBUS for it", (int)h->pid,
@@ -1212,8 +1221,8 @@ static int check_sigbus(struct server *s, uint64_t now)
 		      "SOURCE's end), %" PRIu64 " in all", st.sigbus - s->lib_bus,
 		      st.sigbus - s->lib_bus == 1 ? "" : "s", st.sigbus);
 	if (st.oom > s->lib_oom)
-		logf_("SIGBUS: %" PRIu64 " fault%s found no memory for the page (--budget, or the "
-		      "host), %" PRIu64 " in all", st.oom - s->lib_oom,
+		logf_("SIGBUS: %" PRIu64 " fault%s found no memory for the page (--budget, the host, "
+		      "or a hugetlbfs client's empty huge page pool), %" PRIu64 " in all", st.oom - s->lib_oom,
 		      st.oom - s->lib_oom == 1 ? "" : "s", st.oom);
 	s->lib_bus = st.sigbus;
 	s->lib_oom = st.oom;

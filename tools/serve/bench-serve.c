@@ -27,6 +27,15 @@
  *                      whole region copied in (UFFDIO_COPY) before it
  *                      starts, so that it only touches pages copied in
  *                      ahead; the server can approach that, not beat it.
+ *   serve-restore-warm the same restore by a second client of the same
+ *                      server, whose cache the first one (the cold
+ *                      restore above) filled: against the floor, goal
+ *                      <= 1.1x, and never more than the cold restore.
+ *   serve-restore-huge a 64 MiB restore read in order by a client whose
+ *                      memory is hugetlbfs (2 MiB pages, page_size 2097152),
+ *                      cold, against its floor (its huge pages copied in
+ *                      before it starts): goal <= 1.1x.  Skipped where no
+ *                      huge pages can be reserved.
  *   serve-ws           a restore touching a recorded 4096-page working set
  *                      (the one of --only ws) of the 256 MiB, served lazily,
  *                      recorded (uf_object_serve_record), and with the
@@ -101,6 +110,7 @@
 #define PG		4096UL
 #define SV_SIZE		(256UL << 20)
 #define SV_RAND		16384		/* cold random faults per run */
+#define SV_HUGE		(64UL << 20)	/* serve-restore-huge: its pool */
 #define SV_WS_RUN	16
 #define SV_WS_NRUNS	128
 #define SV_WS_NSINGLE	2048
@@ -112,6 +122,7 @@
 
 struct sv {
 	size_t size, npages;		/* the data, and the restore */
+	bool huge;			/* clients map hugetlbfs memory (2 MiB) */
 	size_t nrand;
 	unsigned int repeat;
 	bool quick;			/* --quick: figures only, no verdicts */
@@ -313,7 +324,8 @@ static int orders_make(struct sv *s)
  */
 static int fc_handshake(const char *path, const uint64_t region[3], int uffd);
 
-static void client_main(int sock, size_t len, const uint32_t *order, size_t n, const char *path)
+static void client_main(int sock, size_t len, const uint32_t *order, size_t n, const char *path,
+			bool huge)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE };
 	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
@@ -328,8 +340,8 @@ static void client_main(int sock, size_t len, const uint32_t *order, size_t n, c
 	int uffd;
 
 	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		    -1, 0);
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+		    (huge ? MAP_HUGETLB : MAP_NORESERVE), -1, 0);
 	if (uffd < 0 || base == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api) < 0) {
 		res.err = -errno;
 		goto report;
@@ -429,7 +441,7 @@ static int client_start(struct sv *s, const uint32_t *order, size_t n, int *sock
 	}
 	if (*pid == 0) {
 		close(sv[0]);
-		client_main(sv[1], s->size, order, n, path);
+		client_main(sv[1], s->size, order, n, path, s->huge);
 	}
 	close(sv[1]);
 	*sock = sv[0];
@@ -462,6 +474,8 @@ static int client_end(int sock, pid_t pid, int ret, struct sv_result *res)
 
 	if (!ret && write(sock, "g", 1) != 1)
 		ret = -EPIPE;
+	if (ret)
+		shutdown(sock, SHUT_WR);	/* no go: it exits */
 	if (read(sock, res, sizeof(*res)) != sizeof(*res) && !ret)
 		ret = -EPROTO;
 	close(sock);
@@ -548,26 +562,56 @@ static int ahead_run(struct sv *s, const uint32_t *order, size_t n, struct sv_re
 	return !ret && res->bad ? -EIO : ret;
 }
 
-/*
- * One client run: fork the client, serve it from a fresh mm and object
- * (recording or prefetching as @mode says), let it touch @order.
- */
-static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws mode,
-		      struct sv_result *res)
+/* Serve started client @sock from @obj (unless @ret), let it touch its
+ * order, and reap it.  The first error of @ret and these. */
+static int client_serve(struct sv *s, struct uf_object *obj, int sock, pid_t pid, int ret,
+			struct sv_result *res)
 {
 	struct uf_serve_region r;
+	uint64_t region[2];
+	int uffd;
+
+	if (!ret)
+		ret = client_handshake(sock, region, &uffd);
+	if (!ret) {
+		r = (struct uf_serve_region){ .start = region[0], .len = region[1], .offset = 0 };
+		ret = uf_object_serve_uffd_huge(obj, uffd, &r, 1, NULL, s->huge ? 2UL << 20 : PG);
+		if (ret)
+			close(uffd);
+	}
+	ret = client_end(sock, pid, ret, res);
+	if (!ret && res->err)
+		ret = res->err;
+	if (!ret && res->bad)
+		ret = -EIO;
+	return ret;
+}
+
+/*
+ * One client run: fork the client, serve it from a fresh mm and object
+ * (recording or prefetching as @mode says), let it touch @order.  With
+ * @warm, then a second client touching it too, served from the same
+ * cache (warm now) in @warm.
+ */
+static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws mode,
+		      struct sv_result *res, struct sv_result *warm)
+{
 	struct uf_object *obj = NULL;
 	struct uf_mm *mm = NULL;
-	uint64_t region[2];
-	int sock, uffd, ret;
-	pid_t pid;
+	int sock, sock2 = -1, ret;
+	pid_t pid, pid2 = -1;
 
 	memset(res, 0, sizeof(*res));
 	/* before the mm: the client is no child of ufault's */
 	ret = client_start(s, order, n, &sock, &pid, NULL);
 	if (ret)
 		return ret;
-	ret = uf_mm_create(NULL, &mm);
+	if (warm) {
+		memset(warm, 0, sizeof(*warm));
+		ret = client_start(s, order, n, &sock2, &pid2, NULL);
+	}
+	if (!ret)
+		ret = uf_mm_create(NULL, &mm);
 	if (!ret && s->url)
 		ret = s->url_packed ? bench_http_open_packed(mm, s->url, &obj)
 				    : bench_http_open(mm, s->url, &obj);
@@ -579,19 +623,9 @@ static int client_run(struct sv *s, const uint32_t *order, size_t n, enum sv_ws 
 		ret = uf_object_serve_record(obj, s->rec);
 	if (!ret && mode == SV_PREFETCH)
 		ret = uf_object_serve_prefetch(obj, s->rec);
-	if (!ret)
-		ret = client_handshake(sock, region, &uffd);
-	if (!ret) {
-		r = (struct uf_serve_region){ .start = region[0], .len = region[1], .offset = 0 };
-		ret = uf_object_serve_uffd(obj, uffd, &r, 1);
-		if (ret)
-			close(uffd);
-	}
-	ret = client_end(sock, pid, ret, res);
-	if (!ret && res->err)
-		ret = res->err;
-	if (!ret && res->bad)
-		ret = -EIO;
+	ret = client_serve(s, obj, sock, pid, ret, res);
+	if (warm && sock2 >= 0)
+		ret = client_serve(s, obj, sock2, pid2, ret, warm);
 	res->svc_us = lat_median_us(mm);
 	if (!ret && mode == SV_RECORD) {
 		int np = uf_object_record_stop(obj);
@@ -667,7 +701,7 @@ static int row_rand(struct sv *s, bool *miss)
 
 		struct sv_result fl = { 0 };
 
-		ret = client_run(s, s->rand, s->nrand, SV_LAZY, &res);
+		ret = client_run(s, s->rand, s->nrand, SV_LAZY, &res, NULL);
 		if (!ret)
 			ret = inproc_run(s, s->rand, s->nrand, &ns, &us);
 		if (!ret)
@@ -699,12 +733,30 @@ static int row_rand(struct sv *s, bool *miss)
 	return 0;
 }
 
+/* The warm restore: the second client of one cache, against the floor
+ * and the cold restore (the first client) of the same rounds. */
+static void row_warm(struct sv *s, uint64_t mw, uint64_t mf, uint64_t mc, uint64_t faults,
+		     bool *miss)
+{
+	double np = (double)s->npages;
+	bool ok = (double)mw / (double)mf <= 1.1 && mw <= mc;
+
+	*miss |= !s->quick && !ok;
+	printf("%-20s %9.3f us/page  floor      %9.3f us/page  %6.2fx %s %s  [cold restore "
+	       "%.3f us/page, warm/cold %.2fx; client faults %" PRIu64 "]\n",
+	       "serve-restore-warm", (double)mw / 1e3 / np, (double)mf / 1e3 / np,
+	       (double)mw / (double)mf, s->quick ? "" : "(goal <= 1.10x, and <= cold)",
+	       s->quick ? "" : ok ? "PASS" : "MISS", (double)mc / 1e3 / np,
+	       (double)mw / (double)mc, faults);
+	fflush(stdout);
+}
+
 static int row_seq(struct sv *s, bool *miss)
 {
 	uint64_t serve[SV_MAX_REPEAT], kern[SV_MAX_REPEAT], inproc[SV_MAX_REPEAT];
-	uint64_t floor[SV_MAX_REPEAT], ms, mk, mi, mf;
-	uint64_t faults = 0;
-	struct sv_result res;
+	uint64_t floor[SV_MAX_REPEAT], warmt[SV_MAX_REPEAT], ms, mk, mi, mf;
+	uint64_t faults = 0, wfaults = 0;
+	struct sv_result res, warm;
 	unsigned int r;
 	int ret = 0;
 
@@ -713,7 +765,7 @@ static int row_seq(struct sv *s, bool *miss)
 		struct sv_result fl = { 0 };
 		unsigned int us;
 
-		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
+		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res, &warm);
 		if (!ret)
 			ret = kernel_run(s, &nk);
 		if (!ret)
@@ -725,7 +777,9 @@ static int row_seq(struct sv *s, bool *miss)
 			kern[r - 1] = nk;
 			inproc[r - 1] = ni;
 			floor[r - 1] = fl.ns;
+			warmt[r - 1] = warm.ns;
 			faults = res.faults;
+			wfaults = warm.faults;
 		}
 	}
 	if (ret)
@@ -745,6 +799,80 @@ static int row_seq(struct sv *s, bool *miss)
 	       faults,
 	       (double)mi / 1e3 / (double)s->npages, (double)mf / 1e3 / (double)s->npages,
 	       (double)mf / (double)mk, (double)ms / (double)mf);
+	fflush(stdout);
+	row_warm(s, median(warmt, s->repeat), mf, ms, wfaults, miss);
+	return 0;
+}
+
+static long nr_hugepages(long set)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (set < 0 && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (set >= 0)
+		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
+	if (fclose(f))
+		n = -1;
+	return n;
+}
+
+/*
+ * serve-restore-huge: the restore of serve-restore-seq, SV_HUGE bytes of
+ * hugetlbfs memory (2 MiB pages from a pool this row fills and gives
+ * back), against its floor: the same client with its huge pages copied
+ * in before it starts.
+ */
+static int row_huge(struct sv *s, bool *miss)
+{
+	uint64_t serve[SV_MAX_REPEAT], floor[SV_MAX_REPEAT], ms, mf;
+	size_t size = s->size, npages = s->npages;
+	long old = nr_hugepages(-1), need = (long)(SV_HUGE >> 21);
+	uint64_t faults = 0;
+	unsigned int r;
+	int ret = 0;
+
+	if (old < 0 || nr_hugepages(old + need) < 0 || nr_hugepages(-1) < old + need) {
+		if (old >= 0)
+			nr_hugepages(old);
+		printf("%-20s skipped: no %ld huge pages of 2 MiB to be had here\n",
+		       "serve-restore-huge", need);
+		return 0;
+	}
+	s->huge = true;
+	s->size = SV_HUGE < size ? SV_HUGE : size;
+	s->npages = s->size / PG;
+	for (r = 0; r <= s->repeat && !ret; r++) {
+		struct sv_result res, fl = { 0 };
+
+		ret = client_run(s, s->seq, s->npages, SV_LAZY, &res, NULL);
+		if (!ret)
+			ret = ahead_run(s, s->seq, s->npages, &fl);
+		if (r) {
+			serve[r - 1] = res.ns;
+			floor[r - 1] = fl.ns;
+			faults = res.faults;
+		}
+	}
+	s->huge = false;
+	s->size = size;
+	s->npages = npages;
+	nr_hugepages(old);
+	if (ret)
+		return ret;
+	ms = median(serve, s->repeat);
+	mf = median(floor, s->repeat);
+	*miss |= !s->quick && (double)ms / (double)mf > 1.1;
+	printf("%-20s %9.3f us/page  floor      %9.3f us/page  %6.2fx %s %s  "
+	       "[%zu MiB of 2 MiB pages, cold; client faults %" PRIu64 "; floor: its huge pages "
+	       "copied in before it starts]\n", "serve-restore-huge",
+	       (double)ms / 1e3 / (double)(SV_HUGE / PG), (double)mf / 1e3 / (double)(SV_HUGE / PG),
+	       (double)ms / (double)mf, s->quick ? "" : "(goal <= 1.10x)",
+	       s->quick ? "" : (double)ms / (double)mf > 1.1 ? "MISS" : "PASS",
+	       (size_t)(SV_HUGE >> 20), faults);
 	fflush(stdout);
 	return 0;
 }
@@ -766,7 +894,7 @@ static int row_ws(struct sv *s)
 		for (k = 0; k < SV_NMODES && !ret; k++) {
 			struct sv_result res;
 
-			ret = client_run(s, s->ws, SV_WS_SET, (enum sv_ws)k, &res);
+			ret = client_run(s, s->ws, SV_WS_SET, (enum sv_ws)k, &res, NULL);
 			if (ret)
 				fprintf(stderr, "ufault-bench: serve-ws %s: %s\n", sv_ws_names[k],
 					strerror(-ret));
@@ -1170,7 +1298,7 @@ static int packed_run(struct sv *s, const struct sv_packed *pk, bool packed,
 
 	s->open_path = packed ? pk->ppath : pk->dpath;
 	s->open_packed = packed;
-	ret = client_run(s, order, n, SV_LAZY, &res);
+	ret = client_run(s, order, n, SV_LAZY, &res, NULL);
 	s->open_path = NULL;
 	s->open_packed = false;
 	*ns = res.ns;
@@ -1283,7 +1411,7 @@ static int row_http(struct sv *s, const char *tmpfs, bool *miss)
 		for (k = 0; k < (packed ? 3u : 2u) && !ret; k++) {
 			s->url = k ? url[k - 1] : NULL;
 			s->url_packed = k == 2;
-			ret = client_run(s, s->seq, s->npages, SV_LAZY, &res);
+			ret = client_run(s, s->seq, s->npages, SV_LAZY, &res, NULL);
 			if (r)
 				t[k][r - 1] = res.ns;
 			if (k == 1)
@@ -1352,6 +1480,8 @@ int bench_serve_main(const struct bench_serve_opts *o)
 	ret = row_rand(&s, &miss);
 	if (!ret)
 		ret = row_seq(&s, &miss);
+	if (!ret)
+		ret = row_huge(&s, &miss);
 	if (!ret)
 		ret = row_ws(&s);
 	if (!ret)

@@ -381,6 +381,7 @@ static int take_over(int fd, const char *source, unsigned int orphan_s, struct s
 			c->uffd = fds[0];
 			c->conn = fds[1];
 			c->n = m->n;
+			c->page_size = m->a ? m->a : PAGE;
 			memcpy(c->r, buf + sizeof(*m), (size_t)len);
 			break;
 		case M_RANGES: {
@@ -488,10 +489,10 @@ fail:
 }
 
 uint64_t super_adopt(int conn, int uffd, pid_t pid, uid_t uid,
-		     const struct uf_serve_region *r, unsigned int n)
+		     const struct uf_serve_region *r, unsigned int n, uint64_t page_size)
 {
 	struct smsg h = { .type = M_ADOPT, .id = srv_next_id, .pid = (int32_t)pid,
-			  .uid = (uint32_t)uid, .n = n };
+			  .uid = (uint32_t)uid, .n = n, .a = page_size };
 	int fds[2] = { uffd, conn };
 
 	if (srv_ctl < 0)
@@ -519,7 +520,7 @@ void super_forget(uint64_t id, bool fail_closed)
 
 void super_refused(int conn, int uffd, pid_t pid, uid_t uid)
 {
-	uint64_t id = super_adopt(conn, uffd, pid, uid, NULL, 0);
+	uint64_t id = super_adopt(conn, uffd, pid, uid, NULL, 0, 4096);
 
 	if (id)
 		srv_send(M_FAIL, id, 1, 0);
@@ -588,6 +589,7 @@ struct sclient {
 	unsigned int n;
 	struct uf_serve_region r[UF_SERVE_MAX_REGIONS];
 	unsigned long *removed[UF_SERVE_MAX_REGIONS];	/* a bit a page, once any */
+	uint64_t psz;		/* its page size: 4096, or 2 MiB (hugetlbfs) */
 	bool failed;		/* poisoned: the supervisor answers its faults */
 	bool refused;		/* a VMM the server refused: let go when its
 				   connection closes, as the server does */
@@ -596,6 +598,9 @@ struct sclient {
 				   it lives, the server alone answers and
 				   counts them) */
 };
+
+/* What a zero page of hugetlbfs memory is copied from (never written). */
+static char huge_zeros[2UL << 20] __attribute__((aligned(4096)));
 
 struct super {
 	const char *sock, *ctl, *source;
@@ -697,14 +702,20 @@ static void wake(int uffd, uint64_t start, uint64_t len)
  * read yet) wakes it to fault again. */
 static void answer(struct sclient *c, uint64_t addr)
 {
-	addr &= ~(PAGE - 1);
-	if (is_removed(c, addr)) {
+	addr &= ~(c->psz - 1);
+	if (is_removed(c, addr) && c->psz != PAGE) {
+		struct uffdio_copy z = { .dst = addr, .src = (uint64_t)(uintptr_t)huge_zeros,
+					 .len = c->psz };
+
+		if (ioctl(c->uffd, UFFDIO_COPY, &z) == 0)
+			return;
+	} else if (is_removed(c, addr)) {
 		struct uffdio_zeropage z = { .range = { addr, PAGE } };
 
 		if (ioctl(c->uffd, UFFDIO_ZEROPAGE, &z) == 0)
 			return;
 	} else {
-		struct super_poison p = { .range = { addr, PAGE } };
+		struct super_poison p = { .range = { addr, c->psz } };
 
 		if (ioctl(c->uffd, SUPER_UFFDIO_POISON, &p) == 0)
 			return;
@@ -715,7 +726,7 @@ static void answer(struct sclient *c, uint64_t addr)
 			kill(c->pid, SIGBUS);
 		}
 	}
-	wake(c->uffd, addr, PAGE);
+	wake(c->uffd, addr, c->psz);
 }
 
 /* Read what @c's userfaultfd holds: removals noted, faults answered. */
@@ -752,7 +763,18 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 		int64_t done;
 		int r;
 
-		if (zero) {
+		if (zero && c->psz != PAGE) {
+			/* hugetlbfs has no zero page: a copy of zeros */
+			struct uffdio_copy z = { .dst = a, .src = (uint64_t)(uintptr_t)huge_zeros,
+						 .len = c->psz, .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+			r = ioctl(c->uffd, UFFDIO_COPY, &z);
+			if (r == 0) {
+				a += c->psz;	/* a huge page a call */
+				continue;
+			}
+			done = 0;
+		} else if (zero) {
 			struct uffdio_zeropage z = { .range = { a, e - a },
 						     .mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE };
 
@@ -774,7 +796,7 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 			continue;
 		}
 		if (errno == EEXIST) {
-			a += PAGE;		/* a page is there */
+			a += c->psz;		/* a page is there */
 			continue;
 		}
 		if (!zero && (errno == EINVAL || errno == ENOTTY)) {
@@ -801,10 +823,10 @@ static void fail_client(struct sclient *c)
 
 		while (a < end) {
 			bool rm = is_removed(c, a);
-			uint64_t b = a + PAGE;
+			uint64_t b = a + c->psz;
 
 			while (b < end && is_removed(c, b) == rm)
-				b += PAGE;
+				b += c->psz;
 			fill_holes(c, a, b, rm);
 			a = b;
 		}
@@ -894,6 +916,7 @@ static void on_adopt(struct super *s, const struct smsg *m, long len, int *fds, 
 	}
 	c->id = m->id;
 	c->pid = m->pid;
+	c->psz = m->a == 2UL << 20 ? m->a : PAGE;
 	c->uid = m->uid;
 	c->uffd = fds[0];
 	c->conn = fds[1];
@@ -1046,7 +1069,7 @@ static int hand_over(struct super *s, int fd)
 	for (i = 0; i < s->nc && !ret; i++) {
 		struct sclient *c = s->c[i];
 		struct smsg ch = { .type = M_CLIENT, .id = c->id, .pid = (int32_t)c->pid,
-				   .uid = (uint32_t)c->uid, .n = c->n };
+				   .uid = (uint32_t)c->uid, .n = c->n, .a = c->psz };
 		int fds[2] = { c->uffd, c->conn };
 
 		if (c->failed)

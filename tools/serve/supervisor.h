@@ -32,6 +32,7 @@ struct super_client {
 	int uffd, conn;
 	unsigned int n;
 	struct uf_serve_region r[UF_SERVE_MAX_REGIONS];
+	uint64_t page_size;		/* 4096, or 2 MiB: hugetlbfs memory */
 	struct uf_serve_range *removed;	/* what it removed (malloc'ed) */
 	size_t nremoved;
 };
@@ -56,10 +57,10 @@ int super_find(const char *sock, const char *source, unsigned int orphan_s,
 int super_spawn(const char *sock, const char *source, unsigned int orphan_s, int lfd,
 		struct super_state *st);
 
-/* A client's handshake is done: the supervisor keeps its fds and
- * regions.  Return its id (0: no supervisor). */
+/* A client's handshake is done: the supervisor keeps its fds, regions
+ * and page size.  Return its id (0: no supervisor). */
 uint64_t super_adopt(int conn, int uffd, pid_t pid, uid_t uid,
-		     const struct uf_serve_region *r, unsigned int n);
+		     const struct uf_serve_region *r, unsigned int n, uint64_t page_size);
 /* Serving client @id failed: the supervisor lets it go (@fail_closed:
  * after its holes are poisoned: a client handed over). */
 void super_forget(uint64_t id, bool fail_closed);
