@@ -916,6 +916,7 @@ static int store_new(const char *url, bool rw, struct rstore **stp)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&st->lock, NULL);
+	uf_lockdep_class(&st->lock, UF_LK_STORE);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&st->cond, &ca);

@@ -97,7 +97,7 @@
  *
  * Locking: mm->attach_lock (the lists) and an attached object's a->lock
  * (its socket and table of mappings) are each taken with no other ufault
- * lock held, and never one under the other (internal.h).
+ * lock held, and never one under the other (lockorder.h).
  */
 #define _GNU_SOURCE
 #include "internal.h"

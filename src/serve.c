@@ -1198,6 +1198,7 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 		if (!r[i])
 			goto out;
 		pthread_mutex_init(&r[i]->ahead_lock, NULL);
+		uf_lockdep_class(&r[i]->ahead_lock, UF_LK_AHEAD);
 		for (j = 0; j < SERVE_MARKS; j++)
 			r[i]->ahead_mark[j] = UINT64_MAX;
 		r[i]->refs = 1;		/* this function's, till the end */

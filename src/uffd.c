@@ -911,18 +911,27 @@ static void spawn_fork_done(void)
 	pthread_rwlock_unlock(spawn_lock);
 }
 
+/* In the child, the lock of memory a fork does not copy is free. */
+static void spawn_fork_child(void)
+{
+	uf_lockdep_forget(spawn_lock);
+}
+
 static void spawn_init(void)
 {
 	pthread_rwlock_t *l = uf_nocow_alloc(sizeof(*l));
 
+	uf_lockdep_class(&engines_lock, UF_LK_ENGINES);
 	if (!l) {
 		/* the lock of the program's memory, unlocked in the child */
+		uf_lockdep_class(spawn_lock, UF_LK_SPAWN);
 		pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_done);
 		return;
 	}
 	pthread_rwlock_init(l, NULL);
+	uf_lockdep_class(l, UF_LK_SPAWN);
 	spawn_lock = l;
-	pthread_atfork(spawn_fork_prepare, spawn_fork_done, NULL);
+	pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_child);
 }
 
 /* Has @fd something to read?  A system call, no lock taken. */

@@ -22,7 +22,7 @@
  * what is cached (uf_vma_protect_cached).  Scans and protects walk cached
  * runs, so they cost what is cached, not the mappings' length.
  *
- * Locks (the order is in internal.h): obj->sync_lock, mm->vma_lock shared,
+ * Locks (the order is in lockorder.h): obj->sync_lock, mm->vma_lock shared,
  * obj->invalidate_lock, obj->rmap_lock, obj->page_lock.
  */
 #define _GNU_SOURCE
