@@ -126,10 +126,6 @@
 /* how long a client waits for the server's answer to its hello */
 #define ATT_HELLO_TIMEOUT_S	10
 
-#ifndef UFFD_FEATURE_POISON
-#define UFFD_FEATURE_POISON	(1 << 14)
-#endif
-
 enum att_op {
 	ATT_UFFD = 1, ATT_MAP, ATT_UNMAP, ATT_PROTECT, ATT_PREAD, ATT_PWRITE,
 	ATT_TRUNCATE, ATT_PUNCH, ATT_SYNC,

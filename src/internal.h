@@ -181,7 +181,6 @@ int uf_uffd_writeprotect_mapped(struct uf_uffd *u, unsigned long start, unsigned
 int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len);
 void uf_uffd_quiesce(struct uf_uffd *u);
 void uf_uffd_settle(struct uf_uffd *u);
-bool uf_uffd_in_handler(const struct uf_uffd *u);
 int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg);
 struct uf_range {
 	unsigned long start, end;
@@ -496,7 +495,6 @@ struct uf_object {
 	struct uf_vma *vmas;
 	uint64_t rmap_gen;
 	struct uf_object *mm_next;	/* under mm->obj_lock */
-	bool dead;			/* unused: nothing sets or reads it */
 	struct uf_ws *ws;		/* record and replay (workingset.c) */
 	/* served by a ufault-serve (uf_object_attach, attach.c): none of the
 	 * cache state above is used, every call goes to the server */

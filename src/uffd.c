@@ -323,11 +323,6 @@ static __thread struct uf_uffd *cur_uffd;
  * monitor): it reads into the room kept, never makes more. */
 static __thread bool nofork_malloc;
 
-bool uf_uffd_in_handler(const struct uf_uffd *u)
-{
-	return cur_uffd == u;
-}
-
 static bool is_event(const struct uffd_msg *m)
 {
 	return m->event != UFFD_EVENT_PAGEFAULT;
