@@ -169,7 +169,6 @@ int uf_uffd_register(struct uf_uffd *u, unsigned long start, unsigned long len, 
 int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
 			 bool protect, bool dontwake);
 void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len);
-void uf_uffd_wake_fd(int fd, unsigned long addr, size_t len);
 int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
 		 unsigned int flags, size_t *copied);
 int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
@@ -648,6 +647,7 @@ void uf_pagemap_free(struct uf_pagemap *pm);
 
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
+void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
 int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);
 bool __uf_object_tracked(struct uf_object *obj);

@@ -1238,7 +1238,7 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 	/* threads asleep in a fault nobody will answer fault again: their
 	 * messages wait for this mm's handlers (see the top of the file) */
 	for (i = 0; i < n; i++)
-		uf_uffd_wake_fd(uffd, s[i].start, s[i].len);
+		uf_uffd_fd_wake(uffd, s[i].start, s[i].len);
 	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, set ? &as : NULL, NULL);
 out:
 	for (i = 0; i < n && r[i]; i++)

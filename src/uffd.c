@@ -192,6 +192,9 @@ int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len)
 	return ioctl(fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
 }
 
+/* uf_uffd_fd_wake - let threads waiting on [addr, addr + len) of the
+ * userfaultfd @fd retry: an engine's (uf_uffd_wake), or one no struct
+ * uf_uffd has (a served or attached process's). */
 void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len)
 {
 	struct uffdio_range r = { .start = addr, .len = len };
@@ -1352,15 +1355,7 @@ int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long l
 /* uf_uffd_wake - let threads waiting on [addr, addr + len) retry. */
 void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len)
 {
-	uf_uffd_wake_fd(u->fd, addr, len);
-}
-
-/* uf_uffd_wake_fd - the same on a userfaultfd no struct uf_uffd has yet. */
-void uf_uffd_wake_fd(int fd, unsigned long addr, size_t len)
-{
-	struct uffdio_range r = { .start = addr, .len = len };
-
-	ioctl(fd, UFFDIO_WAKE, &r);
+	uf_uffd_fd_wake(u->fd, addr, len);
 }
 
 /*
