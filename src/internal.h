@@ -451,7 +451,8 @@ struct uf_object {
 	int refs;
 	const struct uf_store_ops *ops;
 	void *store;
-	/* uf_object_set_readv(): many extents in one read, or NULL (atomic) */
+	/* the store's ->readv (struct uf_store_ops, or uf_object_set_readv()):
+	 * many extents in one read, or NULL (atomic) */
 	int (*readv)(void *store, const struct uf_store_iov *iov, size_t n);
 	bool readonly;
 	pid_t pid;			/* the process that created it */
