@@ -52,6 +52,7 @@ LOCKDEP ?= 1
 endif
 ifeq ($(LOCKDEP),1)
 LOCKDEP_FLAGS := -DUF_LOCKDEP
+LOCKDEP_MAP   := -Wl,--version-script=src/lockdep.map
 endif
 
 ifeq ($(SAN)$(LOCKDEP),1)
@@ -127,13 +128,16 @@ APP_CFLAGS := $(CFLAGS) -Iinclude -Itests -DUF_VERSION='"$(VERSION)"'
 
 all: $(B)/$(SONAME) $(B)/libufault.a $(B)/libufault.pc $(TOOLS)
 
-$(B)/pic/%.o: src/%.c src/internal.h src/compat.h include/ufault.h | $(B)/pic
+LIB_HDRS := src/internal.h src/compat.h src/lockdep.h src/lockorder.h include/ufault.h
+$(B)/pic/%.o: src/%.c $(LIB_HDRS) | $(B)/pic
 	$(quiet) CC $<
 	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
 
-$(B)/$(SONAME): $(LIB_PIC) src/libufault.map
+# (a LOCKDEP=1 build exports lockdep.c's calls too, for libufault-redis)
+$(B)/$(SONAME): $(LIB_PIC) src/libufault.map src/lockdep.map
 	$(quiet) LD $@
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=src/libufault.map \
+		$(LOCKDEP_MAP) \
 		-Wl,-z,defs -o $@ $(LIB_PIC) $(LDFLAGS)
 	$(Q)ln -sf $(SONAME) $(B)/libufault.so
 $(B)/libufault.a: $(LIB_PIC)
@@ -304,7 +308,7 @@ REDIS_SONAME := libufault-redis.so.$(SOVERSION)
 REDIS_SRC    := $(wildcard redis/*.c)
 REDIS_PIC    := $(REDIS_SRC:redis/%.c=$(B)/redis-pic/%.o)
 REDIS_TESTS  := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/redis-*.c))
-REDIS_HDRS   := redis/internal.h include/ufault-redis.h include/ufault.h
+REDIS_HDRS   := redis/internal.h include/ufault-redis.h include/ufault.h src/lockdep.h src/lockorder.h
 HIREDIS_CFLAGS = $(shell pkg-config --cflags hiredis 2>/dev/null || echo -I/usr/include/hiredis)
 HIREDIS_LIBS   = $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
 

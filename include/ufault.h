@@ -440,6 +440,19 @@ int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kadd
 /* ------------------------------------------------------------------ */
 
 /**
+ * struct uf_store_iov - one extent of a batched store read.
+ * @buf: where its bytes go.
+ * @len: its length in bytes (a multiple of UF_PAGE_SIZE, except where the
+ *	object ends).
+ * @off: its offset in the object (a multiple of UF_PAGE_SIZE).
+ */
+struct uf_store_iov {
+	void *buf;
+	size_t len;
+	uint64_t off;
+};
+
+/**
  * struct uf_store_ops - how an object's bytes reach the backing store
  * (the kernel's address_space_operations).  All offsets are in bytes and
  * page aligned, except where the object's size is not.  Called from
@@ -468,6 +481,19 @@ int uf_vm_insert_pfn(struct uf_vma *vma, unsigned long address, const void *kadd
  *	(ufault then writes zeros).
  * ->sync - make written data durable.  May be NULL.
  * ->release - the object is gone: free @store.  May be NULL.
+ * ->size - sizeof(struct uf_store_ops) for a store that sets a member
+ *	below it (->readv); ufault then reads the members it covers, and a
+ *	later ufault with more members takes those past @size as NULL.
+ *	0: the six members above only (as a table written before ->size
+ *	was); the members below must then be NULL.
+ * ->readv - read each of the @n extents of @iov (at most 512 pages in
+ *	all) into its @buf in full, bytes past the store's end as zero;
+ *	return 0, or a negative errno for the whole call (the runs are
+ *	then read with ->read).  Under the same rules as ->read; the
+ *	extents do not overlap and hold no page the cache holds.  A
+ *	working-set prefetch (uf_object_prefetch()) reads many runs of the
+ *	set with one call instead of one ->read per run: a remote store
+ *	pays one round trip for them.  Nothing else calls it.  May be NULL.
  */
 struct uf_store_ops {
 	ssize_t (*read)(void *store, void *buf, size_t len, uint64_t off);
@@ -476,6 +502,9 @@ struct uf_store_ops {
 	int (*punch_hole)(void *store, uint64_t off, uint64_t len);
 	int (*sync)(void *store);
 	void (*release)(void *store);
+	/* since UFAULT_0.7: */
+	size_t size;
+	int (*readv)(void *store, const struct uf_store_iov *iov, size_t n);
 };
 
 /**
@@ -491,41 +520,27 @@ struct uf_store_ops {
  * x86-64) fails with -ENOMEM.  Page state costs memory only for what is
  * cached (a few KiB per 128 MiB of object with cached pages).
  *
- * Return: 0, or -EINVAL (NULL @mm/@ops/@objp, no ->read), -EFBIG (@size
- * above 2^63 - 4096), -ENOMEM, or a kernel error (creating the cache memfd).
+ * A program built against a ufault.h before ->size (UFAULT_0.1 to 0.6)
+ * is bound to a uf_object_create that reads the six first members only.
+ *
+ * Return: 0, or -EINVAL (NULL @mm/@ops/@objp, no ->read, ->readv with
+ * ->size 0, a nonzero ->size short of ->readv), -E2BIG (a ->size past
+ * this version's struct with a nonzero byte there), -EFBIG (@size above
+ * 2^63 - 4096), -ENOMEM, or a kernel error (creating the cache memfd).
  */
 int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
 		     void *store, uint64_t size, struct uf_object **objp);
 
 /**
- * struct uf_store_iov - one extent of a batched store read.
- * @buf: where its bytes go.
- * @len: its length in bytes (a multiple of UF_PAGE_SIZE, except where the
- *	object ends).
- * @off: its offset in the object (a multiple of UF_PAGE_SIZE).
- */
-struct uf_store_iov {
-	void *buf;
-	size_t len;
-	uint64_t off;
-};
-
-/**
  * uf_object_set_readv - give the store of @obj a method that reads many
- * extents in one call.
+ * extents in one call, after the object is made.
  * @obj: an object of uf_object_create().
- * @readv: reads each of the @n extents of @iov (at most 512 pages in
- *	all) into its @buf in full, bytes past the store's end
- *	as zero, and returns 0, or a negative errno for the whole call; or
- *	NULL to take it away.  Called with the @store given to
- *	uf_object_create(), from ufault's threads, under the same rules as
- *	->read (struct uf_store_ops); the extents do not overlap and hold no
- *	page the cache holds.
+ * @readv: the method, as ->readv of struct uf_store_ops; or NULL to take
+ *	it away.
  *
- * A working-set prefetch (uf_object_prefetch()) then reads many runs of
- * the set in one call instead of one ->read per run: a remote store can
- * send them all at once and pay one round trip for them (the Redis store
- * of uf_redis_open() has one).  Nothing else calls it.
+ * Kept for stores written before ->readv was a member of struct
+ * uf_store_ops: a store sets ->readv (and ->size) there instead.  This
+ * replaces the method the object has, whichever way it got it.
  *
  * Return: 0, or -EINVAL (NULL @obj, or an object of uf_object_open() or
  * uf_object_create_mem(), whose stores read with their own method).

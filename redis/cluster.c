@@ -1328,7 +1328,9 @@ int rc_cluster_new(const struct rc_config *cfg, struct rc_cluster **clp)
 	if (!cl)
 		return -ENOMEM;
 	pthread_mutex_init(&cl->map_lock, NULL);
+	uf_lockdep_class(&cl->map_lock, UF_LK_STORE);
 	pthread_mutex_init(&cl->pool_lock, NULL);
+	uf_lockdep_class(&cl->pool_lock, UF_LK_STORE);
 	for (i = 0; i < RC_SLOTS; i++)
 		cl->slots[i] = RC_NO_NODE;
 	cl->cfg = *cfg;		/* the strings are copied below */

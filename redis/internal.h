@@ -6,6 +6,8 @@
 #ifndef UF_REDIS_INTERNAL_H
 #define UF_REDIS_INTERNAL_H
 
+#include "../src/lockdep.h"	/* the lock order: src/lockorder.h */
+
 #include <hiredis.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -686,7 +686,7 @@ static int readv_page_cmp(const void *a, const void *b)
 }
 
 /*
- * Many extents in one go (uf_object_set_readv(): a working-set
+ * Many extents in one go (->readv of struct uf_store_ops: a working-set
  * prefetch): one HMGET per extent for all the pages of the call that lie
  * in it, whichever pieces they belong to, all sent before any reply is
  * read, each node's in one pipeline.  So a batch of runs and single
@@ -880,7 +880,9 @@ static void rs_release(void *store)
 }
 
 static const struct uf_store_ops redis_rw_ops = {
+	.size		= sizeof(struct uf_store_ops),
 	.read		= rs_read,
+	.readv		= rs_readv,
 	.write		= rs_write,
 	.truncate	= rs_truncate,
 	.punch_hole	= rs_punch_hole,
@@ -890,7 +892,9 @@ static const struct uf_store_ops redis_rw_ops = {
 
 /* Read-only: no ->write, so the object is read-only. */
 static const struct uf_store_ops redis_ro_ops = {
+	.size		= sizeof(struct uf_store_ops),
 	.read		= rs_read,
+	.readv		= rs_readv,
 	.release	= rs_release,
 };
 
@@ -916,6 +920,7 @@ static int store_new(const char *url, bool rw, struct rstore **stp)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&st->lock, NULL);
+	uf_lockdep_class(&st->lock, UF_LK_STORE);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&st->cond, &ca);
@@ -989,7 +994,6 @@ RC_EXPORT int uf_redis_open(struct uf_mm *mm, const char *url, int oflags, struc
 	ret = uf_object_create(mm, st->rw ? &redis_rw_ops : &redis_ro_ops, st, size, objp);
 	if (ret)
 		goto fail;
-	uf_object_set_readv(*objp, rs_readv);	/* (cannot fail here) */
 	return 0;
 fail:
 	store_free(st);

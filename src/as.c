@@ -191,29 +191,6 @@ static bool may_write(const struct uf_vma *v)
 	       !v->obj->readonly;
 }
 
-/*
- * Mark dirty every page of [s, e) of @v that the cache holds: present, or
- * copied in by a fill that has not marked it yet (mincore on cache_map,
- * as writeback.c's mark_written()).
- * Locking: as->vma_lock held, obj->invalidate_lock held (any mode).
- */
-static void __as_mark_range(struct uf_vma *v, unsigned long s, unsigned long e)
-{
-	struct uf_object *obj = v->obj;
-	unsigned long a;
-
-	for (a = s; a < e; a += PAGE_SIZE) {
-		uint64_t pg = __uf_vma_pgoff(v, a);
-		unsigned char vec = 0;
-
-		if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg) ||
-		    ((pg + 1) << PAGE_SHIFT <= obj->cache_cap &&
-		     mincore(obj->cache_map + (pg << PAGE_SHIFT), PAGE_SIZE, &vec) == 0 &&
-		     (vec & 1)))
-			(void)uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pg);
-	}
-}
-
 /* [s, e) of @v goes from the child's table: what it may have written
  * there is dirty.  Locking: as->vma_lock held. */
 static void __as_lost_writes(struct uf_vma *v, unsigned long s, unsigned long e)
@@ -221,7 +198,7 @@ static void __as_lost_writes(struct uf_vma *v, unsigned long s, unsigned long e)
 	if (!may_write(v))
 		return;
 	pthread_rwlock_rdlock(&v->obj->invalidate_lock);
-	__as_mark_range(v, s, e);
+	__uf_vma_mark_written(v, s, e);
 	pthread_rwlock_unlock(&v->obj->invalidate_lock);
 }
 
@@ -659,7 +636,8 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
 		}
 		for (i = 0; i < as->nvmas; i++)
 			if (as->vmas[i]->obj == obj && may_write(as->vmas[i]))
-				__as_mark_range(as->vmas[i], as->vmas[i]->start, as->vmas[i]->end);
+				__uf_vma_mark_written(as->vmas[i], as->vmas[i]->start,
+						      as->vmas[i]->end);
 		pthread_rwlock_unlock(&as->vma_lock);
 	}
 	pthread_mutex_unlock(&mm->as_lock);

@@ -99,7 +99,7 @@
  *
  * Locking: mm->attach_lock (the lists) and an attached object's a->lock
  * (its socket and table of mappings) are each taken with no other ufault
- * lock held, and never one under the other (internal.h).
+ * lock held, and never one under the other (lockorder.h).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -127,10 +127,6 @@
 #define ATT_MAX_IO	(1U << 20)
 /* how long a client waits for the server's answer to its hello */
 #define ATT_HELLO_TIMEOUT_S	10
-
-#ifndef UFFD_FEATURE_POISON
-#define UFFD_FEATURE_POISON	(1 << 14)
-#endif
 
 enum att_op {
 	ATT_UFFD = 1, ATT_MAP, ATT_UNMAP, ATT_PROTECT, ATT_PREAD, ATT_PWRITE,

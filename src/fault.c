@@ -18,7 +18,7 @@
  * the object's page cache (a memfd), and the retried access is mapped by
  * the kernel itself.
  *
- * Locks: the order is in internal.h.  uf_fault_handle() holds no ufault
+ * Locks: the order is in lockorder.h.  uf_fault_handle() holds no ufault
  * lock while ->fault() runs: the VMA is kept alive by a reference (rmap.c).
  */
 #define _GNU_SOURCE

@@ -12,7 +12,7 @@
  * a program has already written.  Every mapping of the object then sees the
  * page, mapped by the kernel itself.
  *
- * Locks (the order is in internal.h): fills (and so the store's reads)
+ * Locks (the order is in lockorder.h): fills (and so the store's reads)
  * run without mm->vma_lock; they only try it around a copy straight into
  * the faulting mapping.
  * Fillers hold obj->invalidate_lock shared and check pgoff against i_size

@@ -29,7 +29,7 @@
  * refused, see above), and touched only once the extent is known to be
  * huge and whole (first_touch()), then unmapped.
  *
- * Locks (the order is in internal.h): huge->lock nests inside
+ * Locks (the order is in lockorder.h): huge->lock nests inside
  * obj->invalidate_lock.  The collapse runs in a thread of its own with no
  * lock held (see collapse()); huge->lock guards only the queue and is
  * never held across a system call that can wait.

@@ -1,88 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Library-private declarations, and the lock order: the one list, which
- * every other file's comments refer to (docs/design.md has it with more
- * words).  Outermost first; a lock may be taken holding those above it,
- * never one above while holding it, except where "tried": that lock is
- * taken only with a trylock in the inverted order, and the caller does
- * without it when the try fails.
- *
- *   mm->reclaim_lock          one reclaim pass; taken with no other lock
- *                             held (waited for when room is needed, else
- *                             tried)
- *     obj->sync_lock          one writeback of an object at a time
- *       mm->vma_lock          rwlock: the VMA table, obj->vmas (and
- *                             obj->rmap_lock), nl_pgoff,
- *                             expect, busy.  Shared: lookups, truncate,
- *                             punch, writeback, reclaim, copies into the
- *                             program's mappings; exclusive: map, unmap,
- *                             mprotect, remap, events.  A fill under an
- *                             invalidate_lock only tries it, shared.
- *         mm->poison_lock     poison markers to lift
- *         obj->invalidate_lock  rwlock: i_size and which pages are
- *                             cached.  Shared: fills (the store's ->read),
- *                             pread, pwrite, writeback, populate,
- *                             collapse; exclusive: truncate, punch,
- *                             reclaim, a pwrite's extension, and only then
- *                             may page-state memory be freed (pagemap.c).
- *                             Present/dirty bits are atomic, set and read
- *                             in either mode.
- *           (another object's invalidate_lock: an overlay store's ->read)
- *           obj->rmap_lock    rwlock: obj->vmas and where each VMA on it
- *                             lies (start, end, pgoff, nl_pgoff, flags).
- *                             They change with mm->vma_lock and this lock
- *                             held exclusive (link, unlink, split, trim,
- *                             move, growth, write-protect added), so
- *                             either lock held shared keeps them still.
- *                             Shared: every walk of obj->vmas
- *                             (uf_rmap_foreach, checked by lockdep.c),
- *                             among them a fill's or pwrite's protect of
- *                             the holes it fills (filemap.c), which must
- *                             not wait for vma_lock.  Taken with vma_lock
- *                             held or not, under invalidate_lock or not.
- *           obj->page_lock    write-protect changes against writeback and
- *                             against each other (a fill's protect and copy
- *                             of holes, pwrite's protect); the FIFO ring
- *           huge->lock        the collapse queue (huge.c)
- *           vma->ref_lock     a VMA's references
- *           store locks       fs->lock (store_file.c); st->lock,
- *                             cl->pool_lock, cl->map_lock (redis/), never
- *                             two of these at once, never across I/O
- *             u->copy_lock    rwlock: shared for copies, write-protect and
- *                             poison of the program's mappings, exclusive
- *                             for a read of the fd (uffd.c)
- *               u->ev_lock    events read, not yet applied (uffd.c)
- *
- * Innermost, taken with any of the above held:
- *   mm->charge_lock -> mm->obj_lock   (obj_lock: the list of objects;
- *                                      nothing else is taken under it)
- *   mm->zap_lock                      (ranges ufault zaps itself, vma.c)
- *   obj->ws->lock -> a prefetch's lock (workingset.c), or -> worker->lock
- *   worker->lock                      (the worker's queue, worker.c)
- *   st->lock                          (nocow.c: memory a fork does not
- *                                      copy; taken under any lock at all)
- * (nothing is taken under obj_lock, zap_lock, a prefetch's lock,
- * worker->lock or nocow's st->lock)
- *
- * Taken with no other ufault lock held, nothing taken under them:
- *   mm->inflight_lock (fault.c), ra->lock (readahead.c), u->lock (uffd.c:
- *   starting handler threads), mm->attach_lock and an attached object's
- *   a->lock (attach.c: one at a time).
- *
- * `make LOCKDEP=1 test` (and the UndefinedBehaviorSanitizer build) checks
- * this order as the library runs: lockdep.c.
- *
- * Other address spaces (fork children, as.c):
- *
- *   obj->sync_lock
- *     mm->vma_lock
- *       mm->as_lock              (mutex: the list of children)
- *         as->vma_lock           (rwlock: a child's VMA table, as
- *                                 mm->vma_lock is the mm's own)
- *           obj->invalidate_lock
- *
- * Reclaim, which holds an invalidate lock exclusive, only tries as_lock
- * and as->vma_lock.  The engine's u->guest_lock (uffd.c) is a leaf.
+ * Library-private declarations.  The lock order is src/lockorder.h: the
+ * one list, which lockdep.c checks in a LOCKDEP=1 build and every other
+ * file's comments refer to.
  */
 #ifndef UF_INTERNAL_H
 #define UF_INTERNAL_H
@@ -90,6 +10,7 @@
 #define UF_NO_DEPRECATED_WARNINGS	/* the core calls ->nopage itself */
 #include "ufault.h"
 #include "compat.h"
+#include "lockdep.h"
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -107,54 +28,6 @@
 #define UF_MAX_HANDLERS	64
 #define UF_MAX_SIZE	((1ULL << 63) - PAGE_SIZE)	/* largest object size */
 #define UF_EXPORT	__attribute__((visibility("default")))
-
-/*
- * Lock classes, in the order above (lockdep.c checks it in a build with
- * -DUF_LOCKDEP): a lock gets its class with uf_lockdep_class() after its
- * init.  Innermost and leaf locks follow the main list; locks taken alone
- * come last.
- */
-enum uf_lock_class {
-	UF_LK_NONE,
-	UF_LK_RECLAIM, UF_LK_SYNC, UF_LK_VMA, UF_LK_AS, UF_LK_AS_VMA, UF_LK_POISON,
-	UF_LK_INVALIDATE, UF_LK_RMAP, UF_LK_PAGE, UF_LK_HUGE, UF_LK_VMA_REF, UF_LK_STORE,
-	UF_LK_COPY, UF_LK_EV,
-	UF_LK_CHARGE, UF_LK_OBJ, UF_LK_ZAP, UF_LK_WS, UF_LK_PREFETCH, UF_LK_WORKER,
-	UF_LK_GUEST,
-	UF_LK_INFLIGHT, UF_LK_RA, UF_LK_START, UF_LK_ATTACH,
-	UF_LK_NCLASSES
-};
-
-#ifdef UF_LOCKDEP
-void uf_lockdep_class(const void *lock, enum uf_lock_class cls);
-int uf_ld_mutex_lock(pthread_mutex_t *m, const char *file, int line);
-int uf_ld_mutex_trylock(pthread_mutex_t *m, const char *file, int line);
-int uf_ld_mutex_unlock(pthread_mutex_t *m);
-int uf_ld_rwlock_rdlock(pthread_rwlock_t *l, const char *file, int line);
-int uf_ld_rwlock_wrlock(pthread_rwlock_t *l, const char *file, int line);
-int uf_ld_rwlock_tryrdlock(pthread_rwlock_t *l, const char *file, int line);
-int uf_ld_rwlock_trywrlock(pthread_rwlock_t *l, const char *file, int line);
-int uf_ld_rwlock_unlock(pthread_rwlock_t *l);
-void uf_ld_assert_held(const void *lock, const char *what, const char *file, int line);
-#define uf_lockdep_assert_held(l, what)	uf_ld_assert_held(l, what, __FILE__, __LINE__)
-#ifndef UF_LOCKDEP_SELF
-#define pthread_mutex_lock(m)		uf_ld_mutex_lock(m, __FILE__, __LINE__)
-#define pthread_mutex_trylock(m)	uf_ld_mutex_trylock(m, __FILE__, __LINE__)
-#define pthread_mutex_unlock(m)		uf_ld_mutex_unlock(m)
-#define pthread_rwlock_rdlock(l)	uf_ld_rwlock_rdlock(l, __FILE__, __LINE__)
-#define pthread_rwlock_wrlock(l)	uf_ld_rwlock_wrlock(l, __FILE__, __LINE__)
-#define pthread_rwlock_tryrdlock(l)	uf_ld_rwlock_tryrdlock(l, __FILE__, __LINE__)
-#define pthread_rwlock_trywrlock(l)	uf_ld_rwlock_trywrlock(l, __FILE__, __LINE__)
-#define pthread_rwlock_unlock(l)	uf_ld_rwlock_unlock(l)
-#endif
-#else
-static inline void uf_lockdep_class(const void *lock, enum uf_lock_class cls)
-{
-	(void)lock;
-	(void)cls;
-}
-#define uf_lockdep_assert_held(l, what)	((void)(l))
-#endif
 
 /* Counters shared by struct uf_mm and struct uf_vma; updated atomically. */
 struct uf_counters {
@@ -296,7 +169,6 @@ int uf_uffd_register(struct uf_uffd *u, unsigned long start, unsigned long len, 
 int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
 			 bool protect, bool dontwake);
 void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len);
-void uf_uffd_wake_fd(int fd, unsigned long addr, size_t len);
 int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
 		 unsigned int flags, size_t *copied);
 int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
@@ -308,7 +180,6 @@ int uf_uffd_writeprotect_mapped(struct uf_uffd *u, unsigned long start, unsigned
 int uf_uffd_unregister(struct uf_uffd *u, unsigned long start, unsigned long len);
 void uf_uffd_quiesce(struct uf_uffd *u);
 void uf_uffd_settle(struct uf_uffd *u);
-bool uf_uffd_in_handler(const struct uf_uffd *u);
 int uf_uffd_run(struct uf_uffd *u, int (*fn)(void *arg), void *arg);
 struct uf_range {
 	unsigned long start, end;
@@ -582,7 +453,8 @@ struct uf_object {
 	int refs;
 	const struct uf_store_ops *ops;
 	void *store;
-	/* uf_object_set_readv(): many extents in one read, or NULL (atomic) */
+	/* the store's ->readv (struct uf_store_ops, or uf_object_set_readv()):
+	 * many extents in one read, or NULL (atomic) */
 	int (*readv)(void *store, const struct uf_store_iov *iov, size_t n);
 	bool readonly;
 	pid_t pid;			/* the process that created it */
@@ -625,7 +497,6 @@ struct uf_object {
 	struct uf_vma *vmas;
 	uint64_t rmap_gen;
 	struct uf_object *mm_next;	/* under mm->obj_lock */
-	bool dead;			/* unused: nothing sets or reads it */
 	struct uf_ws *ws;		/* record and replay (workingset.c) */
 	/* served by a ufault-serve (uf_object_attach, attach.c): none of the
 	 * cache state above is used, every call goes to the server */
@@ -779,6 +650,7 @@ void uf_pagemap_free(struct uf_pagemap *pm);
 
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
+void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
 int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);
 bool __uf_object_tracked(struct uf_object *obj);

@@ -2,23 +2,20 @@
 /*
  * The lock order, checked: in a build with -DUF_LOCKDEP (`make LOCKDEP=1`,
  * and the UndefinedBehaviorSanitizer build), every pthread mutex and
- * rwlock the library takes goes through here (internal.h turns the calls
- * into these), and a lock taken out of the order of internal.h stops the
- * process with both locks named and where each was taken.  That is the
- * one place the library prints or aborts: a debug build's assertion, as
- * the kernel's lockdep warns.
+ * rwlock the library and the Redis store take goes through here (lockdep.h
+ * turns the calls into these), and a lock taken out of the order of
+ * lockorder.h stops the process with both locks named and where each was
+ * taken.  So does a lock with no class: every lock has a line in
+ * lockorder.h and gets its class with uf_lockdep_class() after its init.
+ * That is the one place the library prints or aborts: a debug build's
+ * assertion, as the kernel's lockdep warns.
  *
- * A lock has a class when its init is followed by uf_lockdep_class();
- * the others are not checked.  Each thread keeps the locks it holds, with
- * their classes, in the order taken.  Taking a lock of class C (waiting
- * for it) while holding one of class H is wrong when:
- *  - H comes after C in the order (H > C), or H is C (two of one class at
- *    once), except for invalidate locks (an overlay store's ->read reads
- *    its lower object);
- *  - H is innermost and C is not a lock allowed under it (charge_lock ->
- *    obj_lock, a record's lock -> a prefetch's or the worker's), or H is
- *    a leaf (nothing under it);
- *  - H or C is a lock taken alone.
+ * Each thread keeps the locks it holds, with their classes, in the order
+ * taken.  Taking a lock of class C (waiting for it) while holding one of
+ * class H is wrong unless H names C in its "under" (lockorder.h), or
+ *  - C is of kind LAST and is not H;
+ *  - H and C are both of the main order and H comes before C;
+ *  - H is of the main order and C is innermost.
  * A trylock that succeeds is noted without a check: "tried" locks are
  * taken in the inverted order on purpose, and do without when the try
  * fails.  A condition wait keeps its mutex noted (it is taken back before
@@ -27,6 +24,8 @@
  * Classes are found by the lock's address in a table that only grows
  * (relaxed atomics: no ordering that would hide a race from
  * ThreadSanitizer); an address reused by a new lock gets the new class.
+ * These calls are exported in a LOCKDEP=1 build only (lockdep.map), for
+ * libufault-redis.
  */
 #define _GNU_SOURCE
 #define UF_LOCKDEP_SELF		/* the real pthread calls here */
@@ -54,34 +53,18 @@ struct ld_held {
 
 static __thread struct ld_held ld_held[LD_HELD];
 static __thread unsigned int ld_nheld;
+static bool ld_table_full;
 
-static const char *const ld_names[UF_LK_NCLASSES] = {
-	[UF_LK_NONE] = "(no class)",
-	[UF_LK_RECLAIM] = "mm->reclaim_lock",
-	[UF_LK_SYNC] = "obj->sync_lock",
-	[UF_LK_VMA] = "mm->vma_lock",
-	[UF_LK_AS] = "mm->as_lock",
-	[UF_LK_AS_VMA] = "as->vma_lock",
-	[UF_LK_POISON] = "mm->poison_lock",
-	[UF_LK_INVALIDATE] = "obj->invalidate_lock",
-	[UF_LK_RMAP] = "obj->rmap_lock",
-	[UF_LK_PAGE] = "obj->page_lock",
-	[UF_LK_HUGE] = "huge->lock",
-	[UF_LK_VMA_REF] = "vma->ref_lock",
-	[UF_LK_STORE] = "a store's lock",
-	[UF_LK_COPY] = "u->copy_lock",
-	[UF_LK_EV] = "u->ev_lock",
-	[UF_LK_CHARGE] = "mm->charge_lock",
-	[UF_LK_OBJ] = "mm->obj_lock",
-	[UF_LK_ZAP] = "mm->zap_lock",
-	[UF_LK_WS] = "obj->ws->lock",
-	[UF_LK_PREFETCH] = "a prefetch's lock",
-	[UF_LK_GUEST] = "u->guest_lock",
-	[UF_LK_INFLIGHT] = "mm->inflight_lock",
-	[UF_LK_RA] = "ra->lock",
-	[UF_LK_WORKER] = "worker->lock",
-	[UF_LK_START] = "u->lock",
-	[UF_LK_ATTACH] = "mm->attach_lock, a->lock",
+/* lockorder.h, as a table */
+static const struct ld_class {
+	const char *name;
+	enum uf_lock_kind kind;
+	unsigned long long under;	/* UF_LKB() of classes allowed under it */
+} ld_classes[UF_LK_NCLASSES] = {
+	[UF_LK_NONE] = { "(no class)", UF_LK_ORDER, 0 },
+#define UF_LOCK(cls, name, kind, under, where, what) [UF_LK_##cls] = { name, kind, under },
+	UF_LOCK_ORDER
+#undef UF_LOCK
 };
 
 static size_t ld_hash(uintptr_t a)
@@ -89,7 +72,7 @@ static size_t ld_hash(uintptr_t a)
 	return (size_t)((a >> 3) * 0x9e3779b97f4a7c15ULL >> 46) & (LD_SLOTS - 1);
 }
 
-void uf_lockdep_class(const void *lock, enum uf_lock_class cls)
+UF_EXPORT void uf_lockdep_class(const void *lock, enum uf_lock_class cls)
 {
 	uintptr_t a = (uintptr_t)lock;
 	size_t i, h = ld_hash(a);
@@ -106,7 +89,8 @@ void uf_lockdep_class(const void *lock, enum uf_lock_class cls)
 			return;
 		}
 	}
-	/* full: this lock goes unchecked */
+	/* full: the lock is reported when taken */
+	__atomic_store_n(&ld_table_full, true, __ATOMIC_RELAXED);
 }
 
 static unsigned int ld_class(const void *lock)
@@ -126,29 +110,27 @@ static unsigned int ld_class(const void *lock)
 	return UF_LK_NONE;
 }
 
-static bool ld_alone(unsigned int c)
-{
-	return c >= UF_LK_INFLIGHT;
-}
-
-static bool ld_leaf(unsigned int c)
-{
-	return c == UF_LK_OBJ || c == UF_LK_ZAP || c == UF_LK_PREFETCH || c == UF_LK_WORKER ||
-	       c == UF_LK_GUEST;
-}
-
 /* Is taking class @c (waiting) wrong while holding class @h? */
 static bool ld_wrong(unsigned int h, unsigned int c)
 {
-	if (ld_alone(h) || ld_alone(c) || ld_leaf(h))
-		return true;
-	if (h == UF_LK_CHARGE)
-		return c != UF_LK_OBJ;
-	if (h == UF_LK_WS)
-		return c != UF_LK_PREFETCH && c != UF_LK_WORKER;
+	enum uf_lock_kind hk = ld_classes[h].kind, ck = ld_classes[c].kind;
+
+	if (ld_classes[h].under & (1ULL << c))
+		return false;
 	if (h == c)
-		return c != UF_LK_INVALIDATE;
-	return h > c;
+		return true;
+	if (ck == UF_LK_LAST)
+		return false;
+	if (hk != UF_LK_ORDER || ck == UF_LK_ALONE)
+		return true;
+	return ck == UF_LK_ORDER && h > c;
+}
+
+static void ld_report(const char *what, const void *lock, const char *file, int line)
+{
+	fprintf(stderr, "ufault lockdep: %s %p (%s:%d): every lock needs a class (lockorder.h)\n",
+		what, lock, file, line);
+	abort();
 }
 
 static void ld_acquire(const void *lock, bool tried, const char *file, int line)
@@ -156,13 +138,15 @@ static void ld_acquire(const void *lock, bool tried, const char *file, int line)
 	unsigned int c = ld_class(lock), i;
 
 	if (c == UF_LK_NONE)
-		return;
+		ld_report(ld_table_full ? "a lock taken with the class table full"
+					: "a lock with no class taken", lock, file, line);
 	for (i = 0; !tried && i < ld_nheld; i++) {
 		const struct ld_held *h = &ld_held[i];
 
 		if (ld_wrong(h->cls, c)) {
 			fprintf(stderr, "ufault lockdep: %s (%s:%d) taken holding %s (%s:%d)\n",
-				ld_names[c], file, line, ld_names[h->cls], h->file, h->line);
+				ld_classes[c].name, file, line, ld_classes[h->cls].name, h->file,
+				h->line);
 			abort();
 		}
 	}
@@ -184,13 +168,20 @@ static void ld_release(const void *lock)
 	}
 }
 
-int uf_ld_mutex_lock(pthread_mutex_t *m, const char *file, int line)
+/* This thread no longer holds @lock, which was not unlocked: a fork
+ * child's copy of a MADV_WIPEONFORK lock reads as a free lock. */
+UF_EXPORT void uf_lockdep_forget(const void *lock)
+{
+	ld_release(lock);
+}
+
+UF_EXPORT int uf_ld_mutex_lock(pthread_mutex_t *m, const char *file, int line)
 {
 	ld_acquire(m, false, file, line);
 	return pthread_mutex_lock(m);
 }
 
-int uf_ld_mutex_trylock(pthread_mutex_t *m, const char *file, int line)
+UF_EXPORT int uf_ld_mutex_trylock(pthread_mutex_t *m, const char *file, int line)
 {
 	int ret = pthread_mutex_trylock(m);
 
@@ -199,25 +190,25 @@ int uf_ld_mutex_trylock(pthread_mutex_t *m, const char *file, int line)
 	return ret;
 }
 
-int uf_ld_mutex_unlock(pthread_mutex_t *m)
+UF_EXPORT int uf_ld_mutex_unlock(pthread_mutex_t *m)
 {
 	ld_release(m);
 	return pthread_mutex_unlock(m);
 }
 
-int uf_ld_rwlock_rdlock(pthread_rwlock_t *l, const char *file, int line)
+UF_EXPORT int uf_ld_rwlock_rdlock(pthread_rwlock_t *l, const char *file, int line)
 {
 	ld_acquire(l, false, file, line);
 	return pthread_rwlock_rdlock(l);
 }
 
-int uf_ld_rwlock_wrlock(pthread_rwlock_t *l, const char *file, int line)
+UF_EXPORT int uf_ld_rwlock_wrlock(pthread_rwlock_t *l, const char *file, int line)
 {
 	ld_acquire(l, false, file, line);
 	return pthread_rwlock_wrlock(l);
 }
 
-int uf_ld_rwlock_tryrdlock(pthread_rwlock_t *l, const char *file, int line)
+UF_EXPORT int uf_ld_rwlock_tryrdlock(pthread_rwlock_t *l, const char *file, int line)
 {
 	int ret = pthread_rwlock_tryrdlock(l);
 
@@ -226,7 +217,7 @@ int uf_ld_rwlock_tryrdlock(pthread_rwlock_t *l, const char *file, int line)
 	return ret;
 }
 
-int uf_ld_rwlock_trywrlock(pthread_rwlock_t *l, const char *file, int line)
+UF_EXPORT int uf_ld_rwlock_trywrlock(pthread_rwlock_t *l, const char *file, int line)
 {
 	int ret = pthread_rwlock_trywrlock(l);
 
@@ -235,7 +226,7 @@ int uf_ld_rwlock_trywrlock(pthread_rwlock_t *l, const char *file, int line)
 	return ret;
 }
 
-int uf_ld_rwlock_unlock(pthread_rwlock_t *l)
+UF_EXPORT int uf_ld_rwlock_unlock(pthread_rwlock_t *l)
 {
 	ld_release(l);
 	return pthread_rwlock_unlock(l);
@@ -246,7 +237,7 @@ int uf_ld_rwlock_unlock(pthread_rwlock_t *l)
  * hold it (in any mode).  A thread holding more than LD_HELD locks may
  * hold it unnoted: then nothing is said.
  */
-void uf_ld_assert_held(const void *lock, const char *what, const char *file, int line)
+UF_EXPORT void uf_ld_assert_held(const void *lock, const char *what, const char *file, int line)
 {
 	unsigned int i;
 
@@ -256,7 +247,7 @@ void uf_ld_assert_held(const void *lock, const char *what, const char *file, int
 		if (ld_held[i].lock == lock)
 			return;
 	fprintf(stderr, "ufault lockdep: %s (%s:%d) walked without %s\n", what, file, line,
-		ld_names[ld_class(lock)]);
+		ld_classes[ld_class(lock)].name);
 	abort();
 }
 

@@ -24,7 +24,7 @@
  * class's list for the next allocation and are never given back to the
  * system.  Under AddressSanitizer a free block is poisoned.
  *
- * Locking: st->lock, a leaf (internal.h).
+ * Locking: st->lock, taken under any lock (lockorder.h).
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -96,6 +96,8 @@ void *uf_nocow_map(size_t len)
 static void st_init(void)
 {
 	st = uf_nocow_map((size_t)sysconf(_SC_PAGESIZE));
+	if (st)
+		uf_lockdep_class(&st->lock, UF_LK_NOCOW);
 }
 
 /* The state, as this process's (a fork child starts empty).  Locking:

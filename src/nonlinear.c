@@ -11,7 +11,7 @@
  * ->fault with that pgoff and UF_FAULT_FLAG_NONLINEAR.  Truncate and hole
  * punch reach windows as any mapping of the memfd.
  *
- * Locks (the order is in internal.h): mm->vma_lock exclusive here.
+ * Locks (the order is in lockorder.h): mm->vma_lock exclusive here.
  */
 #define _GNU_SOURCE
 #include "internal.h"

@@ -12,6 +12,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -100,15 +101,69 @@ fail:
 	return ret;
 }
 
-UF_EXPORT int uf_object_create(struct uf_mm *mm, const struct uf_store_ops *ops,
-			       void *store, uint64_t size, struct uf_object **objp)
+/*
+ * ->readv of @ops, as far as ->size says there is one: 0 and *@readv, or
+ * -EINVAL (->readv with no ->size, a ->size short of ->readv) or -E2BIG
+ * (a nonzero byte past this version's struct, up to ->size).
+ */
+static int store_ops_readv(const struct uf_store_ops *ops,
+			   int (**readv)(void *, const struct uf_store_iov *, size_t))
+{
+	const unsigned char *p = (const unsigned char *)ops;
+	size_t i;
+
+	*readv = NULL;
+	if (!ops->size)
+		return ops->readv ? -EINVAL : 0;
+	if (ops->size < offsetof(struct uf_store_ops, readv) + sizeof(ops->readv))
+		return -EINVAL;
+	for (i = sizeof(*ops); i < ops->size; i++)
+		if (p[i])
+			return -E2BIG;
+	*readv = ops->readv;
+	return 0;
+}
+
+/*
+ * uf_object_create() is versioned: UFAULT_0.7's reads ->size and the
+ * members it covers (->readv); the first one (UFAULT_0.1, below), bound
+ * to programs built before struct uf_store_ops had ->size, reads the six
+ * members those programs' tables have, and nothing past them.
+ */
+__asm__(".symver uf_object_create_0_7, uf_object_create@@UFAULT_0.7");
+__asm__(".symver uf_object_create_0_1, uf_object_create@UFAULT_0.1");
+
+UF_EXPORT int uf_object_create_0_7(struct uf_mm *mm, const struct uf_store_ops *ops,
+				   void *store, uint64_t size, struct uf_object **objp);
+UF_EXPORT int uf_object_create_0_7(struct uf_mm *mm, const struct uf_store_ops *ops,
+				   void *store, uint64_t size, struct uf_object **objp)
+{
+	int (*readv)(void *, const struct uf_store_iov *, size_t);
+	int ret;
+
+	if (!mm || !ops || !ops->read || !objp)
+		return -EINVAL;
+	ret = store_ops_readv(ops, &readv);
+	if (ret)
+		return ret;
+	ret = object_new(mm, ops, store, size, false, objp);
+	if (!ret)
+		(*objp)->readv = readv;
+	return ret;
+}
+
+UF_EXPORT int uf_object_create_0_1(struct uf_mm *mm, const struct uf_store_ops *ops,
+				   void *store, uint64_t size, struct uf_object **objp);
+UF_EXPORT int uf_object_create_0_1(struct uf_mm *mm, const struct uf_store_ops *ops,
+				   void *store, uint64_t size, struct uf_object **objp)
 {
 	if (!mm || !ops || !ops->read || !objp)
 		return -EINVAL;
 	return object_new(mm, ops, store, size, false, objp);
 }
 
-/* Locking: none (the method is read atomically). */
+/* What ->readv of struct uf_store_ops sets, after the object is made.
+ * Locking: none (the method is read atomically). */
 UF_EXPORT int uf_object_set_readv(struct uf_object *obj,
 				  int (*readv)(void *store, const struct uf_store_iov *iov,
 					       size_t n))
@@ -270,7 +325,7 @@ UF_EXPORT int uf_object_create_mem(struct uf_mm *mm, uint64_t size, struct uf_ob
 		close(fd);
 		return ret;
 	}
-	ret = uf_object_create(mm, &uf_file_store_ops, store, size, objp);
+	ret = uf_object_create_0_7(mm, &uf_file_store_ops, store, size, objp);
 	if (ret)
 		uf_file_store_ops.release(store);
 	return ret;

@@ -35,7 +35,7 @@
  * Locking: ra->lock guards the table; it is a leaf, except that a thread
  * that waits for a background window sleeps on ra->cond with it.  The
  * worker fills under obj->invalidate_lock shared (the
- * order of internal.h), never with ra->lock held.  Not mm->vma_lock: store
+ * order of lockorder.h), never with ra->lock held.  Not mm->vma_lock: store
  * reads never hold up map and unmap.
  */
 #define _GNU_SOURCE

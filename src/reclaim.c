@@ -34,7 +34,7 @@
  * readahead window (budget/8, see mm.c) per handler thread, and one
  * pread/pwrite chunk (the same size) per thread calling those.
  *
- * Locks (the order is in internal.h): mm->reclaim_lock, then per object
+ * Locks (the order is in lockorder.h): mm->reclaim_lock, then per object
  * mm->vma_lock shared and obj->invalidate_lock exclusive; mm->obj_lock
  * only to list the objects.
  */

@@ -9,7 +9,7 @@
  * (vma.c, as.c) holds one while it is mapped.  The last reference to a
  * VMA the program unmapped calls ->close, drops the object and frees it.
  *
- * Locks (the order is in internal.h): vma->ref_lock for the references;
+ * Locks (the order is in lockorder.h): vma->ref_lock for the references;
  * obj->vmas changes with mm->vma_lock and obj->rmap_lock held exclusive,
  * and is walked with either held.
  */

@@ -1410,6 +1410,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 		if (!r[i])
 			goto out;
 		pthread_mutex_init(&r[i]->ahead_lock, NULL);
+		uf_lockdep_class(&r[i]->ahead_lock, UF_LK_AHEAD);
 		for (j = 0; j < SERVE_MARKS; j++)
 			r[i]->ahead_mark[j] = UINT64_MAX;
 		r[i]->refs = 1;		/* this function's, till the end */
@@ -1450,7 +1451,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	/* threads asleep in a fault nobody will answer fault again: their
 	 * messages wait for this mm's handlers (see the top of the file) */
 	for (i = 0; i < n; i++)
-		uf_uffd_wake_fd(uffd, s[i].start, s[i].len);
+		uf_uffd_fd_wake(uffd, s[i].start, s[i].len);
 	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, set ? &as : NULL, NULL);
 out:
 	for (i = 0; i < n && r[i]; i++)

@@ -3,7 +3,7 @@
  * Truncate and hole punch, without the race the fault() API was made to
  * close: a page being filled while truncate removes it must not reappear.
  *
- * Locks (the order is in internal.h): truncate and punch hold mm->vma_lock
+ * Locks (the order is in lockorder.h): truncate and punch hold mm->vma_lock
  * shared (the mappings of the object do not change) and
  * obj->invalidate_lock exclusive while they change
  * i_size, the memfd and the store.  Fillers (filemap.c) hold it shared

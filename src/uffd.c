@@ -194,6 +194,9 @@ int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len)
 	return ioctl(fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
 }
 
+/* uf_uffd_fd_wake - let threads waiting on [addr, addr + len) of the
+ * userfaultfd @fd retry: an engine's (uf_uffd_wake), or one no struct
+ * uf_uffd has (a served or attached process's). */
 void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len)
 {
 	struct uffdio_range r = { .start = addr, .len = len };
@@ -324,11 +327,6 @@ static __thread struct uf_uffd *cur_uffd;
 /* This thread reads for a fork() that may hold malloc's locks (the
  * monitor): it reads into the room kept, never makes more. */
 static __thread bool nofork_malloc;
-
-bool uf_uffd_in_handler(const struct uf_uffd *u)
-{
-	return cur_uffd == u;
-}
 
 static bool is_event(const struct uffd_msg *m)
 {
@@ -930,18 +928,27 @@ static void spawn_fork_done(void)
 	pthread_rwlock_unlock(spawn_lock);
 }
 
+/* In the child, the lock of memory a fork does not copy is free. */
+static void spawn_fork_child(void)
+{
+	uf_lockdep_forget(spawn_lock);
+}
+
 static void spawn_init(void)
 {
 	pthread_rwlock_t *l = uf_nocow_alloc(sizeof(*l));
 
+	uf_lockdep_class(&engines_lock, UF_LK_ENGINES);
 	if (!l) {
 		/* the lock of the program's memory, unlocked in the child */
+		uf_lockdep_class(spawn_lock, UF_LK_SPAWN);
 		pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_done);
 		return;
 	}
 	pthread_rwlock_init(l, NULL);
+	uf_lockdep_class(l, UF_LK_SPAWN);
 	spawn_lock = l;
-	pthread_atfork(spawn_fork_prepare, spawn_fork_done, NULL);
+	pthread_atfork(spawn_fork_prepare, spawn_fork_done, spawn_fork_child);
 }
 
 /* Has @fd something to read?  A system call, no lock taken. */
@@ -1382,15 +1389,7 @@ int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long l
 /* uf_uffd_wake - let threads waiting on [addr, addr + len) retry. */
 void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len)
 {
-	uf_uffd_wake_fd(u->fd, addr, len);
-}
-
-/* uf_uffd_wake_fd - the same on a userfaultfd no struct uf_uffd has yet. */
-void uf_uffd_wake_fd(int fd, unsigned long addr, size_t len)
-{
-	struct uffdio_range r = { .start = addr, .len = len };
-
-	ioctl(fd, UFFDIO_WAKE, &r);
+	uf_uffd_fd_wake(u->fd, addr, len);
 }
 
 /*

@@ -4,7 +4,7 @@
  * uf_mprotect(), uf_msync(), and following what the program does with the system's
  * own calls.
  *
- * Locks (the order is in internal.h): mm->vma_lock exclusive here to
+ * Locks (the order is in lockorder.h): mm->vma_lock exclusive here to
  * change the table, obj->invalidate_lock shared to mark pages dirty,
  * vma->ref_lock for references.
  * A handler thread looks a VMA up under vma_lock shared and takes a

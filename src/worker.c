@@ -7,7 +7,7 @@
  * A work item is run once, or dropped (->fn with run false) when the mm is
  * destroyed first; either way ->fn owns the item afterwards.  The worker
  * takes no ufault lock of its own around ->fn: each item takes what it
- * needs, in the order written at the top of internal.h.
+ * needs, in the order of lockorder.h.
  *
  * Locking: worker->lock only guards the queue; nothing is taken under it.
  */

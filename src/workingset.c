@@ -416,7 +416,7 @@ static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n, bool fault)
  * from before a thread can map them until a mapping shows them (ws_scan())
  * or the record notes them.  A page whose copy fails stays pending, and
  * unseen.
- * Locking: any lock above ws->lock may be held (internal.h); takes it.
+ * Locking: any lock above ws->lock may be held (lockorder.h); takes it.
  */
 void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault)
 {

@@ -22,7 +22,7 @@
  * what is cached (uf_vma_protect_cached).  Scans and protects walk cached
  * runs, so they cost what is cached, not the mappings' length.
  *
- * Locks (the order is in internal.h): obj->sync_lock, mm->vma_lock shared,
+ * Locks (the order is in lockorder.h): obj->sync_lock, mm->vma_lock shared,
  * obj->invalidate_lock, obj->rmap_lock, obj->page_lock.
  */
 #define _GNU_SOURCE
@@ -210,10 +210,12 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
  * present bit would lose the write.  The memfd is asked (mincore on
  * cache_map), because the scan also reports pages that hold no page at all
  * (a store error's poison marker): their hole must not reach the store.
- * Writeback reads the page from the memfd either way.
- * Locking: obj->invalidate_lock held shared.
+ * Writeback reads the page from the memfd either way.  A fork child's VMA
+ * leaving its table marks what the child may have written the same way
+ * (as.c).
+ * Locking: obj->invalidate_lock held (either mode).
  */
-static void mark_written(struct uf_vma *vma, unsigned long start, unsigned long end)
+void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end)
 {
 	struct uf_object *obj = vma->obj;
 	unsigned long a;
@@ -268,7 +270,7 @@ static int collect_range(struct uf_vma *vma, unsigned long start, unsigned long 
 				break;
 			}
 			for (i = 0; i < n; i++)
-				mark_written(vma, vec[i].start, vec[i].end);
+				__uf_vma_mark_written(vma, vec[i].start, vec[i].end);
 			if (arg.walk_end <= start)
 				break;
 			start = arg.walk_end;
@@ -283,7 +285,7 @@ static int collect_range(struct uf_vma *vma, unsigned long start, unsigned long 
 		} else {
 			for (i = 0; i < npages; i++)
 				if (vec[i] & 1)
-					mark_written(vma, start + (i << PAGE_SHIFT),
+					__uf_vma_mark_written(vma, start + (i << PAGE_SHIFT),
 						     start + ((i + 1) << PAGE_SHIFT));
 		}
 		free(vec);

@@ -23,13 +23,12 @@ layers='
 		reclaim.c huge.c populate.c pagemap.c worker.c workingset.c
 4 stores	store_file.c
 5 engine	uffd.c
-6 shared	internal.h lockdep.c compat.h pid.c thread.c nocow.c
+6 shared	internal.h lockdep.c lockdep.h lockorder.h compat.h pid.c thread.c nocow.c
 '
 
 # The static inlines of internal.h and whose structures they serve (a file
 # above); those every layer may use are "internal.h" (shared).
 inlines='
-uf_lockdep_class	internal.h
 uf_protocol_broken	internal.h
 size_pages		internal.h
 uf_object_orphaned	object.c
