@@ -988,6 +988,15 @@ int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
  * server's (-EOPNOTSUPP here); unmap them with uf_munmap(), never
  * munmap() or mremap().
  *
+ * O_RDONLY: this process maps the object read-only or privately, and
+ * uf_object_pwrite(), _truncate() and _punch_hole() fail with -EROFS
+ * (_sync() returns 0: nothing here is dirty).  The server enforces it
+ * whatever the client sends: it hands an O_RDONLY client a read-only file
+ * of its cache, whose inode (mode 0400, the server's uid) nobody but the
+ * server's uid and root can reopen writable through /proc/self/fd, and
+ * refuses that client's write, truncate, punch and sync requests with
+ * -EROFS.
+ *
  * The object survives a restart of its server (ufault-serve(1)): when
  * the server hangs up, a thread of this process connects to @socket
  * again and waits in its queue (the supervisor keeps the listening

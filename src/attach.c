@@ -92,6 +92,9 @@
  *	ATT_TRUNCATE	a size
  *	ATT_PUNCH	a offset, b length
  *	ATT_SYNC	-
+ *   an O_RDONLY client's ATT_PWRITE, ATT_TRUNCATE, ATT_PUNCH and ATT_SYNC
+ *   are refused with -EROFS (its cache fd is read-only, and its inode's
+ *   mode, object.c, keeps it so through /proc/self/fd);
  *   answer, server -> client: s64 ret (0, bytes, or -errno), u64 pad;
  *   after ATT_PREAD's, ret bytes.
  *
@@ -450,7 +453,8 @@ static int srv_request(struct uf_attach_srv *c, const struct att_req *r, int fd)
 		rep.ret = c->readonly ? -EROFS : uf_object_punch_hole(obj, r->a, r->b);
 		break;
 	case ATT_SYNC:
-		rep.ret = uf_object_sync(obj);
+		/* (a read-only client makes nothing dirty: writers sync) */
+		rep.ret = c->readonly ? -EROFS : uf_object_sync(obj);
 		break;
 	default:
 		return -EPROTO;

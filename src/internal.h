@@ -836,6 +836,10 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
 
+/* object.c: the cache's inode mode (read-only clients cannot reopen it
+ * writable) */
+int uf_cache_fd_restrict(int fd);
+
 /* truncate.c */
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);
 int __uf_object_set_size(struct uf_object *obj, uint64_t size);
