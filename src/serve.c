@@ -76,6 +76,9 @@
 /* Attempts to copy a page that reclaim keeps evicting between the fill
  * and the copy, before the access gets SIGBUS. */
 #define SERVE_TRIES	16
+/* How long a fault waits for room in a full cache (serve_fill()). */
+#define SERVE_ROOM_TRIES	1000
+#define SERVE_ROOM_WAIT_US	2000
 /* Windows a stream is run ahead of by the worker, past the one its
  * thread is in. */
 #define SERVE_AHEAD	2
@@ -762,6 +765,35 @@ static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, 
 	pthread_mutex_unlock(&r->ahead_lock);
 }
 
+/*
+ * A fault's fill: @ra's pages, @pg among them, copied over as they enter
+ * the cache (@sink).  Under a budget, room is made first (direct reclaim,
+ * as for a fault on a mapping of the cache) and, when there is none, waited
+ * for: the cache is then full of pages other faults are filling or copying
+ * out, which leave within their copy's time.  SIGBUS is the store's alone:
+ * its read errors, or dirty pages it refuses to take (uf_reclaim's -EIO).
+ * Locking: none held; takes obj->invalidate_lock shared.
+ */
+static int serve_fill(struct uf_vma *vma, struct uf_ra_req *ra, uint64_t pg,
+		      struct serve_sink *sink, size_t *filled, bool *major)
+{
+	struct uf_object *obj = vma->obj;
+	int ret, tries;
+
+	for (tries = 0;; tries++) {
+		long freed = uf_reclaim(vma->mm, ra->n);
+
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		uf_fill_sink = &sink->sink;
+		ret = uf_object_fill(obj, ra->first, ra->n, pg, filled, major, vma);
+		uf_fill_sink = NULL;
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		if (ret != -ENOBUFS || freed < 0 || tries == SERVE_ROOM_TRIES)
+			return ret;
+		usleep(SERVE_ROOM_WAIT_US);
+	}
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
@@ -800,11 +832,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			 * no fault there, and must not end its stream here) */
 			if (!rec && !set && ahead != AHEAD_IN)
 				uf_readahead_window(vma, pg, &ra);
-			pthread_rwlock_rdlock(&obj->invalidate_lock);
-			uf_fill_sink = &sink.sink;
-			ret = uf_object_fill(obj, ra.first, ra.n, pg, &filled, &major, vma);
-			uf_fill_sink = NULL;
-			pthread_rwlock_unlock(&obj->invalidate_lock);
+			ret = serve_fill(vma, &ra, pg, &sink, &filled, &major);
 			uf_readahead_submit(vma, &ra);
 			if (ret)
 				break;
