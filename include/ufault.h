@@ -772,6 +772,14 @@ int uf_object_prefetch(struct uf_object *obj, const char *path);
  * @huge_extents: 2 MiB extents of the caches held in huge pages now
  *	(collapsed, and not split since by a punch, truncate or eviction).
  * @huge_collapses: collapses done (per VMA: 0).
+ * @sigbus_store, @sigbus_room, @sigbus_outside, @sigbus_other: why faults
+ *	on objects and in served processes were answered with SIGBUS: the
+ *	store failed to read the page; the cache budget had no room for it
+ *	(after waiting for room: dirty pages the store refuses to take);
+ *	the address is in no region or mapping the server knows of (a
+ *	served process); any other (a copy into a served process failed).
+ *	A fault past the end of an object is none of these (the kernel's
+ *	SIGBUS, as for a file).
  *
  * Fields are only ever appended (a program built against an older
  * ufault.h gets the fields it knows: the functions are versioned).
@@ -783,6 +791,8 @@ struct uf_stats {
 	uint64_t lat_us[UF_LAT_BUCKETS];
 	/* UFAULT_0.3 */
 	uint64_t huge_extents, huge_collapses;
+	/* UFAULT_0.7 */
+	uint64_t sigbus_store, sigbus_room, sigbus_outside, sigbus_other;
 };
 
 /** uf_mm_stats - totals of @mm.  Return: 0, or -EINVAL for NULL. */

@@ -498,6 +498,8 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 			vma = mm->as_ops->as_lookup_get(as, addr, &pgoff, &nonlinear);
 		}
 		if (!vma) {
+			uf_add(&mm->stats.sigbus, 1);
+			uf_count_sigbus_cause(mm, NULL, UF_SIGBUS_OUTSIDE);
 			as_no_vma(as, page_addr);
 			return;
 		}

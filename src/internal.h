@@ -162,7 +162,12 @@ struct uf_counters {
 	uint64_t evicted_pages;
 	uint64_t huge_collapses;
 	uint64_t lat_us[UF_LAT_BUCKETS];
+	uint64_t sigbus_store, sigbus_room, sigbus_outside, sigbus_other;
 };
+
+/* Why a fault was answered with SIGBUS (struct uf_stats). */
+enum uf_sigbus_cause { UF_SIGBUS_STORE, UF_SIGBUS_ROOM, UF_SIGBUS_OUTSIDE, UF_SIGBUS_OTHER };
+void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma, enum uf_sigbus_cause why);
 
 #define uf_add(p, n)	__atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
 #define uf_load(p)	__atomic_load_n((p), __ATOMIC_RELAXED)

@@ -794,6 +794,21 @@ static int serve_fill(struct uf_vma *vma, struct uf_ra_req *ra, uint64_t pg,
 	}
 }
 
+/* A fault answered with SIGBUS, counted by cause (struct uf_stats):
+ * @ret is serve_fill()'s error when @fill_failed, else the copy's. */
+static void serve_sigbus(struct uf_vma *vma, struct uf_fault_data *fdata, int ret,
+			 bool fill_failed)
+{
+	enum uf_sigbus_cause why = UF_SIGBUS_OTHER;
+
+	if (ret == -ENOBUFS)
+		why = UF_SIGBUS_ROOM;
+	else if (fill_failed && ret != -ERANGE)
+		why = UF_SIGBUS_STORE;
+	uf_count_sigbus_cause(vma->mm, vma, why);
+	fdata->type = UF_FAULT_SIGBUS;
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
@@ -806,6 +821,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 				   .r = r, .pg = pg, .end = pg };
 	enum serve_ahead ahead = AHEAD_NO;
 	size_t filled = 0, max = 1;
+	bool fill_failed = false;
 	int ret = 0, tries;
 
 	/* recorded: the page alone, so that each page the process touches
@@ -834,6 +850,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 				uf_readahead_window(vma, pg, &ra);
 			ret = serve_fill(vma, &ra, pg, &sink, &filled, &major);
 			uf_readahead_submit(vma, &ra);
+			fill_failed = ret != 0;
 			if (ret)
 				break;
 			seq = seq || (!set && ahead != AHEAD_IN && (ra.n > 1 || ra.bg_n));
@@ -886,7 +903,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	if (ret == -ENOMEM)
 		fdata->type = UF_FAULT_OOM;
 	else if (ret)
-		fdata->type = UF_FAULT_SIGBUS;
+		serve_sigbus(vma, fdata, ret, fill_failed);
 	else
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 	return NULL;

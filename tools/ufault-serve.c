@@ -70,6 +70,7 @@ struct server {
 	unsigned int stats_s;
 	unsigned int orphan_s;
 	bool stopping;
+	uint64_t sigbus_logged;	/* SIGBUS answers logged (log_sigbus) */
 	struct client *clients[MAX_CLIENTS];
 	unsigned int nclients;
 };
@@ -737,9 +738,27 @@ static void log_stats(struct server *s)
 	if (uf_mm_stats(s->mm, &st))
 		return;
 	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
-	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
+	      " sigbus (store %" PRIu64 ", room %" PRIu64 ", outside %" PRIu64 ", other %" PRIu64
+	      "), pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
 	      ", evicted %" PRIu64, s->nclients, st.major_faults, st.minor_faults, st.sigbus,
+	      st.sigbus_store, st.sigbus_room, st.sigbus_outside, st.sigbus_other,
 	      st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages);
+}
+
+/* Faults answered with SIGBUS since the last look: one line, with the
+ * causes (struct uf_stats), so that none goes unexplained. */
+static void log_sigbus(struct server *s)
+{
+	struct uf_stats st;
+
+	if (uf_mm_stats(s->mm, &st) || st.sigbus == s->sigbus_logged)
+		return;
+	logf_("SIGBUS: %" PRIu64 " fault%s answered so (%" PRIu64 " in all: store %" PRIu64
+	      ", no room under the budget %" PRIu64 ", outside every region %" PRIu64
+	      ", other %" PRIu64 ")", st.sigbus - s->sigbus_logged,
+	      st.sigbus - s->sigbus_logged == 1 ? "" : "s", st.sigbus, st.sigbus_store,
+	      st.sigbus_room, st.sigbus_outside, st.sigbus_other);
+	s->sigbus_logged = st.sigbus;
 }
 
 /* SIGTERM: stop accepting (the socket goes), exit when clients have. */
@@ -771,13 +790,20 @@ static bool on_signal(struct server *s)
 static void serve_loop(struct server *s)
 {
 	struct pollfd pfd[MAX_CLIENTS + 2];
-	struct timespec next, now;
+	struct timespec next, now, bus = { 0 };
 
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	next.tv_sec += s->stats_s;
 	while (!s->stopping || s->nclients) {
 		unsigned int i, np = 0, nc = s->nclients;
-		int timeout = -1, ready;
+		/* (a look at the SIGBUS count each second while clients are) */
+		int timeout = nc ? 1000 : -1, ready;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > bus.tv_sec) {
+			log_sigbus(s);
+			bus = now;
+		}
 
 		pfd[np++] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
 		pfd[np++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
@@ -785,9 +811,12 @@ static void serve_loop(struct server *s)
 			pfd[np++] = (struct pollfd){ .fd = s->clients[i]->fd,
 						     .events = s->clients[i]->attached ? 0 : POLLIN };
 		if (s->stats_s) {
+			int left;
+
 			clock_gettime(CLOCK_MONOTONIC, &now);
-			timeout = (int)((next.tv_sec - now.tv_sec) * 1000 +
-					(next.tv_nsec - now.tv_nsec) / 1000000);
+			left = (int)((next.tv_sec - now.tv_sec) * 1000 +
+				     (next.tv_nsec - now.tv_nsec) / 1000000);
+			timeout = timeout < 0 || left < timeout ? left : timeout;
 			if (timeout <= 0) {
 				log_stats(s);
 				next.tv_sec += s->stats_s;
@@ -806,6 +835,7 @@ static void serve_loop(struct server *s)
 		if (pfd[1].revents && s->lfd >= 0)
 			client_accept(s);
 	}
+	log_sigbus(s);
 	logf_("every client has gone: exiting");
 }
 
