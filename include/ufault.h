@@ -580,7 +580,10 @@ uint64_t uf_object_size(const struct uf_object *obj);
  * Shrinking costs what is cached past the new end, not the object's size.
  *
  * Return: 0, or -EINVAL (NULL @obj, or its mm was destroyed), -EROFS
- * (read-only object), -EFBIG (@size above 2^63 - 4096), -ENOMEM (growing:
+ * (read-only object), -EBUSY (shrinking below the end of a region of a
+ * process served from @obj, uf_object_serve_uffd(): it reads the
+ * snapshot's bytes or SIGBUS, never zeros, for as long as it is served),
+ * -EFBIG (@size above 2^63 - 4096), -ENOMEM (growing:
  * no address space to cache an object of @size, or no memory), -ESTALE
  * (a file changed behind ufault's back, see uf_object_open()), the
  * store's error, or the kernel's error resizing the cache memfd.  On any
@@ -592,7 +595,8 @@ int uf_object_truncate(struct uf_object *obj, uint64_t size);
  * uf_object_punch_hole - make [@offset, @offset + @len) read zero in every
  * mapping and in the store.  The range is clamped at the object's end.
  * Return: 0, or -EINVAL (NULL @obj, @len 0, or its mm was destroyed),
- * -EROFS, -ESTALE (a file changed behind ufault's back, see
+ * -EROFS, -EBUSY (a page of the range is in a region of a process served
+ * from @obj, uf_object_serve_uffd()), -ESTALE (a file changed behind ufault's back, see
  * uf_object_open()), or the store's error; then nothing has changed.
  */
 int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint64_t len);

@@ -579,6 +579,8 @@ struct uf_pagemap {
 	uintptr_t root;
 };
 
+struct serve_region;
+
 struct uf_object {
 	struct uf_mm *mm;
 	int refs;
@@ -603,6 +605,9 @@ struct uf_object {
 	uint64_t cache_cap;		/* bytes mapped at cache_map */
 
 	pthread_mutex_t page_lock;
+	/* the regions of processes served from it (serve.c), under
+	 * page_lock: truncate and punch leave them alone */
+	struct serve_region *served;
 	/* UF_PG_PRESENT: the page is in the cache; UF_PG_DIRTY: it must be
 	 * written to the store (pagemap.c) */
 	struct uf_pagemap pages;
@@ -840,6 +845,10 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
+
+/* serve.c: does a served process (uf_object_serve_uffd) show a page of
+ * [first, last)?  Locking: obj->invalidate_lock held exclusive. */
+bool __uf_serve_busy(struct uf_object *obj, uint64_t first, uint64_t last);
 
 /* object.c: the cache's inode mode (read-only clients cannot reopen it
  * writable) */

@@ -89,6 +89,10 @@
 struct serve_region {
 	int refs;			/* VMAs sharing it (splits, forks): atomic */
 	uint64_t first, npages;		/* its object pages */
+	/* obj->served, under obj->page_lock, with a reference to @obj
+	 * (regions_link: truncate and punch leave these pages alone) */
+	struct uf_object *obj;
+	struct serve_region *obj_next, **obj_pprev;
 	unsigned long *removed;		/* a bit per page (atomic ops) */
 	uint64_t next[SERVE_STREAMS];	/* where recent runs ended (atomic) */
 	unsigned int clock;		/* the next slot of @next (atomic) */
@@ -188,9 +192,56 @@ static void serve_open(struct uf_vma *vma)
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * Link @n regions into @obj->served (__uf_serve_busy), their ends checked
+ * against the size again under the invalidate lock: a truncate either
+ * sees them and is refused, or ran first and they are (-EINVAL).
+ * Locking: none held; takes obj->invalidate_lock shared, obj->page_lock.
+ */
+static int regions_link(struct uf_object *obj, struct serve_region **r, unsigned int n)
+{
+	uint64_t end;
+	unsigned int i;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	end = DIV_ROUND_UP(obj->size, PAGE_SIZE);
+	for (i = 0; i < n; i++)
+		if (r[i]->first + r[i]->npages > end)
+			ret = -EINVAL;
+	pthread_mutex_lock(&obj->page_lock);
+	for (i = 0; !ret && i < n; i++) {
+		uf_object_get(obj);
+		r[i]->obj = obj;
+		r[i]->obj_next = obj->served;
+		if (obj->served)
+			obj->served->obj_pprev = &r[i]->obj_next;
+		r[i]->obj_pprev = &obj->served;
+		obj->served = r[i];
+	}
+	pthread_mutex_unlock(&obj->page_lock);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret;
+}
+
+static void region_unlink(struct serve_region *r)
+{
+	struct uf_object *obj = r->obj;
+
+	if (!obj)
+		return;
+	pthread_mutex_lock(&obj->page_lock);
+	*r->obj_pprev = r->obj_next;
+	if (r->obj_next)
+		r->obj_next->obj_pprev = r->obj_pprev;
+	pthread_mutex_unlock(&obj->page_lock);
+	uf_object_put(obj);
+}
+
 static void region_put(struct serve_region *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		region_unlink(r);
 		uf_ws_set_put(r->set);
 		pthread_mutex_destroy(&r->ahead_lock);
 		free(r->removed);
@@ -921,6 +972,25 @@ static const struct uf_vm_operations serve_vm_ops = {
 };
 
 /*
+ * Does a process served from @obj have a region that shows a page of
+ * [first, last)?  A truncate or punch there would leave it zeros where
+ * the snapshot's bytes were, to fault in later: truncate.c refuses them
+ * (-EBUSY) while it is served.
+ * Locking: obj->invalidate_lock held exclusive; takes obj->page_lock.
+ */
+bool __uf_serve_busy(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	struct serve_region *r;
+	bool busy = false;
+
+	pthread_mutex_lock(&obj->page_lock);
+	for (r = obj->served; r && !busy; r = r->obj_next)
+		busy = r->first < last && first < r->first + r->npages;
+	pthread_mutex_unlock(&obj->page_lock);
+	return busy;
+}
+
+/*
  * ->event of the other process's userfaultfd: a removal (the balloon's
  * MADV_DONTNEED) is noted page by page, then the table follows the event
  * as a fork child's does.
@@ -1277,6 +1347,8 @@ UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
 		tp[i] = &tmpl[i];
 	}
 	ret = regions_removed(r, s, n, opts);
+	if (!ret)
+		ret = regions_link(obj, r, n);
 	if (ret)
 		goto out;
 	/* threads asleep in a fault nobody will answer fault again: their
