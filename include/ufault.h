@@ -1002,6 +1002,10 @@ int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
  * server's (-EOPNOTSUPP here); unmap them with uf_munmap(), never
  * munmap() or mremap().
  *
+ * The server's table of this process's mappings of the object holds at
+ * most 4096 (each piece uf_mprotect() makes of one counts): past it,
+ * uf_mmap() and uf_mprotect() fail with -ENOMEM.
+ *
  * O_RDONLY: this process maps the object read-only or privately, and
  * uf_object_pwrite(), _truncate() and _punch_hole() fail with -EROFS
  * (_sync() returns 0: nothing here is dirty).  The server enforces it
