@@ -518,6 +518,12 @@ struct uf_as {
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 	bool owned;			/* an attached client's (attach.c): freed
 					   by its owner, never reaped */
+	/* the last fault on a page the cache held already (fault.c:
+	 * as_unresolved), by thread and address, and how many in a row
+	 * (atomic: handlers race, which only blurs the count) */
+	unsigned long stuck_addr;
+	pid_t stuck_tid;
+	unsigned int stuck_n;
 };
 
 /*
