@@ -603,7 +603,10 @@ uint64_t uf_object_size(const struct uf_object *obj);
  * Shrinking costs what is cached past the new end, not the object's size.
  *
  * Return: 0, or -EINVAL (NULL @obj, or its mm was destroyed), -EROFS
- * (read-only object), -EFBIG (@size above 2^63 - 4096), -ENOMEM (growing:
+ * (read-only object), -EBUSY (shrinking below the end of a region of a
+ * process served from @obj, uf_object_serve_uffd(): it reads the
+ * snapshot's bytes or SIGBUS, never zeros, for as long as it is served),
+ * -EFBIG (@size above 2^63 - 4096), -ENOMEM (growing:
  * no address space to cache an object of @size, or no memory), -ESTALE
  * (a file changed behind ufault's back, see uf_object_open()), the
  * store's error, or the kernel's error resizing the cache memfd.  On any
@@ -615,7 +618,8 @@ int uf_object_truncate(struct uf_object *obj, uint64_t size);
  * uf_object_punch_hole - make [@offset, @offset + @len) read zero in every
  * mapping and in the store.  The range is clamped at the object's end.
  * Return: 0, or -EINVAL (NULL @obj, @len 0, or its mm was destroyed),
- * -EROFS, -ESTALE (a file changed behind ufault's back, see
+ * -EROFS, -EBUSY (a page of the range is in a region of a process served
+ * from @obj, uf_object_serve_uffd()), -ESTALE (a file changed behind ufault's back, see
  * uf_object_open()), or the store's error; then nothing has changed.
  */
 int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint64_t len);
@@ -795,6 +799,14 @@ int uf_object_prefetch(struct uf_object *obj, const char *path);
  * @huge_extents: 2 MiB extents of the caches held in huge pages now
  *	(collapsed, and not split since by a punch, truncate or eviction).
  * @huge_collapses: collapses done (per VMA: 0).
+ * @sigbus_store, @sigbus_room, @sigbus_outside, @sigbus_other: why faults
+ *	on objects and in served processes were answered with SIGBUS: the
+ *	store failed to read the page; the cache budget had no room for it
+ *	(after waiting for room: dirty pages the store refuses to take);
+ *	the address is in no region or mapping the server knows of (a
+ *	served process); any other (a copy into a served process failed).
+ *	A fault past the end of an object is none of these (the kernel's
+ *	SIGBUS, as for a file).
  *
  * Fields are only ever appended (a program built against an older
  * ufault.h gets the fields it knows: the functions are versioned).
@@ -806,6 +818,8 @@ struct uf_stats {
 	uint64_t lat_us[UF_LAT_BUCKETS];
 	/* UFAULT_0.3 */
 	uint64_t huge_extents, huge_collapses;
+	/* UFAULT_0.8 */
+	uint64_t sigbus_store, sigbus_room, sigbus_outside, sigbus_other;
 };
 
 /** uf_mm_stats - totals of @mm.  Return: 0, or -EINVAL for NULL. */
@@ -1040,6 +1054,19 @@ int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
  * and uf_remap_file_pages() does not apply; record and prefetch are the
  * server's (-EOPNOTSUPP here); unmap them with uf_munmap(), never
  * munmap() or mremap().
+ *
+ * The server's table of this process's mappings of the object holds at
+ * most 4096 (each piece uf_mprotect() makes of one counts): past it,
+ * uf_mmap() and uf_mprotect() fail with -ENOMEM.
+ *
+ * O_RDONLY: this process maps the object read-only or privately, and
+ * uf_object_pwrite(), _truncate() and _punch_hole() fail with -EROFS
+ * (_sync() returns 0: nothing here is dirty).  The server enforces it
+ * whatever the client sends: it hands an O_RDONLY client a read-only file
+ * of its cache, whose inode (mode 0400, the server's uid) nobody but the
+ * server's uid and root can reopen writable through /proc/self/fd, and
+ * refuses that client's write, truncate, punch and sync requests with
+ * -EROFS.
  *
  * The object survives a restart of its server (ufault-serve(1)): when
  * the server hangs up, a thread of this process connects to @socket

@@ -85,6 +85,7 @@
  *			but for the ATT_MAPs of a client resuming, which
  *			the address space then starts with)
  *	ATT_MAP		a start, b length, c first page, d prot | ATT_SHARED
+ *			(-ENOMEM past ATT_MAX_MAPS, 4096, in the client's table)
  *	ATT_UNMAP	a start, b length
  *	ATT_PROTECT	a start, b length, c prot
  *	ATT_PREAD	a offset, b length (at most ATT_MAX_IO)
@@ -92,6 +93,9 @@
  *	ATT_TRUNCATE	a size
  *	ATT_PUNCH	a offset, b length
  *	ATT_SYNC	-
+ *   an O_RDONLY client's ATT_PWRITE, ATT_TRUNCATE, ATT_PUNCH and ATT_SYNC
+ *   are refused with -EROFS (its cache fd is read-only, and its inode's
+ *   mode, object.c, keeps it so through /proc/self/fd);
  *   answer, server -> client: s64 ret (0, bytes, or -errno), u64 pad;
  *   after ATT_PREAD's, ret bytes.  An op the server does not know is
  *   answered -EOPNOTSUPP; a request it cannot read (ATT_PREAD or
@@ -293,8 +297,11 @@ struct uf_attach_srv {
 	struct uf_attach_srv *next;	/* mm->served, under attach_lock */
 };
 
-/* How many mappings a client may tell before its fd. */
-#define ATT_MAX_PEND	4096
+/* How many mappings a client's table may hold (told before its fd, or
+ * after): what each costs the server is bounded, whatever it sends.
+ * Past it, ATT_MAP and a splitting ATT_PROTECT fail with -ENOMEM, as
+ * mmap(2) does past vm.max_map_count. */
+#define ATT_MAX_MAPS	4096
 
 /* A client's object mappings: served as a fork child's are (filemap.c). */
 static const struct uf_remote_ops att_remote_ops;
@@ -354,7 +361,7 @@ static int srv_pend(struct uf_attach_srv *c, const struct uf_vma *t)
 	for (i = 0; i < c->npend; i++)
 		if (t->start < c->pend[i].end && c->pend[i].start < t->end)
 			return -EINVAL;
-	if (c->npend == ATT_MAX_PEND)
+	if (c->npend == ATT_MAX_MAPS)
 		return -ENOMEM;
 	p = realloc(c->pend, (c->npend + 1) * sizeof(*p));
 	if (!p)
@@ -362,6 +369,18 @@ static int srv_pend(struct uf_attach_srv *c, const struct uf_vma *t)
 	c->pend = p;
 	c->pend[c->npend++] = *t;
 	return 0;
+}
+
+/* Would @more mappings take the client's table past ATT_MAX_MAPS?
+ * Locking: takes c->as->vma_lock shared. */
+static bool srv_table_full(struct uf_attach_srv *c, size_t more)
+{
+	size_t n;
+
+	pthread_rwlock_rdlock(&c->as->vma_lock);
+	n = c->as->nvmas;
+	pthread_rwlock_unlock(&c->as->vma_lock);
+	return n + more > ATT_MAX_MAPS;
 }
 
 static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
@@ -386,6 +405,8 @@ static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
 	}
 	t.vm_ops = &attach_vm_ops;
 	t.obj = obj;
+	if (c->as && srv_table_full(c, 1))
+		return -ENOMEM;
 	return c->as ? uf_as_map(c->as, &t) : srv_pend(c, &t);
 }
 
@@ -419,6 +440,8 @@ static int srv_request(struct uf_attach_srv *c, const struct att_req *r, int fd)
 	case ATT_PROTECT:
 		if (!c->as || !range_ok(r->a, r->b))
 			rep.ret = -EINVAL;
+		else if (srv_table_full(c, 2))		/* (a split each end) */
+			rep.ret = -ENOMEM;
 		else
 			rep.ret = uf_as_protect(c->as, (unsigned long)r->a,
 						(unsigned long)(r->a + r->b), (int)r->c);
@@ -448,7 +471,8 @@ static int srv_request(struct uf_attach_srv *c, const struct att_req *r, int fd)
 		rep.ret = c->readonly ? -EROFS : uf_object_punch_hole(obj, r->a, r->b);
 		break;
 	case ATT_SYNC:
-		rep.ret = uf_object_sync(obj);
+		/* (a read-only client makes nothing dirty: writers sync) */
+		rep.ret = c->readonly ? -EROFS : uf_object_sync(obj);
 		break;
 	default:
 		/* (a newer client's: it is told, and goes on) */

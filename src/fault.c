@@ -471,6 +471,36 @@ static void as_no_vma(struct uf_as *as, unsigned long page_addr)
 		uf_uffd_wake(&as->uffd, page_addr, PAGE_SIZE);
 }
 
+/* Faults in a row one thread of an attached client may take at one
+ * address whose page the cache held already, before that access gets
+ * SIGBUS (as_unresolved). */
+#define AS_MAX_UNRESOLVED	8
+
+/*
+ * An attached client's fault (a hole of its own mapping of the cache) at
+ * @page_addr, by @tid, on a page its table says the cache held before
+ * this fault was served (@cached).  The wake cannot resolve it when the
+ * table names another page than the client maps (a client that lies
+ * about its offsets): the same thread faults at the same address again,
+ * for ever.  Honest faults meet a cached page only when it came or went
+ * meanwhile, never many times in a row.  Return true when the access is
+ * to get SIGBUS instead of another wake.
+ */
+static bool as_unresolved(struct uf_as *as, pid_t tid, unsigned long page_addr, bool cached)
+{
+	unsigned int n;
+
+	if (!cached || __atomic_load_n(&as->stuck_addr, __ATOMIC_RELAXED) != page_addr ||
+	    __atomic_load_n(&as->stuck_tid, __ATOMIC_RELAXED) != tid) {
+		__atomic_store_n(&as->stuck_addr, cached ? page_addr : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&as->stuck_tid, tid, __ATOMIC_RELAXED);
+		__atomic_store_n(&as->stuck_n, cached ? 1 : 0, __ATOMIC_RELAXED);
+		return false;
+	}
+	n = __atomic_add_fetch(&as->stuck_n, 1, __ATOMIC_RELAXED);
+	return n >= AS_MAX_UNRESOLVED;
+}
+
 static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
 			   const struct uffd_msg *msg)
 {
@@ -482,7 +512,7 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 	struct uf_page *page;
 	struct uf_vma *vma;
 	struct timespec t0;
-	bool nonlinear;
+	bool nonlinear, cached;
 	uint64_t pgoff;
 	int typed;
 
@@ -498,6 +528,8 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 			vma = mm->as_ops->as_lookup_get(as, addr, &pgoff, &nonlinear);
 		}
 		if (!vma) {
+			uf_add(&mm->stats.sigbus, 1);
+			uf_count_sigbus_cause(mm, NULL, UF_SIGBUS_OUTSIDE);
 			as_no_vma(as, page_addr);
 			return;
 		}
@@ -535,10 +567,17 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 	cur.page = page_addr;
 	cur.installed = false;
 	ops = __atomic_load_n(&vma->vm_ops, __ATOMIC_ACQUIRE);
+	cached = as && as->owned && vma->obj &&
+		 uf_pagemap_test(&vma->obj->pages, UF_PG_PRESENT, pgoff);
 	if (ops->fault)
 		page = ops->fault(vma, &fdata);
 	else
 		page = nopage_adapter(vma, ops, &fdata);
+	if (as && as->owned && vma->obj && !page && fdata.type == UF_FAULT_MINOR &&
+	    as_unresolved(as, tid, page_addr, cached)) {
+		fdata.type = UF_FAULT_SIGBUS;
+		uf_count_sigbus_cause(mm, vma, UF_SIGBUS_OTHER);
+	}
 	typed = fdata.type;
 
 	if (page) {

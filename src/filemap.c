@@ -862,6 +862,8 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	} else if (ret) {
 		if (ret == -ERANGE)
 			fdata->flags |= UF_FAULT_FLAG_EOF;
+		else
+			uf_count_sigbus_cause(vma->mm, vma, UF_SIGBUS_STORE);
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
 		uf_ws_note(obj, fdata->pgoff, 1, true);

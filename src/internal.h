@@ -36,7 +36,12 @@ struct uf_counters {
 	uint64_t evicted_pages;
 	uint64_t huge_collapses;
 	uint64_t lat_us[UF_LAT_BUCKETS];
+	uint64_t sigbus_store, sigbus_room, sigbus_outside, sigbus_other;
 };
+
+/* Why a fault was answered with SIGBUS (struct uf_stats). */
+enum uf_sigbus_cause { UF_SIGBUS_STORE, UF_SIGBUS_ROOM, UF_SIGBUS_OUTSIDE, UF_SIGBUS_OTHER };
+void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma, enum uf_sigbus_cause why);
 
 #define uf_add(p, n)	__atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
 #define uf_load(p)	__atomic_load_n((p), __ATOMIC_RELAXED)
@@ -387,6 +392,12 @@ struct uf_as {
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 	bool owned;			/* an attached client's (attach.c): freed
 					   by its owner, never reaped */
+	/* the last fault on a page the cache held already (fault.c:
+	 * as_unresolved), by thread and address, and how many in a row
+	 * (atomic: handlers race, which only blurs the count) */
+	unsigned long stuck_addr;
+	pid_t stuck_tid;
+	unsigned int stuck_n;
 };
 
 /*
@@ -448,6 +459,8 @@ struct uf_pagemap {
 	uintptr_t root;
 };
 
+struct serve_region;
+
 struct uf_object {
 	struct uf_mm *mm;
 	int refs;
@@ -473,6 +486,9 @@ struct uf_object {
 	uint64_t cache_cap;		/* bytes mapped at cache_map */
 
 	pthread_mutex_t page_lock;
+	/* the regions of processes served from it (serve.c), under
+	 * page_lock: truncate and punch leave them alone */
+	struct serve_region *served;
 	/* UF_PG_PRESENT: the page is in the cache; UF_PG_DIRTY: it must be
 	 * written to the store (pagemap.c) */
 	struct uf_pagemap pages;
@@ -711,6 +727,14 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
+
+/* serve.c: does a served process (uf_object_serve_uffd) show a page of
+ * [first, last)?  Locking: obj->invalidate_lock held exclusive. */
+bool __uf_serve_busy(struct uf_object *obj, uint64_t first, uint64_t last);
+
+/* object.c: the cache's inode mode (read-only clients cannot reopen it
+ * writable) */
+int uf_cache_fd_restrict(int fd);
 
 /* truncate.c */
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);

@@ -326,19 +326,36 @@ static void stats_copy(struct uf_stats *st, const struct uf_counters *c)
 	st->readahead_pages = uf_load(&c->readahead_pages);
 	st->evicted_pages = uf_load(&c->evicted_pages);
 	st->huge_collapses = uf_load(&c->huge_collapses);
+	st->sigbus_store = uf_load(&c->sigbus_store);
+	st->sigbus_room = uf_load(&c->sigbus_room);
+	st->sigbus_outside = uf_load(&c->sigbus_outside);
+	st->sigbus_other = uf_load(&c->sigbus_other);
 	for (i = 0; i < UF_LAT_BUCKETS; i++)
 		st->lat_us[i] = uf_load(&c->lat_us[i]);
 }
 
-/*
- * uf_mm_stats() and uf_vma_stats() are versioned: UFAULT_0.3 fills the
- * whole struct; UFAULT_0.1's (below) only what that version's struct had.
- */
-__asm__(".symver uf_mm_stats_0_3, uf_mm_stats@@UFAULT_0.3");
-__asm__(".symver uf_vma_stats_0_3, uf_vma_stats@@UFAULT_0.3");
+/* A fault answered with SIGBUS, for @why (struct uf_stats). */
+void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma, enum uf_sigbus_cause why)
+{
+	size_t at = why == UF_SIGBUS_STORE  ? offsetof(struct uf_counters, sigbus_store) :
+		    why == UF_SIGBUS_ROOM   ? offsetof(struct uf_counters, sigbus_room) :
+		    why == UF_SIGBUS_OUTSIDE ? offsetof(struct uf_counters, sigbus_outside) :
+					      offsetof(struct uf_counters, sigbus_other);
 
-UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st);
-UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
+	uf_add((uint64_t *)((char *)&mm->stats + at), 1);
+	if (vma)
+		uf_add((uint64_t *)((char *)&vma->stats + at), 1);
+}
+
+/*
+ * uf_mm_stats() and uf_vma_stats() are versioned: UFAULT_0.8 fills the
+ * whole struct; UFAULT_0.3's and 0.1's (below) only what their struct had.
+ */
+__asm__(".symver uf_mm_stats_0_8, uf_mm_stats@@UFAULT_0.8");
+__asm__(".symver uf_vma_stats_0_8, uf_vma_stats@@UFAULT_0.8");
+
+UF_EXPORT int uf_mm_stats_0_8(struct uf_mm *mm, struct uf_stats *st);
+UF_EXPORT int uf_mm_stats_0_8(struct uf_mm *mm, struct uf_stats *st)
 {
 	struct uf_object *obj;
 
@@ -358,8 +375,8 @@ UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
 	return 0;
 }
 
-UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st);
-UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st)
+UF_EXPORT int uf_vma_stats_0_8(struct uf_vma *vma, struct uf_stats *st);
+UF_EXPORT int uf_vma_stats_0_8(struct uf_vma *vma, struct uf_stats *st)
 {
 	if (!vma || !st)
 		return -EINVAL;
@@ -379,6 +396,38 @@ UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st)
  * that ends at lat_us; they are bound to these, which fill only that.
  */
 #define UF_STATS_0_1_SIZE	offsetof(struct uf_stats, huge_extents)
+#define UF_STATS_0_3_SIZE	offsetof(struct uf_stats, sigbus_store)
+
+UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st);
+UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st);
+__asm__(".symver uf_mm_stats_0_3, uf_mm_stats@UFAULT_0.3");
+__asm__(".symver uf_vma_stats_0_3, uf_vma_stats@UFAULT_0.3");
+
+UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
+{
+	struct uf_stats full;
+	int ret;
+
+	if (!st)
+		return -EINVAL;
+	ret = uf_mm_stats_0_8(mm, &full);
+	if (!ret)
+		memcpy(st, &full, UF_STATS_0_3_SIZE);
+	return ret;
+}
+
+UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st)
+{
+	struct uf_stats full;
+	int ret;
+
+	if (!st)
+		return -EINVAL;
+	ret = uf_vma_stats_0_8(vma, &full);
+	if (!ret)
+		memcpy(st, &full, UF_STATS_0_3_SIZE);
+	return ret;
+}
 
 UF_EXPORT int uf_mm_stats_0_1(struct uf_mm *mm, struct uf_stats *st);
 UF_EXPORT int uf_vma_stats_0_1(struct uf_vma *vma, struct uf_stats *st);
@@ -392,7 +441,7 @@ UF_EXPORT int uf_mm_stats_0_1(struct uf_mm *mm, struct uf_stats *st)
 
 	if (!st)
 		return -EINVAL;
-	ret = uf_mm_stats_0_3(mm, &full);
+	ret = uf_mm_stats_0_8(mm, &full);
 	if (!ret)
 		memcpy(st, &full, UF_STATS_0_1_SIZE);
 	return ret;
@@ -405,7 +454,7 @@ UF_EXPORT int uf_vma_stats_0_1(struct uf_vma *vma, struct uf_stats *st)
 
 	if (!st)
 		return -EINVAL;
-	ret = uf_vma_stats_0_3(vma, &full);
+	ret = uf_vma_stats_0_8(vma, &full);
 	if (!ret)
 		memcpy(st, &full, UF_STATS_0_1_SIZE);
 	return ret;

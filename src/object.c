@@ -74,7 +74,7 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	uf_lockdep_class(&obj->rmap_lock, UF_LK_RMAP);
 
 	obj->memfd = memfd_create("ufault-cache", MFD_CLOEXEC);
-	if (obj->memfd < 0) {
+	if (obj->memfd < 0 || uf_cache_fd_restrict(obj->memfd) < 0) {
 		ret = -errno;
 		goto fail;
 	}
@@ -388,6 +388,19 @@ static int __adopt_pages(struct uf_object *obj, int fd, uint64_t size)
 	return 0;
 }
 
+/*
+ * The cache's inode mode: 0400, owned by this process's uid.  Read-only
+ * clients receive a read-only file of the cache (attach.c), and anyone
+ * holding an fd may reopen it through /proc/self/fd/N: that open is
+ * checked against this mode, so no uid but ours (and root) can turn a
+ * read-only fd into a writable one.  The fds this process holds keep
+ * their access.  -1 with errno on failure.
+ */
+int uf_cache_fd_restrict(int fd)
+{
+	return fchmod(fd, 0400);
+}
+
 UF_EXPORT int uf_object_adopt_cache(struct uf_object *obj, int fd)
 {
 	struct stat st, mine;
@@ -411,6 +424,9 @@ UF_EXPORT int uf_object_adopt_cache(struct uf_object *obj, int fd)
 		return -EINVAL;
 	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
 		return -EBADF;
+	/* (an earlier release's cache: mode 0777) */
+	if (uf_cache_fd_restrict(fd) < 0)
+		return -errno;
 	if (fstat(obj->memfd, &mine) == 0 && mine.st_dev == st.st_dev && mine.st_ino == st.st_ino)
 		return 0;
 	msize = (uint64_t)st.st_size;

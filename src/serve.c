@@ -76,6 +76,9 @@
 /* Attempts to copy a page that reclaim keeps evicting between the fill
  * and the copy, before the access gets SIGBUS. */
 #define SERVE_TRIES	16
+/* How long a fault waits for room in a full cache (serve_fill()). */
+#define SERVE_ROOM_TRIES	1000
+#define SERVE_ROOM_WAIT_US	2000
 /* Windows a stream is run ahead of by the worker, past the one its
  * thread is in. */
 #define SERVE_AHEAD	2
@@ -88,6 +91,10 @@
 struct serve_region {
 	int refs;			/* VMAs sharing it (splits, forks): atomic */
 	uint64_t first, npages;		/* its object pages */
+	/* obj->served, under obj->page_lock, with a reference to @obj
+	 * (regions_link: truncate and punch leave these pages alone) */
+	struct uf_object *obj;
+	struct serve_region *obj_next, **obj_pprev;
 	unsigned long *removed;		/* a bit per page (atomic ops) */
 	uint64_t next[SERVE_STREAMS];	/* where recent runs ended (atomic) */
 	unsigned int clock;		/* the next slot of @next (atomic) */
@@ -188,9 +195,56 @@ static void serve_open(struct uf_vma *vma)
 	__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * Link @n regions into @obj->served (__uf_serve_busy), their ends checked
+ * against the size again under the invalidate lock: a truncate either
+ * sees them and is refused, or ran first and they are (-EINVAL).
+ * Locking: none held; takes obj->invalidate_lock shared, obj->page_lock.
+ */
+static int regions_link(struct uf_object *obj, struct serve_region **r, unsigned int n)
+{
+	uint64_t end;
+	unsigned int i;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	end = DIV_ROUND_UP(obj->size, PAGE_SIZE);
+	for (i = 0; i < n; i++)
+		if (r[i]->first + r[i]->npages > end)
+			ret = -EINVAL;
+	pthread_mutex_lock(&obj->page_lock);
+	for (i = 0; !ret && i < n; i++) {
+		uf_object_get(obj);
+		r[i]->obj = obj;
+		r[i]->obj_next = obj->served;
+		if (obj->served)
+			obj->served->obj_pprev = &r[i]->obj_next;
+		r[i]->obj_pprev = &obj->served;
+		obj->served = r[i];
+	}
+	pthread_mutex_unlock(&obj->page_lock);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret;
+}
+
+static void region_unlink(struct serve_region *r)
+{
+	struct uf_object *obj = r->obj;
+
+	if (!obj)
+		return;
+	pthread_mutex_lock(&obj->page_lock);
+	*r->obj_pprev = r->obj_next;
+	if (r->obj_next)
+		r->obj_next->obj_pprev = r->obj_pprev;
+	pthread_mutex_unlock(&obj->page_lock);
+	uf_object_put(obj);
+}
+
 static void region_put(struct serve_region *r)
 {
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		region_unlink(r);
 		uf_ws_set_put(r->set);
 		pthread_mutex_destroy(&r->ahead_lock);
 		free(r->removed);
@@ -954,6 +1008,50 @@ static struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data
 	return NULL;
 }
 
+/*
+ * A fault's fill: @ra's pages, @pg among them, copied over as they enter
+ * the cache (@sink).  Under a budget, room is made first (direct reclaim,
+ * as for a fault on a mapping of the cache) and, when there is none, waited
+ * for: the cache is then full of pages other faults are filling or copying
+ * out, which leave within their copy's time.  SIGBUS is the store's alone:
+ * its read errors, or dirty pages it refuses to take (uf_reclaim's -EIO).
+ * Locking: none held; takes obj->invalidate_lock shared.
+ */
+static int serve_fill(struct uf_vma *vma, struct uf_ra_req *ra, uint64_t pg,
+		      struct serve_sink *sink, size_t *filled, bool *major)
+{
+	struct uf_object *obj = vma->obj;
+	int ret, tries;
+
+	for (tries = 0;; tries++) {
+		long freed = uf_reclaim(vma->mm, ra->n);
+
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		uf_fill_sink = &sink->sink;
+		ret = uf_object_fill(obj, ra->first, ra->n, pg, filled, major, vma);
+		uf_fill_sink = NULL;
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		if (ret != -ENOBUFS || freed < 0 || tries == SERVE_ROOM_TRIES)
+			return ret;
+		usleep(SERVE_ROOM_WAIT_US);
+	}
+}
+
+/* A fault answered with SIGBUS, counted by cause (struct uf_stats):
+ * @ret is serve_fill()'s error when @fill_failed, else the copy's. */
+static void serve_sigbus(struct uf_vma *vma, struct uf_fault_data *fdata, int ret,
+			 bool fill_failed)
+{
+	enum uf_sigbus_cause why = UF_SIGBUS_OTHER;
+
+	if (ret == -ENOBUFS)
+		why = UF_SIGBUS_ROOM;
+	else if (fill_failed && ret != -ERANGE)
+		why = UF_SIGBUS_STORE;
+	uf_count_sigbus_cause(vma->mm, vma, why);
+	fdata->type = UF_FAULT_SIGBUS;
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
@@ -967,6 +1065,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	enum serve_ahead ahead = AHEAD_NO;
 	size_t filled = 0, max = 1;
 	uint64_t hi = 0;
+	bool fill_failed = false;
 	int ret = 0, tries;
 
 	uf_huge_busy(vma->mm);		/* a restore: the collapses wait */
@@ -1003,12 +1102,9 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 								 : vma->mm->ra_max;
 			else if (!rec && !set && ahead != AHEAD_MARK)
 				uf_readahead_window(vma, pg, &ra);
-			pthread_rwlock_rdlock(&obj->invalidate_lock);
-			uf_fill_sink = &sink.sink;
-			ret = uf_object_fill(obj, ra.first, ra.n, pg, &filled, &major, vma);
-			uf_fill_sink = NULL;
-			pthread_rwlock_unlock(&obj->invalidate_lock);
+			ret = serve_fill(vma, &ra, pg, &sink, &filled, &major);
 			uf_readahead_submit(vma, &ra);
+			fill_failed = ret != 0;
 			if (ret)
 				break;
 			seq = seq || (!set && ahead == AHEAD_NO && (ra.n > 1 || ra.bg_n));
@@ -1068,7 +1164,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	if (ret == -ENOMEM)
 		fdata->type = UF_FAULT_OOM;
 	else if (ret)
-		fdata->type = UF_FAULT_SIGBUS;
+		serve_sigbus(vma, fdata, ret, fill_failed);
 	else
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 	return NULL;
@@ -1084,6 +1180,25 @@ static const struct uf_vm_operations serve_vm_ops = {
 	.close	= serve_close,
 	.fault	= serve_fault,
 };
+
+/*
+ * Does a process served from @obj have a region that shows a page of
+ * [first, last)?  A truncate or punch there would leave it zeros where
+ * the snapshot's bytes were, to fault in later: truncate.c refuses them
+ * (-EBUSY) while it is served.
+ * Locking: obj->invalidate_lock held exclusive; takes obj->page_lock.
+ */
+bool __uf_serve_busy(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	struct serve_region *r;
+	bool busy = false;
+
+	pthread_mutex_lock(&obj->page_lock);
+	for (r = obj->served; r && !busy; r = r->obj_next)
+		busy = r->first < last && first < r->first + r->npages;
+	pthread_mutex_unlock(&obj->page_lock);
+	return busy;
+}
 
 /*
  * ->event of the other process's userfaultfd: a removal (the balloon's
@@ -1446,6 +1561,8 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 		tp[i] = &tmpl[i];
 	}
 	ret = regions_removed(r, s, n, opts);
+	if (!ret)
+		ret = regions_link(obj, r, n);
 	if (ret)
 		goto out;
 	/* threads asleep in a fault nobody will answer fault again: their

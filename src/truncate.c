@@ -208,7 +208,12 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 
 	pthread_rwlock_rdlock(&obj->mm->vma_lock);
 	pthread_rwlock_wrlock(&obj->invalidate_lock);
-	ret = __uf_object_set_size(obj, size);
+	/* a served process's region is the snapshot's for as long as it is */
+	if (size < obj->size &&
+	    __uf_serve_busy(obj, size >> PAGE_SHIFT, DIV_ROUND_UP(obj->size, PAGE_SIZE)))
+		ret = -EBUSY;
+	else
+		ret = __uf_object_set_size(obj, size);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	pthread_rwlock_unlock(&obj->mm->vma_lock);
 	return ret;
@@ -234,6 +239,10 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 		goto out;
 	end = offset + len < offset || offset + len > obj->size ? obj->size : offset + len;
 	len = end - offset;
+	if (__uf_serve_busy(obj, offset >> PAGE_SHIFT, DIV_ROUND_UP(end, PAGE_SIZE))) {
+		ret = -EBUSY;
+		goto out;
+	}
 
 	/* the store first: if it fails, nothing has changed */
 	if (obj->ops->punch_hole)

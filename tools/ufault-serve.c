@@ -1108,9 +1108,11 @@ static void log_stats(struct server *s)
 	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
 	      ", evicted %" PRIu64 ", %" PRIu64 " oom, refused %" PRIu64 " (%" PRIu64 " failed closed, %" PRIu64
-	      " sigbus, %" PRIu64 " timed out)", s->nclients, st.major_faults, st.minor_faults,
+	      " sigbus, %" PRIu64 " timed out); sigbus by cause: store %" PRIu64 ", room %" PRIu64
+	      ", outside %" PRIu64 ", other %" PRIu64, s->nclients, st.major_faults, st.minor_faults,
 	      st.sigbus, st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages,
-	      st.oom, s->nrefused, s->nheld, s->nbus, s->ntimeouts);
+	      st.oom, s->nrefused, s->nheld, s->nbus, s->ntimeouts, st.sigbus_store, st.sigbus_room,
+	      st.sigbus_outside, st.sigbus_other);
 	if (s->http && uf_http_store_stats(s->http, &hs) == 0)
 		logf_("http: %" PRIu64 " requests, %" PRIu64 " retries, %" PRIu64 " connections, %"
 		      PRIu64 " failed reads%s%s", hs.requests, hs.retries, hs.connects, hs.failures,
@@ -1217,9 +1219,10 @@ static int check_sigbus(struct server *s, uint64_t now)
 	if (uf_mm_stats(s->mm, &st))
 		return 1000;
 	if (st.sigbus > s->lib_bus)
-		logf_("SIGBUS: %" PRIu64 " fault%s not served (a store read failed, or a page past "
-		      "SOURCE's end), %" PRIu64 " in all", st.sigbus - s->lib_bus,
-		      st.sigbus - s->lib_bus == 1 ? "" : "s", st.sigbus);
+		logf_("SIGBUS: %" PRIu64 " fault%s not served, %" PRIu64 " in all: the store %" PRIu64
+		      ", no room under the budget %" PRIu64 ", outside every region %" PRIu64
+		      ", other %" PRIu64, st.sigbus - s->lib_bus, st.sigbus - s->lib_bus == 1 ? "" : "s",
+		      st.sigbus, st.sigbus_store, st.sigbus_room, st.sigbus_outside, st.sigbus_other);
 	if (st.oom > s->lib_oom)
 		logf_("SIGBUS: %" PRIu64 " fault%s found no memory for the page (--budget, the host, "
 		      "or a hugetlbfs client's empty huge page pool), %" PRIu64 " in all", st.oom - s->lib_oom,

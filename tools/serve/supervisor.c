@@ -652,6 +652,32 @@ static bool is_removed(const struct sclient *c, uint64_t addr)
 	return c->removed[i][pg / BITS] & (1UL << (pg % BITS));
 }
 
+/*
+ * The first page at or after @pg of @c's region @i (of @npages) whose
+ * removed bit is @want, or @npages: whole words that hold none are
+ * passed over at once, so a walk costs the bitmap's words and the pages
+ * removed, not a step per page of a large region.
+ */
+static uint64_t next_removed(const struct sclient *c, unsigned int i, uint64_t pg,
+			     uint64_t npages, bool want)
+{
+	const unsigned long *b = c->removed[i];
+
+	if (!b)
+		return want ? npages : pg;
+	while (pg < npages) {
+		unsigned long w = want ? b[pg / BITS] : ~b[pg / BITS];
+
+		w &= ~0UL << (pg % BITS);
+		if (w) {
+			pg = (pg & ~(uint64_t)(BITS - 1)) + (uint64_t)__builtin_ctzl(w);
+			return pg < npages ? pg : npages;
+		}
+		pg = (pg | (BITS - 1)) + 1;
+	}
+	return npages;
+}
+
 /* [start, start + len) of @c's memory reads zeros now. */
 static void mark_removed(struct sclient *c, uint64_t start, uint64_t len)
 {
@@ -819,16 +845,15 @@ static void fail_client(struct sclient *c)
 		fcntl(c->uffd, F_SETFL, fl | O_NONBLOCK);
 
 	for (i = 0; i < c->n; i++) {
-		uint64_t a = c->r[i].start, end = a + c->r[i].len;
+		uint64_t npages = c->r[i].len / PAGE, pg = 0;
 
-		while (a < end) {
-			bool rm = is_removed(c, a);
-			uint64_t b = a + c->psz;
+		/* runs of removed and not removed pages, a bitmap word at a time */
+		while (pg < npages) {
+			bool rm = is_removed(c, c->r[i].start + pg * PAGE);
+			uint64_t q = next_removed(c, i, pg + 1, npages, !rm);
 
-			while (b < end && is_removed(c, b) == rm)
-				b += c->psz;
-			fill_holes(c, a, b, rm);
-			a = b;
+			fill_holes(c, c->r[i].start + pg * PAGE, c->r[i].start + q * PAGE, rm);
+			pg = q;
 		}
 		wake(c->uffd, c->r[i].start, c->r[i].len);
 	}
@@ -1031,11 +1056,14 @@ static int send_removed(int fd, const struct sclient *c)
 		return -ENOMEM;
 	m->h = (struct smsg){ .type = M_RANGES, .id = c->id };
 	for (i = 0; i < c->n && !ret; i++) {
-		uint64_t a = c->r[i].start, end = a + c->r[i].len;
+		uint64_t npages = c->r[i].len / PAGE, pg = 0;
 
-		for (; a < end && c->removed[i]; a += PAGE) {
-			if (!is_removed(c, a))
-				continue;
+		/* what was removed, skipping a bitmap word of none at a time: the
+		 * handover costs the removals, not the regions' size */
+		while ((pg = next_removed(c, i, pg, npages, true)) < npages) {
+			uint64_t a = c->r[i].start + pg * PAGE;
+
+			pg++;
 			if (m->h.n && m->r[m->h.n - 1].start + m->r[m->h.n - 1].len == a) {
 				m->r[m->h.n - 1].len += PAGE;
 				continue;
