@@ -39,9 +39,18 @@ struct uf_counters {
 	uint64_t sigbus_store, sigbus_room, sigbus_outside, sigbus_other;
 };
 
+/*
+ * Object pages [first, first + npages) that a process served from the
+ * object shows (serve.c links one a region on obj->served, under
+ * obj->page_lock); truncate.c refuses to cut or punch under them.
+ */
+struct uf_served_range {
+	uint64_t first, npages;
+	struct uf_served_range *next, **pprev;
+};
+
 /* Why a fault was answered with SIGBUS (struct uf_stats). */
 enum uf_sigbus_cause { UF_SIGBUS_STORE, UF_SIGBUS_ROOM, UF_SIGBUS_OUTSIDE, UF_SIGBUS_OTHER };
-void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma, enum uf_sigbus_cause why);
 
 #define uf_add(p, n)	__atomic_add_fetch((p), (n), __ATOMIC_RELAXED)
 #define uf_load(p)	__atomic_load_n((p), __ATOMIC_RELAXED)
@@ -425,6 +434,20 @@ void __uf_rmap_unlink(struct uf_vma *vma);
 	for (uf_lockdep_assert_held(&(obj)->rmap_lock, "obj->vmas"),		\
 	     (vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
 
+/* A fault answered with SIGBUS for @why: counted in @mm's and @vma's stats. */
+static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
+					 enum uf_sigbus_cause why)
+{
+	size_t at = why == UF_SIGBUS_STORE   ? offsetof(struct uf_counters, sigbus_store) :
+		    why == UF_SIGBUS_ROOM    ? offsetof(struct uf_counters, sigbus_room) :
+		    why == UF_SIGBUS_OUTSIDE ? offsetof(struct uf_counters, sigbus_outside) :
+					       offsetof(struct uf_counters, sigbus_other);
+
+	uf_add((uint64_t *)((char *)&mm->stats + at), 1);
+	if (vma)
+		uf_add((uint64_t *)((char *)&vma->stats + at), 1);
+}
+
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
 {
 	return vma->as ? &vma->as->uffd : &vma->mm->uffd;
@@ -486,9 +509,9 @@ struct uf_object {
 	uint64_t cache_cap;		/* bytes mapped at cache_map */
 
 	pthread_mutex_t page_lock;
-	/* the regions of processes served from it (serve.c), under
-	 * page_lock: truncate and punch leave them alone */
-	struct serve_region *served;
+	/* the pages processes served from it show (serve.c links them),
+	 * under page_lock: truncate and punch leave them alone */
+	struct uf_served_range *served;
 	/* UF_PG_PRESENT: the page is in the cache; UF_PG_DIRTY: it must be
 	 * written to the store (pagemap.c) */
 	struct uf_pagemap pages;
@@ -728,9 +751,6 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
 
-/* serve.c: does a served process (uf_object_serve_uffd) show a page of
- * [first, last)?  Locking: obj->invalidate_lock held exclusive. */
-bool __uf_serve_busy(struct uf_object *obj, uint64_t first, uint64_t last);
 
 /* object.c: the cache's inode mode (read-only clients cannot reopen it
  * writable) */

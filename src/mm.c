@@ -334,19 +334,6 @@ static void stats_copy(struct uf_stats *st, const struct uf_counters *c)
 		st->lat_us[i] = uf_load(&c->lat_us[i]);
 }
 
-/* A fault answered with SIGBUS, for @why (struct uf_stats). */
-void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma, enum uf_sigbus_cause why)
-{
-	size_t at = why == UF_SIGBUS_STORE  ? offsetof(struct uf_counters, sigbus_store) :
-		    why == UF_SIGBUS_ROOM   ? offsetof(struct uf_counters, sigbus_room) :
-		    why == UF_SIGBUS_OUTSIDE ? offsetof(struct uf_counters, sigbus_outside) :
-					      offsetof(struct uf_counters, sigbus_other);
-
-	uf_add((uint64_t *)((char *)&mm->stats + at), 1);
-	if (vma)
-		uf_add((uint64_t *)((char *)&vma->stats + at), 1);
-}
-
 /*
  * uf_mm_stats() and uf_vma_stats() are versioned: UFAULT_0.8 fills the
  * whole struct; UFAULT_0.3's and 0.1's (below) only what their struct had.

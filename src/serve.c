@@ -94,7 +94,7 @@ struct serve_region {
 	/* obj->served, under obj->page_lock, with a reference to @obj
 	 * (regions_link: truncate and punch leave these pages alone) */
 	struct uf_object *obj;
-	struct serve_region *obj_next, **obj_pprev;
+	struct uf_served_range pin;	/* on obj->served */
 	unsigned long *removed;		/* a bit per page (atomic ops) */
 	uint64_t next[SERVE_STREAMS];	/* where recent runs ended (atomic) */
 	unsigned int clock;		/* the next slot of @next (atomic) */
@@ -196,7 +196,7 @@ static void serve_open(struct uf_vma *vma)
 }
 
 /*
- * Link @n regions into @obj->served (__uf_serve_busy), their ends checked
+ * Link @n regions into @obj->served (truncate.c's served_busy()), their ends checked
  * against the size again under the invalidate lock: a truncate either
  * sees them and is refused, or ran first and they are (-EINVAL).
  * Locking: none held; takes obj->invalidate_lock shared, obj->page_lock.
@@ -216,11 +216,13 @@ static int regions_link(struct uf_object *obj, struct serve_region **r, unsigned
 	for (i = 0; !ret && i < n; i++) {
 		uf_object_get(obj);
 		r[i]->obj = obj;
-		r[i]->obj_next = obj->served;
+		r[i]->pin = (struct uf_served_range){ .first = r[i]->first,
+						      .npages = r[i]->npages,
+						      .next = obj->served,
+						      .pprev = &obj->served };
 		if (obj->served)
-			obj->served->obj_pprev = &r[i]->obj_next;
-		r[i]->obj_pprev = &obj->served;
-		obj->served = r[i];
+			obj->served->pprev = &r[i]->pin.next;
+		obj->served = &r[i]->pin;
 	}
 	pthread_mutex_unlock(&obj->page_lock);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
@@ -234,9 +236,9 @@ static void region_unlink(struct serve_region *r)
 	if (!obj)
 		return;
 	pthread_mutex_lock(&obj->page_lock);
-	*r->obj_pprev = r->obj_next;
-	if (r->obj_next)
-		r->obj_next->obj_pprev = r->obj_pprev;
+	*r->pin.pprev = r->pin.next;
+	if (r->pin.next)
+		r->pin.next->pprev = r->pin.pprev;
 	pthread_mutex_unlock(&obj->page_lock);
 	uf_object_put(obj);
 }
@@ -1180,25 +1182,6 @@ static const struct uf_vm_operations serve_vm_ops = {
 	.close	= serve_close,
 	.fault	= serve_fault,
 };
-
-/*
- * Does a process served from @obj have a region that shows a page of
- * [first, last)?  A truncate or punch there would leave it zeros where
- * the snapshot's bytes were, to fault in later: truncate.c refuses them
- * (-EBUSY) while it is served.
- * Locking: obj->invalidate_lock held exclusive; takes obj->page_lock.
- */
-bool __uf_serve_busy(struct uf_object *obj, uint64_t first, uint64_t last)
-{
-	struct serve_region *r;
-	bool busy = false;
-
-	pthread_mutex_lock(&obj->page_lock);
-	for (r = obj->served; r && !busy; r = r->obj_next)
-		busy = r->first < last && first < r->first + r->npages;
-	pthread_mutex_unlock(&obj->page_lock);
-	return busy;
-}
 
 /*
  * ->event of the other process's userfaultfd: a removal (the balloon's

@@ -126,6 +126,25 @@ static int store_truncate(struct uf_object *obj, uint64_t size)
 }
 
 /*
+ * Does a process served from @obj show a page of [first, last)
+ * (obj->served, linked by serve.c)?  A truncate or punch there would
+ * leave zeros where the snapshot's bytes were, to fault in later: they
+ * are refused (-EBUSY) while it is served.
+ * Locking: obj->invalidate_lock held exclusive; takes obj->page_lock.
+ */
+static bool served_busy(struct uf_object *obj, uint64_t first, uint64_t last)
+{
+	struct uf_served_range *r;
+	bool busy = false;
+
+	pthread_mutex_lock(&obj->page_lock);
+	for (r = obj->served; r && !busy; r = r->next)
+		busy = r->first < last && first < r->first + r->npages;
+	pthread_mutex_unlock(&obj->page_lock);
+	return busy;
+}
+
+/*
  * Set i_size to @size: the store, the memfd (which zaps PTEs past EOF) and
  * the cache state.  On error the size is unchanged.
  * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive.
@@ -210,7 +229,7 @@ UF_EXPORT int uf_object_truncate(struct uf_object *obj, uint64_t size)
 	pthread_rwlock_wrlock(&obj->invalidate_lock);
 	/* a served process's region is the snapshot's for as long as it is */
 	if (size < obj->size &&
-	    __uf_serve_busy(obj, size >> PAGE_SHIFT, DIV_ROUND_UP(obj->size, PAGE_SIZE)))
+	    served_busy(obj, size >> PAGE_SHIFT, DIV_ROUND_UP(obj->size, PAGE_SIZE)))
 		ret = -EBUSY;
 	else
 		ret = __uf_object_set_size(obj, size);
@@ -239,7 +258,7 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 		goto out;
 	end = offset + len < offset || offset + len > obj->size ? obj->size : offset + len;
 	len = end - offset;
-	if (__uf_serve_busy(obj, offset >> PAGE_SHIFT, DIV_ROUND_UP(end, PAGE_SIZE))) {
+	if (served_busy(obj, offset >> PAGE_SHIFT, DIV_ROUND_UP(end, PAGE_SIZE))) {
 		ret = -EBUSY;
 		goto out;
 	}

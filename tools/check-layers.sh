@@ -33,6 +33,7 @@ uf_protocol_broken	internal.h
 size_pages		internal.h
 uf_object_orphaned	object.c
 uf_vma_uffd		rmap.c
+uf_count_sigbus_cause	internal.h
 uf_vma_table_lock	rmap.c
 '
 
