@@ -385,12 +385,8 @@ UF_EXPORT int uf_vma_stats_0_8(struct uf_vma *vma, struct uf_stats *st)
 #define UF_STATS_0_1_SIZE	offsetof(struct uf_stats, huge_extents)
 #define UF_STATS_0_3_SIZE	offsetof(struct uf_stats, sigbus_store)
 
-UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st);
-UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st);
-__asm__(".symver uf_mm_stats_0_3, uf_mm_stats@UFAULT_0.3");
-__asm__(".symver uf_vma_stats_0_3, uf_vma_stats@UFAULT_0.3");
-
-UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
+/* The first @size bytes of the whole struct: what an older one held. */
+static int mm_stats_upto(struct uf_mm *mm, struct uf_stats *st, size_t size)
 {
 	struct uf_stats full;
 	int ret;
@@ -399,50 +395,48 @@ UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
 		return -EINVAL;
 	ret = uf_mm_stats_0_8(mm, &full);
 	if (!ret)
-		memcpy(st, &full, UF_STATS_0_3_SIZE);
+		memcpy(st, &full, size);
 	return ret;
+}
+
+static int vma_stats_upto(struct uf_vma *vma, struct uf_stats *st, size_t size)
+{
+	struct uf_stats full;
+	int ret;
+
+	if (!st)
+		return -EINVAL;
+	ret = uf_vma_stats_0_8(vma, &full);
+	if (!ret)
+		memcpy(st, &full, size);
+	return ret;
+}
+
+UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st);
+UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st);
+UF_EXPORT int uf_mm_stats_0_1(struct uf_mm *mm, struct uf_stats *st);
+UF_EXPORT int uf_vma_stats_0_1(struct uf_vma *vma, struct uf_stats *st);
+__asm__(".symver uf_mm_stats_0_3, uf_mm_stats@UFAULT_0.3");
+__asm__(".symver uf_vma_stats_0_3, uf_vma_stats@UFAULT_0.3");
+__asm__(".symver uf_mm_stats_0_1, uf_mm_stats@UFAULT_0.1");
+__asm__(".symver uf_vma_stats_0_1, uf_vma_stats@UFAULT_0.1");
+
+UF_EXPORT int uf_mm_stats_0_3(struct uf_mm *mm, struct uf_stats *st)
+{
+	return mm_stats_upto(mm, st, UF_STATS_0_3_SIZE);
 }
 
 UF_EXPORT int uf_vma_stats_0_3(struct uf_vma *vma, struct uf_stats *st)
 {
-	struct uf_stats full;
-	int ret;
-
-	if (!st)
-		return -EINVAL;
-	ret = uf_vma_stats_0_8(vma, &full);
-	if (!ret)
-		memcpy(st, &full, UF_STATS_0_3_SIZE);
-	return ret;
+	return vma_stats_upto(vma, st, UF_STATS_0_3_SIZE);
 }
-
-UF_EXPORT int uf_mm_stats_0_1(struct uf_mm *mm, struct uf_stats *st);
-UF_EXPORT int uf_vma_stats_0_1(struct uf_vma *vma, struct uf_stats *st);
-__asm__(".symver uf_mm_stats_0_1, uf_mm_stats@UFAULT_0.1");
-__asm__(".symver uf_vma_stats_0_1, uf_vma_stats@UFAULT_0.1");
 
 UF_EXPORT int uf_mm_stats_0_1(struct uf_mm *mm, struct uf_stats *st)
 {
-	struct uf_stats full;
-	int ret;
-
-	if (!st)
-		return -EINVAL;
-	ret = uf_mm_stats_0_8(mm, &full);
-	if (!ret)
-		memcpy(st, &full, UF_STATS_0_1_SIZE);
-	return ret;
+	return mm_stats_upto(mm, st, UF_STATS_0_1_SIZE);
 }
 
 UF_EXPORT int uf_vma_stats_0_1(struct uf_vma *vma, struct uf_stats *st)
 {
-	struct uf_stats full;
-	int ret;
-
-	if (!st)
-		return -EINVAL;
-	ret = uf_vma_stats_0_8(vma, &full);
-	if (!ret)
-		memcpy(st, &full, UF_STATS_0_1_SIZE);
-	return ret;
+	return vma_stats_upto(vma, st, UF_STATS_0_1_SIZE);
 }
