@@ -656,6 +656,7 @@ struct uf_ws_run;
 #define UF_READV_PAGES	512	/* pages of one ->readv call at most */
 int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
 			size_t *filled, struct uf_vma *vma);
+bool uf_object_batched_reads(struct uf_object *obj);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 struct uf_bounce;
@@ -750,6 +751,9 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
+size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint64_t *off,
+		 uint64_t piece, uint64_t room, struct uf_ws_run *pc, uint64_t *pages);
+void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n);
 
 
 /* object.c: the cache's inode mode (read-only clients cannot reopen it
@@ -765,6 +769,7 @@ extern const struct uf_store_ops uf_file_store_ops;
 int uf_file_store_new(int fd, void **storep);
 void uf_file_store_free_child(void *store);
 int uf_file_store_open(int fd, bool writer, void **storep);
+int uf_file_store_readv(void *store, const struct uf_store_iov *iov, size_t n);
 struct stat;
 int uf_file_store_stat(void *store, struct stat *st);
 
