@@ -751,6 +751,8 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
+#define UF_WS_BATCH_FIRST 32	/* pages of a replay's first batch */
+#define UF_WS_BATCH_LOCAL 64	/* ... and at most, but from a ->readv store */
 size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint64_t *off,
 		 uint64_t piece, uint64_t room, struct uf_ws_run *pc, uint64_t *pages);
 void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n);

@@ -162,8 +162,8 @@ struct ws_version {
 #define PF_FILLERS	2
 #define PF_FILLERS_REMOTE 8	/* any other store: a round trip a read */
 #define PF_FILLERS_READV 3	/* a store with ->readv: a batch a read */
-#define PF_BATCH_FIRST	32	/* pages of a first batched claim */
-#define PF_BATCH_LOCAL	64	/* ... and at most, from a file */
+#define PF_BATCH_FIRST	UF_WS_BATCH_FIRST
+#define PF_BATCH_LOCAL	UF_WS_BATCH_LOCAL
 
 struct ws_prefetch {
 	struct uf_work work;
