@@ -183,6 +183,7 @@ struct ws_prefetch {
 	uint64_t batch_max;		/* ... as it grows */
 	uint64_t inflight;		/* pages claimed, not filled yet (under
 					   a budget) */
+	uint64_t claimed;		/* pages ever claimed (under a budget) */
 	struct uf_ws_run *sorted;		/* the runs by first page */
 };
 
@@ -1196,27 +1197,44 @@ size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint6
 	return npc;
 }
 
+/* Trim pieces @pc (*@npc of them) to @max pages in all.  Locking: none. */
+static void pieces_trim(struct uf_ws_run *pc, size_t *npc, uint64_t max)
+{
+	size_t i;
+
+	for (i = 0; i < *npc && max; i++) {
+		if (pc[i].len > max)
+			pc[i].len = max;
+		max -= pc[i].len;
+	}
+	*npc = i;
+}
+
 /*
  * Take the next pieces of the set, in recorded order: at most ra_max
  * pages of one run each; one piece, or for a store that reads batches
  * (a file, or a store with ->readv: uf_object_set_readv()) as many as fit
  * in pf->batch pages, which grows from PF_BATCH_FIRST to pf->batch_max
  * (the first pages arrive after a short read, the rest in few reads, few
- * round trips, one populate per batch).  Return the object (kept
- * until pf_unbusy()), with the pieces in @pc (*@npc of them, *@pages
+ * round trips, one populate per batch).  Under a cache budget it stops
+ * the prefetch where the cache, with the pages other fillers are reading
+ * (*@inflight gets this claim's), would pass reclaim's low mark, cutting
+ * this claim short.  Return the object (kept until pf_unbusy()), with the
+ * pieces in @pc (*@npc of them, none if the set ran out meanwhile; *@pages
  * pages), or NULL when there is none: the set is done, the object put,
  * its mm destroyed.
- * Locking: takes pf->lock.
+ * Locking: takes pf->lock, and mm->obj_lock alone between.
  */
 static struct uf_object *pf_claim(struct ws_prefetch *pf, struct uf_ws_run *pc, size_t *npc,
-				  uint64_t *pages)
+				  uint64_t *pages, uint64_t *inflight)
 {
+	uint64_t room, piece, total = 0, in0, cl0, budget;
 	struct uf_object *obj;
-	uint64_t room, piece;
 	bool batching;
 
 	*npc = 0;
 	*pages = 0;
+	*inflight = 0;
 	pthread_mutex_lock(&pf->lock);
 	obj = pf->obj;
 	if (obj && uf_object_orphaned(obj))
@@ -1225,16 +1243,47 @@ static struct uf_object *pf_claim(struct ws_prefetch *pf, struct uf_ws_run *pc, 
 		pthread_mutex_unlock(&pf->lock);
 		return NULL;
 	}
+	pf->busy++;		/* (the object stays till pf_unbusy()) */
+	in0 = pf->inflight;
+	cl0 = pf->claimed;
+	pthread_mutex_unlock(&pf->lock);
+	budget = obj->mm->budget_pages;
+	if (budget)
+		total = cache_total(obj->mm);
 	piece = obj->mm->ra_max ? obj->mm->ra_max : 1;
 	if (piece > UF_READV_PAGES)
 		piece = UF_READV_PAGES;
 	batching = uf_object_batched_reads(obj);
+
+	pthread_mutex_lock(&pf->lock);
+	if (pf->stop || pf->next >= pf->nruns)
+		goto out;
 	room = pf->batch;
 	if (batching && pf->batch < pf->batch_max)
 		pf->batch *= 2;
 	*npc = uf_ws_cut(pf->runs, pf->nruns, &pf->next, &pf->next_off, piece,
 			 batching ? room : piece, pc, pages);
-	pf->busy++;
+	if (budget) {
+		/*
+		 * Counted with the cursor's move, under one lock, so that a
+		 * claim is never cut short after a later one went whole: the
+		 * pages claimed since the snapshot before cache_total() count
+		 * too (some are in @total already: never fewer than there
+		 * are), and so the set comes in as its head.
+		 */
+		uint64_t low = budget - budget / 16, i;
+		uint64_t used = total + in0 + (pf->claimed - cl0);
+
+		if (used + *pages > low) {
+			pf->stop = true;
+			pieces_trim(pc, npc, used < low ? low - used : 0);
+		}
+		for (i = 0; i < *npc; i++)
+			*inflight += pc[i].len;
+		pf->inflight += *inflight;
+		pf->claimed += *inflight;
+	}
+out:
 	pthread_mutex_unlock(&pf->lock);
 	return obj;
 }
@@ -1277,19 +1326,6 @@ static struct uf_vma *pf_vma_get(struct uf_object *obj, uint64_t pg)
 	return vma;
 }
 
-/* Trim pieces @pc (*@npc of them) to @max pages in all.  Locking: none. */
-static void pieces_trim(struct uf_ws_run *pc, size_t *npc, uint64_t max)
-{
-	size_t i;
-
-	for (i = 0; i < *npc && max; i++) {
-		if (pc[i].len > max)
-			pc[i].len = max;
-		max -= pc[i].len;
-	}
-	*npc = i;
-}
-
 /*
  * Fill pieces of the set until @max pages are done or none is left.
  * Return true when it stopped at @max.  Under a cache budget it stops the
@@ -1300,33 +1336,15 @@ static void pieces_trim(struct uf_ws_run *pc, size_t *npc, uint64_t max)
 static bool pf_fill(struct ws_prefetch *pf, uint64_t max)
 {
 	struct uf_ws_run pc[UF_READV_PAGES];
-	uint64_t n, done = 0;
+	uint64_t n, done = 0, inflight;
 	struct uf_object *obj;
 	size_t npc, i;
 
-	while (done < max && (obj = pf_claim(pf, pc, &npc, &n))) {
+	while (done < max && (obj = pf_claim(pf, pc, &npc, &n, &inflight))) {
 		struct uf_mm *mm = obj->mm;
 		struct uf_vma *vma = NULL;
-		uint64_t inflight = 0;
 		size_t filled = 0;
 
-		if (mm->budget_pages) {
-			/* the pages other fillers are reading count too: the
-			 * cache does not hold them yet */
-			uint64_t low = mm->budget_pages - mm->budget_pages / 16;
-			uint64_t total = cache_total(mm), i;
-
-			pthread_mutex_lock(&pf->lock);
-			total += pf->inflight;
-			if (total + n > low) {
-				pf->stop = true;
-				pieces_trim(pc, &npc, total < low ? low - total : 0);
-			}
-			for (i = 0, inflight = 0; i < npc; i++)
-				inflight += pc[i].len;
-			pf->inflight += inflight;
-			pthread_mutex_unlock(&pf->lock);
-		}
 		if (npc) {
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 			vma = pf_vma_get(obj, pc[0].start);
