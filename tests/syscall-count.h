@@ -81,7 +81,8 @@ static inline void sc_count(struct sc_counts *c, const struct __ptrace_syscall_i
  * Run @fn(@arg) in a child whose threads' system calls are counted
  * between its marks into *@c.  Return the child's exit status (0 when
  * @fn returned), or exit 77 when this system lets no process trace its
- * child.
+ * child.  The caller must have no threads of its own (a sanitizer's
+ * fork of a threaded process may not start threads after).
  */
 static inline int sc_run(void (*fn)(void *), void *arg, struct sc_counts *c)
 {

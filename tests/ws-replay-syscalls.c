@@ -55,7 +55,6 @@ int main(void)
 	struct sc_counts c;
 	int fd, ret;
 
-	ut_mm_create(NULL);	/* (exits 77 where userfaultfd is not usable) */
 	fd = mkstemp(x.rec);
 	CHECK(fd >= 0, "mkstemp");
 	close(fd);
@@ -63,6 +62,10 @@ int main(void)
 	ret = sc_run(replay, &x, &c);
 	unlink(x.path);
 	unlink(x.rec);
+	if (ret == UT_SKIP) {
+		printf("skip: userfaultfd is not usable here\n");
+		return UT_SKIP;
+	}
 	CHECK(ret == 0, "the replay failed (status %d)", ret);
 	wsc_check(&c, "file");
 	/* (and the record file's, the worker's wake-ups) */
