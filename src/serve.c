@@ -79,12 +79,6 @@
 /* How long a fault waits for room in a full cache (serve_fill()). */
 #define SERVE_ROOM_TRIES	1000
 #define SERVE_ROOM_WAIT_US	2000
-/* Windows a stream is run ahead of by the worker, past the one its
- * thread is in. */
-#define SERVE_AHEAD	2
-/* Markers remembered (the windows between the stream's thread and the
- * worker, and one more). */
-#define SERVE_MARKS	(SERVE_AHEAD + 2)
 /* Huge pages a stream's fault in hugetlbfs memory copies past its own. */
 #define SERVE_HUGE_AHEAD	2
 
@@ -103,17 +97,10 @@ struct serve_region {
 	void *arg;
 	uint64_t rec;			/* the process's record (uf_ws_serve_claim) */
 	struct uf_ws_set *set;		/* the working set pushed into it, or NULL */
-	/* running ahead of a sequential stream (below), under ahead_lock:
-	 * object pages [ahead_lo, ahead_hi) are copied, or queued to be,
-	 * and the worker goes on up to ahead_want */
-	pthread_mutex_t ahead_lock;
-	uint64_t ahead_lo, ahead_hi, ahead_want;
-	const struct uf_as *ahead_as;	/* the process of the stream (a
-					   region may be a fork child's too) */
-	uint64_t ahead_mark[SERVE_MARKS];	/* the last windows' markers */
-	unsigned int ahead_nmark;
-	bool ahead_busy;		/* a work item is queued or running */
-	bool ahead_gone;		/* the process is gone */
+	/* running ahead of a sequential stream (readahead.c; below): its
+	 * owner is the process of the stream (a region may be a fork
+	 * child's too) */
+	struct uf_runahead ahead;
 	bool huge;			/* hugetlbfs memory: 2 MiB pages (below) */
 };
 
@@ -248,7 +235,7 @@ static void region_put(struct serve_region *r)
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		region_unlink(r);
 		uf_ws_set_put(r->set);
-		pthread_mutex_destroy(&r->ahead_lock);
+		uf_runahead_destroy(&r->ahead);
 		free(r->removed);
 		free(r);
 	}
@@ -425,44 +412,25 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
 }
 
 /*
- * Running ahead of a sequential stream.  A restore reading its memory in
- * order would otherwise wait, at each window, for the window's store
- * read and copy, and only then touch its pages: nothing overlaps.  So
- * once a fault has served a stream's window, the mm's worker (worker.c)
- * fills the windows after it (ra_max pages each) and copies them into
- * the process while its thread touches the one it has, up to
- * SERVE_AHEAD windows past the window that thread is in.  The first page
- * of each window is left out, a marker (the kernel's PG_readahead page):
- * the thread faults there as it enters the window, that fault copies the
- * marker alone and moves the bound on by a window.  A fault elsewhere in
- * the range (the thread overtook the worker, or another thread of the
- * process went ahead of it) copies the rest of that window itself, as
- * far as the cache has it, and the worker stops its window at the first
- * page the process has: a window costs a fault, or two, however the
- * worker is scheduled.  A process that stops following gets at most
- * SERVE_AHEAD windows it may never touch; a fault just past the last
- * window claims the next one and serves it itself, and the worker goes
- * on after it.  One stream per region: a stream found elsewhere takes
- * the run-ahead over.
+ * Running ahead of a sequential stream: readahead.c's run-ahead decides
+ * the windows (ra_max pages each, the first page of each a marker left to
+ * the process's fault) and runs the worker; the sink below delivers them.
+ * A fault that overtook the worker copies the rest of that window itself,
+ * as far as the cache has it, and the worker stops its window at the
+ * first page the process has: a window costs a fault, or two, however
+ * the worker is scheduled.
  *
- * The worker's copies are the push's (__push_vma): under as->vma_lock
+ * The sink's copies are the push's (__push_vma): under as->vma_lock
  * shared and obj->invalidate_lock shared, past the balloon's removals,
  * never over a page the process has (EEXIST: skipped), stopped for good
  * when the process is gone (ESRCH).  It fills as a fault does, making
  * room first (the cache stays inside its budget), and copies the pages
- * it fills on from the fill's buffer (ahead_sink_fn); the memfd is read
- * back only for those the cache had.  Each work item holds
- * the address space (uf_uffd_guest_hold), the object and the region,
- * copies one window, and queues itself again for the next (streams take
- * turns with readahead); the mm's destruction drops or ends it.
- *
- * Locking: r->ahead_lock is taken alone (no other lock held, none taken
- * under it).
+ * it fills on from the fill's buffer (ahead_fill_fn); the memfd is read
+ * back only for those the cache had.  Each sink holds the address space
+ * (uf_uffd_guest_hold), the object and the region.
  */
-enum serve_ahead { AHEAD_NO, AHEAD_MARK, AHEAD_IN, AHEAD_NEXT };
-
 struct serve_ahead_work {
-	struct uf_work work;
+	struct uf_ra_sink sink;		/* readahead.c's: first */
 	struct uf_as *as;		/* held */
 	struct uf_object *obj;		/* referenced */
 	struct serve_region *r;		/* referenced */
@@ -470,55 +438,7 @@ struct serve_ahead_work {
 	 * pages from @cut on are left to the process's faults */
 	uint64_t first, n, cut;
 	unsigned long *done;
-	size_t cap;			/* bits of @done */
 };
-
-static uint64_t region_end(const struct serve_region *r)
-{
-	return r->first + r->npages;
-}
-
-/*
- * Where a fault on @pg stands to the run-ahead of @r: on a marker (the
- * bound moves on: the process's thread is there), elsewhere inside its
- * range (*@hi: where the range ends), at its end (the next window is
- * claimed for the fault to serve), or neither.
- * Locking: takes r->ahead_lock alone.
- */
-static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *as, uint64_t pg,
-				    size_t win, uint64_t *hi)
-{
-	enum serve_ahead where = AHEAD_NO;
-	uint64_t end = region_end(r), want;
-	unsigned int i;
-
-	pthread_mutex_lock(&r->ahead_lock);
-	if (r->ahead_as != as) {
-		/* another process's stream, or none */
-	} else if (!r->ahead_gone && pg >= r->ahead_lo && pg < r->ahead_hi) {
-		where = AHEAD_IN;
-		*hi = r->ahead_hi;
-		/* only a marker moves the bound: a fault elsewhere in the
-		 * range is no sign of the stream going on */
-		for (i = 0; i < SERVE_MARKS && r->ahead_mark[i] != pg; i++)
-			;
-		if (i < SERVE_MARKS) {
-			where = AHEAD_MARK;
-			r->ahead_mark[i] = UINT64_MAX;
-			want = pg + (1 + SERVE_AHEAD) * (uint64_t)win;
-			if (want > r->ahead_want)
-				r->ahead_want = want < end ? want : end;
-		}
-	} else if (!r->ahead_gone && pg == r->ahead_hi && pg > r->ahead_lo && pg < end) {
-		where = AHEAD_NEXT;
-		r->ahead_hi = end - pg > win ? pg + win : end;
-		want = r->ahead_hi + SERVE_AHEAD * (uint64_t)win;
-		if (want > r->ahead_want)
-			r->ahead_want = want < end ? want : end;
-	}
-	pthread_mutex_unlock(&r->ahead_lock);
-	return where;
-}
 
 static bool ahead_done(const struct serve_ahead_work *w, uint64_t q)
 {
@@ -653,15 +573,15 @@ static bool ahead_next_vma(struct serve_ahead_work *w, size_t *i, uint64_t first
  * the cache does after the fill.
  * Locking: obj->invalidate_lock held shared; as->vma_lock only tried.
  */
-struct ahead_sink {
+struct ahead_fill {
 	struct uf_fill_sink sink;
 	struct serve_ahead_work *w;
 	bool gone;
 };
 
-static void ahead_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+static void ahead_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
 {
-	struct ahead_sink *k = (struct ahead_sink *)sink;
+	struct ahead_fill *k = (struct ahead_fill *)sink;
 	struct serve_ahead_work *w = k->w;
 	struct uf_vma *v;
 	uint64_t a, b;
@@ -678,16 +598,17 @@ static void ahead_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 }
 
 /*
- * Fill object pages [first, first + n) of @w's region, copying them on
- * into the VMAs of the region that show them as they enter the cache;
- * then copy those the cache had, or the fill could not copy.  All but
- * the first page (the marker).  Return 0, or -ESRCH when the process is
- * gone.
+ * ->window of the sink: fill object pages [first, first + n) of @w's
+ * region, copying them on into the VMAs of the region that show them as
+ * they enter the cache; then copy those the cache had, or the fill could
+ * not copy.  All but the first page (the marker).  Return 0, or -ESRCH
+ * when the process is gone.
  * Locking: none held.
  */
-static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
+static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 {
-	struct ahead_sink sink = { .sink = { .obj = w->obj, .fn = ahead_sink_fn }, .w = w };
+	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
+	struct ahead_fill sink = { .sink = { .obj = w->obj, .fn = ahead_fill_fn }, .w = w };
 	struct uf_object *obj = w->obj;
 	struct uf_mm *mm = obj->mm;
 	struct uf_as *as = w->as;
@@ -727,111 +648,55 @@ static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 	return ret == -ESRCH ? ret : 0;
 }
 
-/* The work item: a window, then itself queued again while the bound is
- * ahead.  Runs in the worker, no lock held. */
-static void ahead_work_fn(struct uf_work *work, bool run)
+/* ->release of the sink.  No lock held. */
+static void ahead_release(struct uf_ra_sink *rs)
 {
-	struct serve_ahead_work *w = (struct serve_ahead_work *)work;
-	struct serve_region *r = w->r;
-	struct uf_mm *mm = w->obj->mm;
-	uint64_t first = 0, n = 0, end = region_end(r);
-	size_t win = mm->ra_max ? mm->ra_max : 1;
+	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 
-	pthread_mutex_lock(&r->ahead_lock);
-	if (run && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE) && !r->ahead_gone &&
-	    r->ahead_as == w->as && r->ahead_hi < r->ahead_want && r->ahead_hi < end) {
-		first = r->ahead_hi;
-		n = end - first < win ? end - first : win;
-		n = n < w->cap ? n : w->cap;
-		r->ahead_hi = first + n;
-		r->ahead_mark[r->ahead_nmark++ % SERVE_MARKS] = first;
-	} else {
-		r->ahead_busy = false;
-	}
-	pthread_mutex_unlock(&r->ahead_lock);
-	if (n) {
-		int ret = ahead_window(w, first, n);
-
-		if (!ret && uf_worker_queue(mm, &w->work))
-			return;
-		pthread_mutex_lock(&r->ahead_lock);
-		r->ahead_busy = false;
-		if (ret == -ESRCH)
-			r->ahead_gone = true;
-		pthread_mutex_unlock(&r->ahead_lock);
-	}
 	uf_as_unhold(w->as);
 	uf_object_put(w->obj);
-	region_put(r);
+	region_put(w->r);
 	free(w->done);
 	free(w);
 }
 
+static const struct uf_ra_sink_ops ahead_sink_ops = {
+	.window		= ahead_window,
+	.release	= ahead_release,
+};
+
 /*
- * After a fault of a stream: with @end set, a run-ahead starts after the
- * window [@pg, @end) the fault copied (any earlier one of @r is left);
- * with @claimed set, the fault served the window at the run-ahead's end
- * that it claimed, up to @end.  Then the worker is set going if it is
- * not.
+ * After a fault of a stream: uf_runahead_kick() (@start, @claimed: as
+ * there), then a sink for the worker if it is to be set going.
  * Locking: none held (a handler, which holds the address space);
- * takes r->ahead_lock alone.
+ * takes the run-ahead's lock alone.
  */
 static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, uint64_t end,
 		       bool start, bool claimed)
 {
 	struct uf_mm *mm = vma->mm;
-	uint64_t rend = region_end(r), win = mm->ra_max ? mm->ra_max : 1, want;
+	size_t win = mm->ra_max ? mm->ra_max : 1;
 	struct serve_ahead_work *w;
-	bool go = false;
-	unsigned int i;
 
-	pthread_mutex_lock(&r->ahead_lock);
-	if (start && !r->ahead_busy && r->ahead_as != vma->as) {
-		r->ahead_as = vma->as;	/* another process's stream now */
-		r->ahead_gone = false;
-	}
-	if (start && !r->ahead_gone && r->ahead_as == vma->as && end > pg && end < rend) {
-		for (i = 0; i < SERVE_MARKS; i++)
-			r->ahead_mark[i] = UINT64_MAX;
-		r->ahead_lo = pg;
-		r->ahead_hi = end;
-		want = end + SERVE_AHEAD * win;
-		r->ahead_want = want < rend ? want : rend;
-	} else if (claimed && end > pg && r->ahead_hi == (rend - pg > win ? pg + win : rend) &&
-		   end < r->ahead_hi) {
-		r->ahead_hi = end;	/* the rest of the claim was not copied */
-	}
-	if (!r->ahead_busy && !r->ahead_gone && r->ahead_as == vma->as &&
-	    r->ahead_hi < r->ahead_want) {
-		r->ahead_busy = true;
-		go = true;
-	}
-	pthread_mutex_unlock(&r->ahead_lock);
-	if (!go)
+	if (!uf_runahead_kick(&r->ahead, vma->as, pg, end, win, start, claimed))
 		return;
 	w = malloc(sizeof(*w));
 	if (w) {
-		*w = (struct serve_ahead_work){ .work = { .fn = ahead_work_fn }, .as = vma->as,
-						.obj = vma->obj, .r = r };
-		w->cap = (size_t)win;
+		*w = (struct serve_ahead_work){ .sink = { .ops = &ahead_sink_ops, .mm = mm,
+							  .owner = vma->as, .win = win },
+						.as = vma->as, .obj = vma->obj, .r = r };
 		w->done = calloc(DIV_ROUND_UP(win, BITS_PER_LONG), sizeof(unsigned long));
+		if (!w->done) {
+			free(w);
+			w = NULL;
+		}
 	}
-	if (w && w->done) {
+	if (w) {
 		uf_uffd_guest_hold(&vma->as->uffd);
 		uf_object_get(vma->obj);
 		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
-		if (uf_worker_queue(mm, &w->work))
-			return;
-		uf_as_unhold(vma->as);
-		uf_object_put(vma->obj);
-		region_put(r);
 	}
-	if (w)
-		free(w->done);
-	free(w);
-	pthread_mutex_lock(&r->ahead_lock);
-	r->ahead_busy = false;		/* no worker: faults serve it all */
-	pthread_mutex_unlock(&r->ahead_lock);
+	uf_runahead_start(&r->ahead, w ? &w->sink : NULL);
 }
 
 /*
@@ -1064,7 +929,7 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq, rec, streamed;
 	struct serve_sink sink = { .sink = { .obj = obj, .fn = serve_sink_fn }, .vma = vma,
 				   .r = r, .pg = pg, .end = pg };
-	enum serve_ahead ahead = AHEAD_NO;
+	enum uf_ra_where ahead = UF_RA_NO;
 	size_t filled = 0, max = 1;
 	uint64_t hi = 0;
 	bool fill_failed = false;
@@ -1080,9 +945,10 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	/* a marker of a stream run ahead of: the page alone (the rest of
 	 * its window is there, or on its way) */
 	if (!rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
-		ahead = ahead_check(r, vma->as, pg, vma->mm->ra_max ? vma->mm->ra_max : 1, &hi);
-	streamed = !rec && ahead == AHEAD_NO && region_stream(r, pg);
-	seq = streamed || ahead == AHEAD_NEXT;
+		ahead = uf_runahead_check(&r->ahead, vma->as, pg,
+					  vma->mm->ra_max ? vma->mm->ra_max : 1, &hi);
+	streamed = !rec && ahead == UF_RA_NO && region_stream(r, pg);
+	seq = streamed || ahead == UF_RA_NEXT;
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
 		struct uf_ra_req ra = { .first = pg, .n = 1, .idx = -1 };
 		bool cached, set = !rec && serve_set_window(r, vma, pg, &ra);
@@ -1099,24 +965,24 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 			 * a fault that overtook the worker reads the rest of
 			 * the window itself (the holes of it the worker has
 			 * not filled yet) */
-			if (!rec && !set && ahead == AHEAD_IN)
+			if (!rec && !set && ahead == UF_RA_IN)
 				ra.n = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg)
 								 : vma->mm->ra_max;
-			else if (!rec && !set && ahead != AHEAD_MARK)
+			else if (!rec && !set && ahead != UF_RA_MARK)
 				uf_readahead_window(vma, pg, &ra);
 			ret = serve_fill(vma, &ra, pg, &sink, &filled, &major);
 			uf_readahead_submit(vma, &ra);
 			fill_failed = ret != 0;
 			if (ret)
 				break;
-			seq = seq || (!set && ahead == AHEAD_NO && (ra.n > 1 || ra.bg_n));
+			seq = seq || (!set && ahead == UF_RA_NO && (ra.n > 1 || ra.bg_n));
 		}
 		if (set)
 			max = ra.n;		/* the rest of its run */
 		else if (seq)
 			max = ra.first + ra.n > pg + vma->mm->ra_max ? ra.first + ra.n - pg
 								    : vma->mm->ra_max;
-		else if (ahead == AHEAD_IN)	/* the rest of the range's window */
+		else if (ahead == UF_RA_IN)	/* the rest of the range's window */
 			max = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg) : vma->mm->ra_max;
 		else
 			max = 1;
@@ -1145,16 +1011,16 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	/* a lone page may be where a stream starts: a fault just after it
 	 * goes on as one (pages the cache holds reach no readahead, which
 	 * finds the streams of the others) */
-	if (!ret && !rec && ahead == AHEAD_NO && max == 1 && end > pg)
+	if (!ret && !rec && ahead == UF_RA_NO && max == 1 && end > pg)
 		region_stream_note(r, pg, end);
 	/* the worker runs ahead of a stream from where this fault's run
 	 * ended: of one that went on from a window of its own, grown to half
 	 * the largest at least (as the kernel's readahead ramps up: a short
 	 * run readahead took for a stream is not worth windows more) */
-	if (!ret && (ahead != AHEAD_NO ||
+	if (!ret && (ahead != UF_RA_NO ||
 		     (streamed && !r->set && vma->mm->worker && !vma->nl_pgoff &&
 		      end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
-		ahead_kick(vma, r, pg, end, ahead == AHEAD_NO, ahead == AHEAD_NEXT);
+		ahead_kick(vma, r, pg, end, ahead == UF_RA_NO, ahead == UF_RA_NEXT);
 	if (filled > (major ? 1u : 0u)) {
 		uint64_t ra = filled - (major ? 1 : 0);
 
@@ -1507,10 +1373,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 		r[i] = calloc(1, sizeof(*r[i]));
 		if (!r[i])
 			goto out;
-		pthread_mutex_init(&r[i]->ahead_lock, NULL);
-		uf_lockdep_class(&r[i]->ahead_lock, UF_LK_AHEAD);
-		for (j = 0; j < SERVE_MARKS; j++)
-			r[i]->ahead_mark[j] = UINT64_MAX;
+		uf_runahead_init(&r[i]->ahead, (s[i].offset + s[i].len) >> PAGE_SHIFT);
 		r[i]->refs = 1;		/* this function's, till the end */
 		r[i]->rec = rec;
 		r[i]->huge = huge;
