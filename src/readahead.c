@@ -27,6 +27,12 @@
  * read alike), else with 16 pages.  A fault at the first page of the
  * mapping starts a stream.
  *
+ * A window is delivered by a sink (struct uf_ra_sink: ->window,
+ * ->release): for a mapping, vma_sink_ops fills the cache the mapping
+ * shows.  The same sinks deliver a run-ahead's windows (the end of this
+ * file): a served process's region, whose sink copies each window on
+ * into the process.
+ *
  * Fills never overwrite a present page (filemap.c fills holes only), so a
  * background window that overlaps pages a program wrote loses nothing.
  * Under a cache budget there is no background window: reclaim's slack
@@ -76,7 +82,7 @@ struct uf_ra_state {
 };
 
 struct ra_work {
-	struct uf_work work;
+	struct uf_ra_sink sink;	/* its work item, and the delivery */
 	struct uf_vma *vma;	/* holds a reference */
 	unsigned int idx;
 	uint64_t gen;
@@ -138,6 +144,47 @@ static bool __ra_chain(struct ra_stream *s, uint64_t *gen)
 	return true;
 }
 
+/*
+ * ->window of a mapping's sink: fill [first, first + n) into the cache,
+ * which the mapping shows (no copy anywhere else).  Always 0.
+ * Locking: none held; takes obj->invalidate_lock shared.
+ */
+static int vma_window(struct uf_ra_sink *sink, uint64_t first, uint64_t n)
+{
+	struct uf_vma *vma = ((struct ra_work *)sink)->vma;
+	struct uf_object *obj = vma->obj;
+	size_t filled = 0;
+
+	/* no mm->vma_lock (see cache_insert() in filemap.c): the VMA is kept
+	 * alive by the job's reference */
+	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		/* best effort: a page the store cannot give stays a hole, and
+		 * its own fault reports the error */
+		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, vma);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+	}
+	/* counted before the waiters go on: they may read the statistics */
+	uf_add(&vma->stats.readahead_pages, filled);
+	uf_add(&vma->mm->stats.readahead_pages, filled);
+	return 0;
+}
+
+/* ->release of a mapping's sink.  No lock held. */
+static void vma_release(struct uf_ra_sink *sink)
+{
+	struct ra_work *w = (struct ra_work *)sink;
+
+	uf_vma_put(w->vma);
+	free(w);
+}
+
+/* A mapping's windows are the cache's pages: the sink fills the cache. */
+static const struct uf_ra_sink_ops vma_sink_ops = {
+	.window		= vma_window,
+	.release	= vma_release,
+};
+
 /* Fill a background window.  Runs in the worker, no lock held. */
 static void ra_work_fn(struct uf_work *work, bool run)
 {
@@ -145,8 +192,6 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	struct uf_vma *vma = w->vma;
 	struct uf_ra_state *ra = vma->ra;
 	struct ra_stream *s = &ra->s[w->idx];
-	struct uf_object *obj = vma->obj;
-	size_t filled = 0;
 	uint64_t first;
 	size_t n;
 
@@ -164,18 +209,7 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	n = s->job_n;
 	pthread_mutex_unlock(&ra->lock);
 
-	/* no mm->vma_lock (see cache_insert() in filemap.c): the VMA is kept
-	 * alive by the job's reference */
-	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		/* best effort: a page the store cannot give stays a hole, and
-		 * its own fault reports the error */
-		uf_object_fill(obj, first, n, UF_FILL_ANY, &filled, NULL, vma);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-	}
-	/* counted before the waiters go on: they may read the statistics */
-	uf_add(&vma->stats.readahead_pages, filled);
-	uf_add(&vma->mm->stats.readahead_pages, filled);
+	w->sink.ops->window(&w->sink, first, n);
 
 	pthread_mutex_lock(&ra->lock);
 	s->job_state = RA_IDLE;
@@ -184,7 +218,7 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	 * next (the item goes to the back of the queue: streams take turns) */
 	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) && __ra_chain(s, &w->gen)) {
 		pthread_mutex_unlock(&ra->lock);
-		if (uf_worker_queue(vma->mm, &w->work))
+		if (uf_worker_queue(vma->mm, &w->sink.work))
 			return;
 		pthread_mutex_lock(&ra->lock);
 		if (s->job_gen == w->gen)
@@ -193,8 +227,7 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	s->chain_n = 0;
 	pthread_mutex_unlock(&ra->lock);
 out:
-	uf_vma_put(vma);
-	free(w);
+	w->sink.ops->release(&w->sink);
 }
 
 /*
@@ -427,15 +460,15 @@ void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
 		return;
 	w = malloc(sizeof(*w));
 	if (w) {
-		w->work.fn = ra_work_fn;
+		w->sink = (struct uf_ra_sink){ .work = { .fn = ra_work_fn },
+					       .ops = &vma_sink_ops, .mm = vma->mm };
 		w->vma = vma;
 		w->idx = (unsigned int)req->idx;
 		w->gen = req->gen;
 		vma_get(vma);
-		if (uf_worker_queue(vma->mm, &w->work))
+		if (uf_worker_queue(vma->mm, &w->sink.work))
 			return;
-		uf_vma_put(vma);
-		free(w);
+		w->sink.ops->release(&w->sink);
 	}
 	/* no worker: the window is simply not read ahead, and the stream
 	 * goes on at its marker */
