@@ -1120,20 +1120,106 @@ static void serve_sigbus(struct uf_vma *vma, struct uf_fault_data *fdata, int re
 	fdata->type = UF_FAULT_SIGBUS;
 }
 
+/* One fault of serve_fault(), as its steps see it. */
+struct serve_fault_ctx {
+	struct uf_vma *vma;
+	struct serve_region *r;
+	unsigned long addr;
+	uint64_t pg, end;		/* the page; where its run copied ends */
+	uint64_t hi;			/* UF_RA_IN: where the run-ahead's range ends */
+	enum uf_ra_where ahead;		/* where the page stands to the run-ahead */
+	bool write, rec, seq, major, fill_failed;
+	size_t filled, max;
+	struct serve_sink sink;
+};
+
+/* The pages a try copies at most from the faulting page, its fill's
+ * window being @ra (@set: a run of the working set pushed). */
+static size_t serve_max(const struct serve_fault_ctx *c, const struct uf_ra_req *ra, bool set)
+{
+	size_t ra_max = c->vma->mm->ra_max;
+
+	if (set)
+		return ra->n;		/* the rest of its run */
+	if (c->seq)
+		return ra->first + ra->n > c->pg + ra_max ? ra->first + ra->n - c->pg : ra_max;
+	if (c->ahead == UF_RA_IN)	/* the rest of the range's window */
+		return c->hi - c->pg < ra_max ? (size_t)(c->hi - c->pg) : ra_max;
+	return 1;
+}
+
+/*
+ * One try of serve_fault(): fill the page and its window unless the cache
+ * has it, then copy it over.  Return 0 or -errno; *@again: the cache page
+ * went meanwhile (-ENOENT), try again.
+ * Locking: none held.
+ */
+static int serve_try(struct serve_fault_ctx *c, bool *again)
+{
+	struct uf_vma *vma = c->vma;
+	struct serve_region *r = c->r;
+	struct uf_object *obj = vma->obj;
+	struct uf_ra_req ra = { .first = c->pg, .n = 1, .idx = -1 };
+	bool cached, set = !c->rec && serve_set_window(r, vma, c->pg, &ra);
+	int ret;
+
+	*again = false;
+	/* a removed page needs no fill (an unlocked look: a removal racing
+	 * it is seen under the lock, below) */
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	cached = region_removed(r, c->pg) || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, c->pg);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (!cached) {
+		/* as for a mapping of the cache: only a miss reaches readahead
+		 * (pages a background window brought in are no fault there,
+		 * and must not end its stream here); a fault that overtook
+		 * the worker reads the rest of the window itself (the holes of
+		 * it the worker has not filled yet) */
+		if (!c->rec && !set && c->ahead == UF_RA_IN)
+			ra.n = c->hi - c->pg < vma->mm->ra_max ? (size_t)(c->hi - c->pg)
+							       : vma->mm->ra_max;
+		else if (!c->rec && !set && c->ahead != UF_RA_MARK)
+			uf_readahead_window(vma, c->pg, &ra);
+		ret = serve_fill(vma, &ra, c->pg, &c->sink, &c->filled, &c->major);
+		uf_readahead_submit(vma, &ra);
+		c->fill_failed = ret != 0;
+		if (ret)
+			return ret;
+		c->seq = c->seq || (!set && c->ahead == UF_RA_NO && (ra.n > 1 || ra.bg_n));
+	}
+	c->max = serve_max(c, &ra, set);
+	/* what the fill copied over already (a stream's run goes on from
+	 * its end) */
+	if (c->sink.end > c->pg) {
+		uint64_t done = c->sink.end - c->pg;
+
+		ret = 0;
+		c->end = c->sink.end;
+		if (done < c->max && !region_removed(r, c->sink.end))
+			ret = serve_install(vma, r, c->addr + (done << PAGE_SHIFT), c->sink.end,
+					    c->write, c->max - (size_t)done, c->pg, &c->end);
+		if (ret == -ENOENT || (!ret && done >= c->max && c->max > 1))
+			region_stream_note(r, c->pg, c->sink.end);
+		return 0;	/* the faulting page is in: an error after it is the
+				   next fault's */
+	}
+	ret = serve_install(vma, r, c->addr, c->pg, c->write, c->max, c->pg, &c->end);
+	*again = ret == -ENOENT;
+	return ret;
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
 	struct serve_region *r = vma->private_data;
-	struct uf_object *obj = vma->obj;
-	unsigned long addr = fdata->address & PAGE_MASK;
-	uint64_t pg = fdata->pgoff, end = pg;
-	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq, rec, streamed;
-	struct serve_sink sink = { .sink = { .obj = obj, .fn = serve_sink_fn }, .vma = vma,
-				   .r = r, .pg = pg, .end = pg };
-	enum uf_ra_where ahead = UF_RA_NO;
-	size_t filled = 0, max = 1;
-	uint64_t hi = 0;
-	bool fill_failed = false;
+	uint64_t pg = fdata->pgoff;
+	struct serve_fault_ctx c = {
+		.vma = vma, .r = r, .addr = fdata->address & PAGE_MASK, .pg = pg, .end = pg,
+		.ahead = UF_RA_NO, .write = fdata->flags & UF_FAULT_FLAG_WRITE, .max = 1,
+		.sink = { .sink = { .obj = vma->obj, .fn = serve_sink_fn }, .vma = vma, .r = r,
+			  .pg = pg, .end = pg },
+	};
+	bool streamed, again = true;
 	int ret = 0, tries;
 
 	uf_huge_busy(vma->mm);		/* a restore: the collapses wait */
@@ -1142,88 +1228,33 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */
-	rec = uf_ws_serve_recording(obj, r->rec);
+	c.rec = uf_ws_serve_recording(vma->obj, r->rec);
 	/* a marker of a stream run ahead of: the page alone (the rest of
 	 * its window is there, or on its way) */
-	if (!rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
-		ahead = uf_runahead_check(&r->ahead, vma->as, pg,
-					  vma->mm->ra_max ? vma->mm->ra_max : 1, &hi);
-	streamed = !rec && ahead == UF_RA_NO && region_stream(r, pg);
-	seq = streamed || ahead == UF_RA_NEXT;
-	for (tries = 0; tries < SERVE_TRIES; tries++) {
-		struct uf_ra_req ra = { .first = pg, .n = 1, .idx = -1 };
-		bool cached, set = !rec && serve_set_window(r, vma, pg, &ra);
-
-		/* a removed page needs no fill (an unlocked look: a removal
-		 * racing it is seen under the lock, below) */
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		cached = region_removed(r, pg) || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-		if (!cached) {
-			/* as for a mapping of the cache: only a miss reaches
-			 * readahead (pages a background window brought in are
-			 * no fault there, and must not end its stream here);
-			 * a fault that overtook the worker reads the rest of
-			 * the window itself (the holes of it the worker has
-			 * not filled yet) */
-			if (!rec && !set && ahead == UF_RA_IN)
-				ra.n = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg)
-								 : vma->mm->ra_max;
-			else if (!rec && !set && ahead != UF_RA_MARK)
-				uf_readahead_window(vma, pg, &ra);
-			ret = serve_fill(vma, &ra, pg, &sink, &filled, &major);
-			uf_readahead_submit(vma, &ra);
-			fill_failed = ret != 0;
-			if (ret)
-				break;
-			seq = seq || (!set && ahead == UF_RA_NO && (ra.n > 1 || ra.bg_n));
-		}
-		if (set)
-			max = ra.n;		/* the rest of its run */
-		else if (seq)
-			max = ra.first + ra.n > pg + vma->mm->ra_max ? ra.first + ra.n - pg
-								    : vma->mm->ra_max;
-		else if (ahead == UF_RA_IN)	/* the rest of the range's window */
-			max = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg) : vma->mm->ra_max;
-		else
-			max = 1;
-		/* what the fill copied over already (a stream's run goes on
-		 * from its end) */
-		if (sink.end > pg) {
-			uint64_t done = sink.end - pg;
-
-			ret = 0;
-			end = sink.end;
-			if (done < max && !region_removed(r, sink.end))
-				ret = serve_install(vma, r, addr + (done << PAGE_SHIFT), sink.end,
-						    write, max - (size_t)done, pg, &end);
-			if (ret == -ENOENT || (!ret && done >= max && max > 1))
-				region_stream_note(r, pg, sink.end);
-			ret = 0;	/* the faulting page is in: an error after it is
-					   the next fault's */
-			break;
-		}
-		ret = serve_install(vma, r, addr, pg, write, max, pg, &end);
-		if (ret != -ENOENT)
-			break;
-	}
-	if (!ret && rec && !region_removed(r, pg))
-		uf_ws_serve_note(obj, r->rec, pg);
+	if (!c.rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
+		c.ahead = uf_runahead_check(&r->ahead, vma->as, pg,
+					    vma->mm->ra_max ? vma->mm->ra_max : 1, &c.hi);
+	streamed = !c.rec && c.ahead == UF_RA_NO && region_stream(r, pg);
+	c.seq = streamed || c.ahead == UF_RA_NEXT;
+	for (tries = 0; tries < SERVE_TRIES && again; tries++)
+		ret = serve_try(&c, &again);
+	if (!ret && c.rec && !region_removed(r, pg))
+		uf_ws_serve_note(vma->obj, r->rec, pg);
 	/* a lone page may be where a stream starts: a fault just after it
 	 * goes on as one (pages the cache holds reach no readahead, which
 	 * finds the streams of the others) */
-	if (!ret && !rec && ahead == UF_RA_NO && max == 1 && end > pg)
-		region_stream_note(r, pg, end);
+	if (!ret && !c.rec && c.ahead == UF_RA_NO && c.max == 1 && c.end > pg)
+		region_stream_note(r, pg, c.end);
 	/* the worker runs ahead of a stream from where this fault's run
 	 * ended: of one that went on from a window of its own, grown to half
 	 * the largest at least (as the kernel's readahead ramps up: a short
 	 * run readahead took for a stream is not worth windows more) */
-	if (!ret && (ahead != UF_RA_NO ||
+	if (!ret && (c.ahead != UF_RA_NO ||
 		     (streamed && !r->set && vma->mm->worker && !vma->nl_pgoff &&
-		      end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
-		ahead_kick(vma, r, pg, end, ahead == UF_RA_NO, ahead == UF_RA_NEXT);
-	if (filled > (major ? 1u : 0u)) {
-		uint64_t ra = filled - (major ? 1 : 0);
+		      c.end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
+		ahead_kick(vma, r, pg, c.end, c.ahead == UF_RA_NO, c.ahead == UF_RA_NEXT);
+	if (c.filled > (c.major ? 1u : 0u)) {
+		uint64_t ra = c.filled - (c.major ? 1 : 0);
 
 		uf_add(&vma->stats.readahead_pages, ra);
 		uf_add(&vma->mm->stats.readahead_pages, ra);
@@ -1233,9 +1264,9 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	if (ret == -ENOMEM)
 		fdata->type = UF_FAULT_OOM;
 	else if (ret)
-		serve_sigbus(vma, fdata, ret, fill_failed);
+		serve_sigbus(vma, fdata, ret, c.fill_failed);
 	else
-		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
+		fdata->type = c.major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 	return NULL;
 }
 
