@@ -417,7 +417,12 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		}
 		direct = vma != NULL && !vma->as;
 		if (ret == -EEXIST) {
-			i++;
+			/* another fill's pages (a huge page two threads fill
+			 * at once): past all it has marked present, not a
+			 * failing copy per page of them */
+			for (i++; i < npages && !uf_protocol_broken() &&
+				  uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff + i); i++)
+				;
 		} else if (ret) {
 			__uf_huge_filled(obj, pgoff, i);
 			return ret;
