@@ -570,6 +570,8 @@ int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
 int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
+/* serve.c: an attach client's mapping served by copy, as a VMM's region */
+int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t);
 
 /* thread.c: ufault's own threads, on stacks fork children do not inherit */
 int uf_thread_start(struct uf_thread *t, void *(*fn)(void *), void *arg);
