@@ -401,6 +401,12 @@ struct uf_as {
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 	bool owned;			/* an attached client's (attach.c): freed
 					   by its owner, never reaped */
+	/* the process served (uf_as_adopt) and its fork descendants: their
+	 * children alive are counted there (as.c, UF_AS_MAX_FORKS) */
+	struct uf_as_family *family;	/* NULL till the first fork */
+	bool forked;			/* a fork child: counted in @family */
+	bool adopted;			/* handed over (uf_as_adopt), or forked
+					   from one: its forks are counted */
 	/* the last fault on a page the cache held already (fault.c:
 	 * as_unresolved), by thread and address, and how many in a row
 	 * (atomic: handlers race, which only blurs the count) */
