@@ -401,6 +401,12 @@ struct uf_as {
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 	bool owned;			/* an attached client's (attach.c): freed
 					   by its owner, never reaped */
+	/* the process served (uf_as_adopt) and its fork descendants: their
+	 * children alive are counted there (as.c, UF_AS_MAX_FORKS) */
+	struct uf_as_family *family;	/* NULL till the first fork */
+	bool forked;			/* a fork child: counted in @family */
+	bool adopted;			/* handed over (uf_as_adopt), or forked
+					   from one: its forks are counted */
 	/* the last fault on a page the cache held already (fault.c:
 	 * as_unresolved), by thread and address, and how many in a row
 	 * (atomic: handlers race, which only blurs the count) */
@@ -570,6 +576,8 @@ int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
 int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
+/* serve.c: an attach client's mapping served by copy, as a VMM's region */
+int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t);
 
 /* thread.c: ufault's own threads, on stacks fork children do not inherit */
 int uf_thread_start(struct uf_thread *t, void *(*fn)(void *), void *arg);

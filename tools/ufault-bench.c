@@ -1874,6 +1874,8 @@ static void usage(FILE *out)
 		"                           cached\n"
 		"                   serve   a Firecracker-style client of uf_object_serve_uffd\n"
 		"                           (tools/serve/bench-serve.c)\n"
+		"                   serve-flood  its serve-flood rows alone: a client beside\n"
+		"                           an idle and a fault flood of another uid\n"
 		"                   attach  a second ufault client's warm reads against the\n"
 		"                           kernel's tmpfs mapping, and 16 clients of one object\n"
 		"                   with --store: store (all its cases, the default),\n"
@@ -2362,10 +2364,11 @@ int main(int argc, char **argv)
 	b.npages = b.size / PG;
 	if (b.only && !strcmp(b.only, "ws"))
 		return bench_ws(&b);
-	if (b.only && !strcmp(b.only, "serve")) {
+	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood"))) {
 		struct bench_serve_opts so = {
 			.tmpfs_dir = b.file[STORE_TMPFS].dir, .repeat = (unsigned int)repeat,
 			.quick = quick, .check = b.check,
+			.flood_only = !strcmp(b.only, "serve-flood"),
 		};
 
 		return bench_serve_main(&so);

@@ -108,7 +108,8 @@ static bool region_removed(struct serve_region *r, uint64_t pg)
 {
 	uint64_t i = pg - r->first;
 
-	if (i >= r->npages)
+	/* (an attach client's region has no bitmap: nothing is removed) */
+	if (i >= r->npages || !r->removed)
 		return false;
 	return __atomic_load_n(&r->removed[i / BITS_PER_LONG], __ATOMIC_RELAXED) &
 	       (1UL << (i % BITS_PER_LONG));
@@ -118,7 +119,7 @@ static void region_remove(struct serve_region *r, uint64_t pg)
 {
 	uint64_t i = pg - r->first;
 
-	if (i < r->npages)
+	if (i < r->npages && r->removed)
 		__atomic_fetch_or(&r->removed[i / BITS_PER_LONG], 1UL << (i % BITS_PER_LONG),
 				  __ATOMIC_RELAXED);
 }
@@ -173,6 +174,34 @@ static int cache_copy(struct uf_object *obj, struct uf_uffd *u, unsigned long ad
 		ret = uf_uffd_copy_mapped(u, addr, buf, len, mode, copied);
 	uf_bounce_put(bounce);
 	return ret;
+}
+
+/* A region of object pages [first, first + npages), one reference (the
+ * caller's), with a bit per page for removals when @removals; NULL
+ * without memory. */
+static struct serve_region *region_alloc(uint64_t first, uint64_t npages, bool removals)
+{
+	struct serve_region *r = calloc(1, sizeof(*r));
+	unsigned int j;
+
+	if (!r)
+		return NULL;
+	uf_runahead_init(&r->ahead, first + npages);
+	for (j = 0; j < SERVE_STREAMS; j++)
+		r->next[j] = UINT64_MAX;
+	r->refs = 1;
+	r->first = first;
+	r->npages = npages;
+	/* (untouched pages of a large bitmap cost no memory) */
+	if (removals) {
+		r->removed = calloc(DIV_ROUND_UP(npages, BITS_PER_LONG), sizeof(unsigned long));
+		if (!r->removed) {
+			uf_runahead_destroy(&r->ahead);
+			free(r);
+			return NULL;
+		}
+	}
+	return r;
 }
 
 static void serve_open(struct uf_vma *vma)
@@ -1282,6 +1311,47 @@ static const struct uf_vm_operations serve_vm_ops = {
 };
 
 /*
+ * uf_serve_vma_init - make @t, a VMA template of an attach client's
+ * table (start, end, pgoff and prot set, attach.c), one served by copy as
+ * a VMM's region is: the client's mapping is anonymous memory, and each
+ * fault copies the cache's page into it.  For a client the server does
+ * not trust with the cache's memfd (a read-only tenant of another uid),
+ * which could otherwise fill holes of the cache with zeros by reading
+ * them through a plain mapping of its own.  The region is linked on
+ * obj->served: a truncate or punch under it is refused (-EBUSY), as under
+ * a VMM's.  @t holds a reference to the region, which ->close(@t) drops
+ * (the address space's copies take their own, ->open).
+ * Return 0, -EINVAL (the object shrank meanwhile), -ENOMEM.
+ * Locking: none held; takes obj->invalidate_lock shared, obj->page_lock.
+ */
+int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t)
+{
+	uint64_t npages = (t->end - t->start) >> PAGE_SHIFT, end;
+	struct serve_region *r;
+	int ret;
+
+	/* pinned up to the end of the object (past it the fill fails: SIGBUS) */
+	end = DIV_ROUND_UP(uf_object_size(obj), PAGE_SIZE);
+	if (t->pgoff >= end)
+		npages = 0;
+	else if (npages > end - t->pgoff)
+		npages = end - t->pgoff;
+	r = region_alloc(t->pgoff, npages, false);
+	if (!r)
+		return -ENOMEM;
+	ret = regions_link(obj, &r, 1);
+	if (ret) {
+		region_put(r);
+		return ret;
+	}
+	t->flags = VMA_PRIVATE;
+	t->vm_ops = &serve_vm_ops;
+	t->private_data = r;
+	t->obj = obj;
+	return 0;
+}
+
+/*
  * ->event of the other process's userfaultfd: a removal (the balloon's
  * MADV_DONTNEED) is noted page by page, then the table follows the event
  * as a fork child's does.
@@ -1723,7 +1793,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	struct serve_region *r[UF_SERVE_MAX_REGIONS] = { NULL };
 	struct uf_ws_set *set = NULL;
 	struct uf_as *as = NULL;
-	unsigned int i, j;
+	unsigned int i;
 	uint64_t rec;
 	int fl, ret;
 
@@ -1750,26 +1820,15 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	ret = -ENOMEM;
 	memset(tmpl, 0, n * sizeof(*tmpl));
 	for (i = 0; i < n; i++) {
-		r[i] = calloc(1, sizeof(*r[i]));
+		r[i] = region_alloc(s[i].offset >> PAGE_SHIFT, s[i].len >> PAGE_SHIFT, true);
 		if (!r[i])
 			goto out;
-		uf_runahead_init(&r[i]->ahead, (s[i].offset + s[i].len) >> PAGE_SHIFT);
-		r[i]->refs = 1;		/* this function's, till the end */
 		r[i]->rec = rec;
 		r[i]->huge = huge;
 		if (set) {
 			__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
 			r[i]->set = set;
 		}
-		r[i]->first = s[i].offset >> PAGE_SHIFT;
-		r[i]->npages = s[i].len >> PAGE_SHIFT;
-		/* (untouched pages of a large bitmap cost no memory) */
-		r[i]->removed = calloc(DIV_ROUND_UP(r[i]->npages, BITS_PER_LONG),
-				       sizeof(unsigned long));
-		if (!r[i]->removed)
-			goto out;
-		for (j = 0; j < SERVE_STREAMS; j++)
-			r[i]->next[j] = UINT64_MAX;
 		if (opts) {
 			r[i]->on_remove = opts->on_remove;
 			r[i]->arg = opts->arg;

@@ -287,6 +287,32 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 
 __thread struct uf_fill_sink *uf_fill_sink;
 
+/*
+ * Page @pg is in the memfd, but the copy of @src, the store's bytes, met
+ * it there.  Present already (a fill's span holds present pages), or
+ * unknown to the page state: of a writable object, a write protect just
+ * made may have hidden a write there (kept, dirty); a read-only object
+ * has no writer, so it is a page nobody filled: a read of a hole through
+ * a mapping of the memfd no userfaultfd watches (shmem maps its zero page
+ * there, into the cache).  Those bytes are not taken: the store's go over
+ * them, for every mapping to see.
+ * Locking: obj->invalidate_lock held shared, obj->rmap_lock shared, and
+ * obj->page_lock when @tracked.
+ */
+static void cache_unknown(struct uf_object *obj, uint64_t pg, const char *src, bool tracked)
+{
+	if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg))
+		return;
+	if (obj->readonly) {
+		if (pwrite(obj->memfd, src, PAGE_SIZE, (off_t)(pg << PAGE_SHIFT)) == PAGE_SIZE)
+			mark_present(obj, pg, tracked);
+		return;
+	}
+	mark_present(obj, pg, tracked);
+	if (tracked)
+		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pg);
+}
+
 /* Pages copied at most per protect-and-copy step. */
 #define INSERT_RUN	512
 
@@ -389,13 +415,8 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		}
 		added += copied >> PAGE_SHIFT;
 		i += copied >> PAGE_SHIFT;
-		if (ret == -EEXIST && dst == cdst) {
-			/* in the memfd, unknown to the page state: a write
-			 * protect just made may have hidden a write there */
-			mark_present(obj, pgoff + i, tracked);
-			if (tracked)
-				uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff + i);
-		}
+		if (ret == -EEXIST && dst == cdst)
+			cache_unknown(obj, pgoff + i, buf + (i << PAGE_SHIFT), tracked);
 		if (tracked)
 			pthread_mutex_unlock(&obj->page_lock);
 		pthread_rwlock_unlock(&obj->rmap_lock);
