@@ -72,6 +72,12 @@ static const struct hs_case hs_cases[] = {
 };
 #define NHCASES (sizeof(hs_cases) / sizeof(hs_cases[0]))
 
+/* One run of one case. */
+struct hs_sample {
+	double ns;		/* per page */
+	uint64_t gets, bytes;	/* ufault/http: the store's GETs and bytes */
+};
+
 struct hs_bench {
 	const char *url;
 	struct uf_mm *mm;
@@ -174,9 +180,10 @@ static __attribute__((noinline)) size_t hs_touch(const struct hs_bench *hb, cons
 	return bad;
 }
 
-/* One run: ns per page into *ns, the pages that read wrong into *bad. */
-static int hs_run(struct hs_bench *hb, const struct hs_case *c, double *ns, size_t *bad)
+/* One run into *s; the pages that read wrong into *bad. */
+static int hs_run(struct hs_bench *hb, const struct hs_case *c, struct hs_sample *s, size_t *bad)
 {
+	struct uf_http_stats st;
 	const uint32_t *order = hb->order[c->order];
 	struct uf_object *obj;
 	uint64_t t0, t1;
@@ -195,7 +202,9 @@ static int hs_run(struct hs_bench *hb, const struct hs_case *c, double *ns, size
 			memcpy(&w, hb->page, 8);
 			*bad += w != hb->tags[order[i]];
 		}
-		*ns = (double)(hs_now() - t0) / (double)hb->npages;
+		s->ns = (double)(hs_now() - t0) / (double)hb->npages;
+		s->gets = hb->npages;
+		s->bytes = hb->npages * PG;
 		return 0;
 	}
 	ret = c->target == H_HTTP ? uf_http_open(hb->mm, hb->url, NULL, &obj)
@@ -208,15 +217,19 @@ static int hs_run(struct hs_bench *hb, const struct hs_case *c, double *ns, size
 		*bad = hs_touch(hb, p, order);
 		t1 = hs_now();
 		uf_munmap(hb->mm, p, hb->size);
-		*ns = (double)(t1 - t0) / (double)hb->npages;
+		s->ns = (double)(t1 - t0) / (double)hb->npages;
+		if (c->target == H_HTTP && !uf_http_stats(obj, &st)) {
+			s->gets = st.requests - 1;	/* (not the open's) */
+			s->bytes = st.bytes;
+		}
 	}
 	uf_object_put(obj);
 	return ret;
 }
 
-static int cmp_double(const void *a, const void *b)
+static int cmp_sample(const void *a, const void *b)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	double x = ((const struct hs_sample *)a)->ns, y = ((const struct hs_sample *)b)->ns;
 
 	return (x > y) - (x < y);
 }
@@ -231,20 +244,27 @@ static bool hs_selected(const char *only, const struct hs_case *c)
 	return !strncmp(c->name, only, n) && (!c->name[n] || c->name[n] == '-');
 }
 
-static void hs_report(const struct hs_bench *hb, const char *only, const double *med,
+static void hs_report(const struct hs_bench *hb, const char *only, const struct hs_sample *ms,
 		      const double *spr, unsigned repeat)
 {
+	double med[NHCASES];
 	size_t i;
 
-	printf("\n%-9s %-8s %-5s %10s %9s %7s\n", "case", "target", "store", "ns/page", "MiB/s",
-	       "spread");
+	printf("\n%-9s %-8s %-5s %10s %9s %7s %8s %9s\n", "case", "target", "store", "ns/page",
+	       "MiB/s", "spread", "GETs", "KiB/GET");
 	for (i = 0; i < NHCASES; i++) {
 		const struct hs_case *c = &hs_cases[i];
 
-		if (hs_selected(only, c))
-			printf("%-9s %-8s %-5s %10.1f %9.0f %6.0f%%\n", c->name,
-			       hs_target_names[c->target], hs_store_names[c->target], med[i],
-			       PG * 1e9 / med[i] / (1 << 20), 100 * spr[i]);
+		med[i] = ms[i].ns;
+		if (!hs_selected(only, c))
+			continue;
+		printf("%-9s %-8s %-5s %10.1f %9.0f %6.0f%%", c->name, hs_target_names[c->target],
+		       hs_store_names[c->target], med[i], PG * 1e9 / med[i] / (1 << 20),
+		       100 * spr[i]);
+		if (c->target != H_FILE)
+			printf(" %8" PRIu64 " %9.1f", ms[i].gets,
+			       ms[i].gets ? (double)ms[i].bytes / 1024 / (double)ms[i].gets : 0);
+		putchar('\n');
 	}
 	printf("\nratios (medians of this run; information):\n");
 	for (i = 0; i < NHCASES; i++) {
@@ -267,6 +287,8 @@ static void hs_report(const struct hs_bench *hb, const char *only, const double 
 		       "repeat=%u spread=%.3f", c->name, hs_target_names[c->target],
 		       hs_store_names[c->target], c->order == H_SEQ ? "sequential" : "random",
 		       med[i], hb->npages, repeat, spr[i]);
+		if (c->target != H_FILE)
+			printf(" gets=%" PRIu64 " bytes=%" PRIu64, ms[i].gets, ms[i].bytes);
 		if (c->ref >= 0)
 			printf(" ratio=%.3f ratio_kind=cost ref=ufault/tmpfs ratio2=%.3f "
 			       "ratio2_kind=cost ref2=get/raw", med[i] / med[c->ref],
@@ -275,16 +297,18 @@ static void hs_report(const struct hs_bench *hb, const char *only, const double 
 	}
 	printf("\nget/raw: one range GET of 4 KiB per page (uf_http_store_open's ->read);\n"
 	       "ufault/http: uf_http_open(), a new object (empty cache) per run; ufault/tmpfs:\n"
-	       "the same bytes through the file store.  Only ratios of one run mean anything\n"
+	       "the same bytes through the file store.  GETs, KiB/GET: the store's range GETs\n"
+	       "in the median run (uf_http_stats()).  Only ratios of one run mean anything\n"
 	       "on these machines.\n");
 }
 
 /* Every selected case @repeat times after a warm-up round; 0 or -errno. */
-static int hs_measure(struct hs_bench *hb, const char *only, unsigned repeat, double *runs)
+static int hs_measure(struct hs_bench *hb, const char *only, unsigned repeat,
+		      struct hs_sample *runs)
 {
+	struct hs_sample s;
 	unsigned r;
 	size_t i, bad;
-	double ns;
 	int ret;
 
 	for (r = 0; r <= repeat; r++) {
@@ -293,7 +317,8 @@ static int hs_measure(struct hs_bench *hb, const char *only, unsigned repeat, do
 
 			if (!hs_selected(only, c))
 				continue;
-			ret = hs_run(hb, c, &ns, &bad);
+			memset(&s, 0, sizeof(s));
+			ret = hs_run(hb, c, &s, &bad);
 			if (ret || bad) {
 				fprintf(stderr, "ufault-bench: %s %s/%s: %s\n", c->name,
 					hs_target_names[c->target], hs_store_names[c->target],
@@ -304,7 +329,7 @@ static int hs_measure(struct hs_bench *hb, const char *only, unsigned repeat, do
 				return ret ? ret : -EIO;
 			}
 			if (r)
-				runs[i * repeat + r - 1] = ns;
+				runs[i * repeat + r - 1] = s;
 		}
 	}
 	return 0;
@@ -313,7 +338,8 @@ static int hs_measure(struct hs_bench *hb, const char *only, unsigned repeat, do
 static int hs_bench(struct hs_bench *hb, const struct bench_redis_opts *o, uint64_t osize)
 {
 	unsigned repeat = o->repeat ? o->repeat : 3;
-	double *runs, med[NHCASES], spr[NHCASES];
+	struct hs_sample *runs, med[NHCASES];
+	double spr[NHCASES];
 	size_t i;
 	int ret;
 
@@ -343,13 +369,13 @@ static int hs_bench(struct hs_bench *hb, const struct bench_redis_opts *o, uint6
 	}
 	if (!ret) {
 		for (i = 0; i < NHCASES; i++) {
-			double *v = runs + i * repeat;
+			struct hs_sample *v = runs + i * repeat;
 
 			if (!hs_selected(o->only, &hs_cases[i]))
 				continue;
-			qsort(v, repeat, sizeof(*v), cmp_double);
+			qsort(v, repeat, sizeof(*v), cmp_sample);
 			med[i] = v[repeat / 2];
-			spr[i] = (v[repeat - 1] - v[0]) / med[i];
+			spr[i] = (v[repeat - 1].ns - v[0].ns) / med[i].ns;
 		}
 		hs_report(hb, o->only, med, spr, repeat);
 	}
