@@ -25,23 +25,6 @@ static void check_served(const struct ht_server *s, const unsigned char *want)
 	CHECK(!memcmp(buf, want, SIZE), "the served file changed");
 }
 
-/* Every request in the access log is a GET. */
-static long not_gets(const struct ht_server *s)
-{
-	char path[256], line[2048];
-	long n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/access.log", s->dir);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += !strstr(line, "\"GET ");
-	fclose(f);
-	return n;
-}
-
 int main(void)
 {
 	struct ht_server s;
@@ -110,7 +93,7 @@ int main(void)
 
 	/* and what reached the server: GETs only; its file is unchanged */
 	check_served(&s, want);
-	CHECK(not_gets(&s) == 0, "%ld requests other than GET reached nginx", not_gets(&s));
+	CHECK(ht_not_gets(&s) == 0, "%ld requests other than GET reached nginx", ht_not_gets(&s));
 	free(want);
 	printf("ok: writes and sync -EROFS, shared writable maps -EACCES, private and "
 	       "mprotect(2)-ed writes stay in their mapping\n");

@@ -69,22 +69,6 @@ static int lines_with(const char *text, const char *const *words)
 	return n;
 }
 
-static long not_gets(const struct ht_server *s)
-{
-	char path[256], line[2048];
-	long n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/access.log", s->dir);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		n += !strstr(line, "\"GET ");
-	fclose(f);
-	return n;
-}
-
 static void check_bench(const struct ht_server *s, const char *url)
 {
 	static const char *const rows[][4] = {
@@ -160,7 +144,7 @@ int main(void)
 
 	check_bench(&s, url);
 	check_stress(&s, url);
-	CHECK(not_gets(&s) == 0, "%ld requests other than GET reached nginx", not_gets(&s));
+	CHECK(ht_not_gets(&s) == 0, "%ld requests other than GET reached nginx", ht_not_gets(&s));
 	free(buf);
 	printf("ok: ufault-bench and ufault-stress --store %s\n", url);
 	return UT_PASS;

@@ -316,6 +316,46 @@ static void join_or_kick(struct cell *c, pthread_t *th, const pid_t *tid, int n,
 	}
 }
 
+/* The first member of a thread's argument in the random and readonly
+ * scenarios: what run_workers() needs to join it. */
+struct worker {
+	pthread_t th;
+	pid_t tid;		/* set by the thread itself */
+};
+
+/*
+ * Start @n threads of @fn, the i-th given @args + i * @size (which begins
+ * with a struct worker), let them run until @end or a stop, then stop and
+ * join them (join_or_kick).
+ */
+static void run_workers(struct cell *c, double end, int n, void *(*fn)(void *), void *args,
+			size_t size)
+{
+	pthread_t th[16];
+	pid_t tid[16];
+	int i, nth = 0;
+
+	for (i = 0; i < n && i < 16 && !stopped(c); i++) {
+		struct worker *w = (struct worker *)((char *)args + (size_t)i * size);
+
+		if (pthread_create(&w->th, NULL, fn, w)) {
+			fail(c, "pthread_create failed");
+			break;
+		}
+		nth++;
+	}
+	while (!stopped(c) && now() < end)
+		usleep(10000);
+	atomic_store(&c->stop, 1);
+	for (i = 0; i < nth; i++) {
+		struct worker *w = (struct worker *)((char *)args + (size_t)i * size);
+
+		th[i] = w->th;
+		tid[i] = __atomic_load_n(&w->tid, __ATOMIC_RELAXED);
+	}
+	join_or_kick(c, th, tid, nth, "thread");
+}
+
 /* --store: the cluster URL (objects get names under its path), or the
  * URL of a read-only object over HTTP. */
 static const char *store_url;
@@ -830,11 +870,10 @@ struct rrun {
 };
 
 struct rthr {
+	struct worker w;	/* first: see run_workers() */
 	struct rrun *r;
 	unsigned me;
 	uint64_t rs;
-	pthread_t th;
-	pid_t tid;
 };
 
 struct snap {
@@ -1507,7 +1546,7 @@ static void *rthr_main(void *arg)
 	struct cell *c = r->c;
 	bool uf = c->tg->ufault, reopen = c->tg->dir != NULL;
 
-	__atomic_store_n(&t->tid, gettid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&t->w.tid, gettid(), __ATOMIC_RELAXED);
 	while (!stopped(c)) {
 		struct robj *o = &r->obj[rnd(&t->rs, R_NOBJ)];
 		unsigned op = (unsigned)rnd(&t->rs, 1000);
@@ -1570,10 +1609,8 @@ static void run_random(struct cell *c)
 {
 	struct rrun *r = calloc(1, sizeof(*r));
 	struct rthr th[R_NTHR];
-	pthread_t rth[R_NTHR];
-	pid_t rtid[R_NTHR];
 	uint64_t rs = seed_mix(c->seed, 2);
-	int i, j, nobj = 0, nth = 0, ret;
+	int i, j, nobj = 0, ret;
 	double end = now() + c->seconds;
 
 	if (!r) {
@@ -1603,22 +1640,9 @@ static void run_random(struct cell *c)
 			break;
 		}
 	}
-	for (i = 0; i < R_NTHR && !stopped(c); i++) {
+	for (i = 0; i < R_NTHR; i++)
 		th[i] = (struct rthr){ .r = r, .me = (unsigned)i, .rs = seed_mix(c->seed, 100 + i) };
-		if (pthread_create(&th[i].th, NULL, rthr_main, &th[i])) {
-			fail(c, "pthread_create failed");
-			break;
-		}
-		nth++;
-	}
-	while (!stopped(c) && now() < end)
-		usleep(10000);
-	atomic_store(&c->stop, 1);
-	for (i = 0; i < nth; i++) {
-		rth[i] = th[i].th;
-		rtid[i] = __atomic_load_n(&th[i].tid, __ATOMIC_RELAXED);
-	}
-	join_or_kick(c, rth, rtid, nth, "thread");
+	run_workers(c, end, R_NTHR, rthr_main, th, sizeof(th[0]));
 
 	for (i = 0; i < nobj; i++) {
 		struct robj *o = &r->obj[i];
@@ -1668,9 +1692,8 @@ struct rorun {
 };
 
 struct rothr {
+	struct worker w;	/* first: see run_workers() */
 	struct rorun *r;
-	pthread_t th;
-	pid_t tid;
 	uint64_t rs;
 };
 
@@ -1801,7 +1824,7 @@ static void *rothr_main(void *arg)
 	struct rothr *t = arg;
 	struct rorun *r = t->r;
 
-	__atomic_store_n(&t->tid, gettid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&t->w.tid, gettid(), __ATOMIC_RELAXED);
 	while (!stopped(r->c)) {
 		unsigned op = (unsigned)rnd(&t->rs, 1000);
 
@@ -1852,10 +1875,8 @@ static void run_readonly(struct cell *c)
 {
 	struct rorun r = { .c = c };
 	struct rothr th[RO_NTHR];
-	pthread_t rth[RO_NTHR];
-	pid_t rtid[RO_NTHR];
 	double end = now() + c->seconds;
-	int i, nth = 0, ret;
+	int i, ret;
 
 	rwlock_init_wpref(&r.epoch);
 	ret = ro_reference(&r);
@@ -1865,22 +1886,9 @@ static void run_readonly(struct cell *c)
 		fail(c, "%s: %s", store_url, ret == -ENODATA ? "an empty object" : strerror(-ret));
 		goto out;
 	}
-	for (i = 0; i < RO_NTHR; i++) {
+	for (i = 0; i < RO_NTHR; i++)
 		th[i] = (struct rothr){ .r = &r, .rs = seed_mix(c->seed, 200 + i) };
-		if (pthread_create(&th[i].th, NULL, rothr_main, &th[i])) {
-			fail(c, "pthread_create failed");
-			break;
-		}
-		nth++;
-	}
-	while (!stopped(c) && now() < end)
-		usleep(10000);
-	atomic_store(&c->stop, 1);
-	for (i = 0; i < nth; i++) {
-		rth[i] = th[i].th;
-		rtid[i] = __atomic_load_n(&th[i].tid, __ATOMIC_RELAXED);
-	}
-	join_or_kick(c, rth, rtid, nth, "thread");
+	run_workers(c, end, RO_NTHR, rothr_main, th, sizeof(th[0]));
 out:
 	if (r.obj)
 		uf_object_put(r.obj);
