@@ -1,7 +1,7 @@
 # ufault - see README.md.  `make`, `make test`, `make run`,
 # `make install PREFIX=DIR`, `make uninstall PREFIX=DIR`; `make SAN=address|undefined|thread test`
 # builds into build-$(SAN)/ with that sanitizer; `make LOCKDEP=1 test` checks
-# the lock order as it runs (src/lockdep.c).
+# the lock order as it runs (src/lib/lockdep.c).
 #
 # The core (libufault, ufault-info, ufault-tour, ufault-stress,
 # ufault-bench) needs only the C library.  The Redis store (libufault-redis,
@@ -13,7 +13,7 @@
 # redis/deps.sh for the Redis tests' servers and hiredis).
 #
 # The build runs in parallel (-j as many CPUs as there are, unless make was
-# given a -j) and prints one line a step, "  CC      src/fault.c"; `make V=1`
+# given a -j) and prints one line a step, "  CC      src/fault/fault.c"; `make V=1`
 # prints the commands in full, `make -s` nothing.
 
 # Parallel by default; a sub-make shares its parent's jobs, so only the
@@ -45,7 +45,7 @@ CC        ?= cc
 SAN       ?=
 STRESS_SECONDS ?= 30
 
-# LOCKDEP=1: check the lock order (src/lockdep.c) as the library runs,
+# LOCKDEP=1: check the lock order (src/lib/lockdep.c) as the library runs,
 # into build-lockdep/; on in the UndefinedBehaviorSanitizer build
 ifeq ($(SAN),undefined)
 LOCKDEP ?= 1
@@ -68,11 +68,11 @@ WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 $(WARN) -pthread $(SANFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
-LIBCFLAGS := $(CFLAGS) $(LOCKDEP_FLAGS) -fPIC -fvisibility=hidden -Iinclude
+LIBCFLAGS := $(CFLAGS) $(LOCKDEP_FLAGS) -fPIC -fvisibility=hidden -Iinclude -Isrc -Isrc/lib
 
 # one set of objects, position-independent, for both the shared and the
 # static library
-LIB_SRC := $(wildcard src/*.c)
+LIB_SRC := $(wildcard src/*/*.c)
 LIB_PIC := $(LIB_SRC:src/%.c=$(B)/pic/%.o)
 SONAME  := libufault.so.$(SOVERSION)
 
@@ -128,9 +128,10 @@ APP_CFLAGS := $(CFLAGS) -Iinclude -Itests -DUF_VERSION='"$(VERSION)"'
 
 all: $(B)/$(SONAME) $(B)/libufault.a $(B)/libufault.pc $(TOOLS)
 
-LIB_HDRS := src/internal.h src/compat.h src/lockdep.h src/lockorder.h include/ufault.h
+LIB_HDRS := $(wildcard src/*.h src/*/*.h) include/ufault.h
 $(B)/pic/%.o: src/%.c $(LIB_HDRS) | $(B)/pic
 	$(quiet) CC $<
+	@mkdir -p $(@D)
 	$(Q)$(CC) $(LIBCFLAGS) -c -o $@ $<
 
 # (a LOCKDEP=1 build exports lockdep.c's calls too, for libufault-redis)
@@ -148,7 +149,7 @@ $(B)/libufault.pc: libufault.pc.in VERSION Makefile | $(B)
 	$(quiet) GEN $@
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-$(B)/%: tools/%.c src/compat.h $(B)/libufault.a include/ufault.h VERSION
+$(B)/%: tools/%.c src/lib/compat.h $(B)/libufault.a include/ufault.h VERSION
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -o $@ $< $(B)/libufault.a $(LDFLAGS) -lm
 
@@ -170,7 +171,7 @@ endif
 # instead, which says how to get the Redis store when one is asked for.
 ifeq ($(HIREDIS),yes)
 REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
-$(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h tools/bench/http-store.c src/compat.h \
+$(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h tools/bench/http-store.c src/lib/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
@@ -183,7 +184,7 @@ $(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-re
 		$(B)/libufault-redis.a $(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
 NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve $(B)/ufault-cp
-$(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h tools/bench/http-store.c src/compat.h \
+$(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h tools/bench/http-store.c src/lib/compat.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
@@ -308,7 +309,7 @@ REDIS_SONAME := libufault-redis.so.$(SOVERSION)
 REDIS_SRC    := $(wildcard redis/*.c)
 REDIS_PIC    := $(REDIS_SRC:redis/%.c=$(B)/redis-pic/%.o)
 REDIS_TESTS  := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/redis-*.c))
-REDIS_HDRS   := redis/internal.h include/ufault-redis.h include/ufault.h src/lockdep.h src/lockorder.h
+REDIS_HDRS   := redis/internal.h include/ufault-redis.h include/ufault.h src/lib/lockdep.h src/lib/lockorder.h
 HIREDIS_CFLAGS = $(shell pkg-config --cflags hiredis 2>/dev/null || echo -I/usr/include/hiredis)
 HIREDIS_LIBS   = $(shell pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
 

@@ -6,7 +6,7 @@
 #ifndef UF_REDIS_INTERNAL_H
 #define UF_REDIS_INTERNAL_H
 
-#include "../src/lockdep.h"	/* the lock order: src/lockorder.h */
+#include "../src/lib/lockdep.h"	/* the lock order: src/lib/lockorder.h */
 
 #include <hiredis.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Library-private declarations.  The lock order is src/lockorder.h: the
+ * Library-private declarations.  The lock order is src/lib/lockorder.h: the
  * one list, which lockdep.c checks in a LOCKDEP=1 build and every other
  * file's comments refer to.
  */

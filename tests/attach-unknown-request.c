@@ -2,7 +2,7 @@
 /* Description: a ufault client (the attach protocol, spoken by hand) that sends ufault-serve a request it does not know gets an error answer (-EOPNOTSUPP) and can go on; one that breaks the protocol (a read larger than the protocol allows) finds its connection closed (EOF), never an answer it waits for for ever; the server goes on serving others */
 #include "attach-test.h"
 
-/* The protocol's messages (src/attach.c, version 1). */
+/* The protocol's messages (src/as/attach.c, version 1). */
 struct hello {
 	char magic[8];
 	uint8_t version, pad[3];

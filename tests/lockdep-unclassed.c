@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #define UF_LOCKDEP		/* lockdep.c's calls, */
 #define UF_LOCKDEP_SELF		/* not the pthread macros */
-#include "../src/lockdep.h"
+#include "../src/lib/lockdep.h"
 #include "helpers.h"
 
 #include <sys/mman.h>

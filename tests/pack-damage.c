@@ -100,7 +100,7 @@ static void transient(struct uf_mm *mm, const struct pt_image *im)
 	CHECK(ut_read(map + pg * UF_PAGE_SIZE, &v, &f) == SIGBUS, "a failing raw store: no SIGBUS");
 	set_failing(&fl, false);
 	/* ufault lifts the poison marker once the faulting thread has
-	 * retried (src/fault.c): a retry soon after may fault once more */
+	 * retried (src/fault/fault.c): a retry soon after may fault once more */
 	for (int i = 0; i < 500 && ut_read(map + pg * UF_PAGE_SIZE, &v, &f) == SIGBUS; i++)
 		usleep(10000);
 	CHECK(ut_read(map + pg * UF_PAGE_SIZE, &v, &f) == 0, "after the store recovered: signal");

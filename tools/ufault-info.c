@@ -37,9 +37,9 @@
 /*
  * This tool probes the kernel itself, beside the library.  Debian 12's
  * uapi headers are 6.1: what came later is defined in the library's
- * src/compat.h, which this tool shares.
+ * src/lib/compat.h, which this tool shares.
  */
-#include "../src/compat.h"
+#include "../src/lib/compat.h"
 
 #define CAP_SYS_PTRACE_BIT	19
 
@@ -475,7 +475,7 @@ static void print_probes(const struct info *in)
 	printf("\n");
 }
 
-/* Which userfaultfd the library opens (same order as src/mm.c). */
+/* Which userfaultfd the library opens (same order as src/as/mm.c). */
 static const char *library_mode(const struct info *in)
 {
 	if (!in->dev_open_err && !in->dev_new_err)

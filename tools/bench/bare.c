@@ -4,7 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "bare.h"
-#include "../../src/compat.h"
+#include "../../src/lib/compat.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -99,7 +99,7 @@
  * userfaultfd (its faults wait there while no server runs) and its table
  * of mappings, and when its connection hangs up it connects to SOCKET
  * again and waits in the queue of the listening socket kept here (see
- * src/attach.c).  What it needs kept is the cache: its mappings map the
+ * src/as/attach.c).  What it needs kept is the cache: its mappings map the
  * object's memfd, which must outlive the server.  So each server sends
  * CACHE once it has its object, and the next one adopts the cache given
  * in the handover (uf_object_adopt_cache: every page there present, and
