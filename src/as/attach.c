@@ -741,7 +741,10 @@ static int64_t att_call_simple(struct uf_attach *a, uint32_t op, uint64_t x, uin
 	return ret;
 }
 
-/* Poison the pages of [s, e) the cache does not hold, then wake them. */
+/* Poison the pages of [s, e) the cache does not hold, then wake them.
+ * Not uf_uffd_fd_poison_holes(): the ioctl sees this process's page
+ * table only, and a page the shared cache holds but this process has not
+ * mapped yet must stay readable, so mincore() of the cache decides. */
 static void att_poison_holes(struct uf_attach *a, unsigned long s, unsigned long e)
 {
 	unsigned char vec[64];

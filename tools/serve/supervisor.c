@@ -111,6 +111,7 @@
  */
 #define _GNU_SOURCE
 #include "supervisor.h"
+#include "../../src/lib/uffd_holes.h"	/* (linked from libufault.a) */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,13 +139,6 @@
 #define RANGES_PER_MSG	1024
 #define LIVE_EVERY_MS	500
 
-/* UFFDIO_POISON (Linux 6.6) is newer than some installed headers. */
-struct super_poison {
-	struct uffdio_range range;
-	uint64_t mode;
-	int64_t updated;
-};
-#define SUPER_UFFDIO_POISON	_IOWR(UFFDIO, 0x08, struct super_poison)
 
 enum {
 	M_HELLO = 1, M_REFUSE, M_WELCOME, M_CLIENT, M_RANGES, M_END,
@@ -723,6 +717,13 @@ static void wake(int uffd, uint64_t start, uint64_t len)
 	ioctl(uffd, UFFDIO_WAKE, &r);
 }
 
+/* A kernel without the poison marker: the VMM's crash, said. */
+static void no_poison(struct sclient *c)
+{
+	SLOG("client pid %d: no poison marker here: SIGBUS to the process", (int)c->pid);
+	kill(c->pid, SIGBUS);
+}
+
 /* One fault of a client nobody serves: zeros where it removed, else the
  * poison marker; either wakes the thread.  Anything else (an event not
  * read yet) wakes it to fault again. */
@@ -741,16 +742,10 @@ static void answer(struct sclient *c, uint64_t addr)
 		if (ioctl(c->uffd, UFFDIO_ZEROPAGE, &z) == 0)
 			return;
 	} else {
-		struct super_poison p = { .range = { addr, c->psz } };
+		int r = uf_uffd_fd_poison(c->uffd, addr, c->psz);
 
-		if (ioctl(c->uffd, SUPER_UFFDIO_POISON, &p) == 0)
-			return;
-		if (errno == EINVAL || errno == ENOTTY) {
-			/* a kernel without the marker: the VMM's crash */
-			SLOG("client pid %d: no poison marker here: SIGBUS to the process",
-			     (int)c->pid);
-			kill(c->pid, SIGBUS);
-		}
+		if (r == -EINVAL || r == -ENOTTY)
+			no_poison(c);
 	}
 	wake(c->uffd, addr, c->psz);
 }
@@ -782,14 +777,27 @@ static void respond(struct sclient *c)
 	}
 }
 
-/* Zero pages (@zero) or poison markers on the holes of [a, e) of @c. */
+static void respond_any(void *c)
+{
+	respond(c);
+}
+
+/* Zero pages (@zero) or poison markers on the holes of [a, e) of @c,
+ * waking nobody. */
 static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 {
+	if (!zero) {	/* (the library's: src/lib/uffd_holes.c) */
+		int r = uf_uffd_fd_poison_holes(c->uffd, a, e - a, c->psz, respond_any, c);
+
+		if (r == -EINVAL || r == -ENOTTY)
+			no_poison(c);
+		return;		/* else done, or gone (ESRCH), or not registered */
+	}
 	while (a < e) {
 		int64_t done;
 		int r;
 
-		if (zero && c->psz != PAGE) {
+		if (c->psz != PAGE) {
 			/* hugetlbfs has no zero page: a copy of zeros */
 			struct uffdio_copy z = { .dst = a, .src = (uint64_t)(uintptr_t)huge_zeros,
 						 .len = c->psz, .mode = UFFDIO_COPY_MODE_DONTWAKE };
@@ -800,17 +808,12 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 				continue;
 			}
 			done = 0;
-		} else if (zero) {
+		} else {
 			struct uffdio_zeropage z = { .range = { a, e - a },
 						     .mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE };
 
 			r = ioctl(c->uffd, UFFDIO_ZEROPAGE, &z);
 			done = z.zeropage;
-		} else {
-			struct super_poison p = { .range = { a, e - a }, .mode = 1 /* DONTWAKE */ };
-
-			r = ioctl(c->uffd, SUPER_UFFDIO_POISON, &p);
-			done = p.updated;
 		}
 		if (r == 0)
 			return;
@@ -824,11 +827,6 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 		if (errno == EEXIST) {
 			a += c->psz;		/* a page is there */
 			continue;
-		}
-		if (!zero && (errno == EINVAL || errno == ENOTTY)) {
-			SLOG("client pid %d: no poison marker here: SIGBUS to the process",
-			     (int)c->pid);
-			kill(c->pid, SIGBUS);
 		}
 		return;			/* gone (ESRCH), or not registered */
 	}
