@@ -111,7 +111,8 @@
  */
 #define _GNU_SOURCE
 #include "supervisor.h"
-#include "../../src/lib/uffd_holes.h"	/* (linked from libufault.a) */
+#include "../../src/lib/scm.h"		/* (these two linked from libufault.a) */
+#include "../../src/lib/uffd_holes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -179,26 +180,10 @@ void super_log(const char *who, const char *fmt, ...)
 static int send_msg(int fd, const struct smsg *h, const void *p, size_t plen, const int *fds,
 		    int nfds)
 {
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov[2] = { { (void *)h, sizeof(*h) }, { (void *)p, plen } };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = plen ? 2 : 1 };
+	ssize_t n = uf_scm_send(fd, iov, plen ? 2 : 1, fds, nfds);
 
-	if (nfds > 0) {
-		struct cmsghdr *cm;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-	}
-	while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
+	return n < 0 ? (int)n : 0;
 }
 
 /*
@@ -209,39 +194,19 @@ static int send_msg(int fd, const struct smsg *h, const void *p, size_t plen, co
  */
 static long recv_msg(int fd, void *buf, int flags, int *fds, int *nfds)
 {
-	char cbuf[CMSG_SPACE(8 * sizeof(int))];
 	struct iovec iov = { buf, MSG_MAX };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
 	const struct smsg *h = buf;
-	struct cmsghdr *cm;
-	ssize_t n;
+	int mflags;
+	ssize_t n = uf_scm_recv(fd, &iov, 1, flags, fds, 3, nfds, &mflags);
 
-	*nfds = 0;
-	do
-		n = recvmsg(fd, &mh, flags | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return -2;
-	if (n <= 0)
+	if (n <= 0) {
+		while (*nfds)
+			close(fds[--*nfds]);
 		return -1;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		int k, m;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		m = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (k = 0; k < m; k++) {
-			int x;
-
-			memcpy(&x, CMSG_DATA(cm) + (size_t)k * sizeof(int), sizeof(int));
-			if (*nfds < 3)
-				fds[(*nfds)++] = x;
-			else
-				close(x);
-		}
 	}
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(*h)) {
+	if ((mflags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(*h)) {
 		while (*nfds)
 			close(fds[--*nfds]);
 		return -3;
