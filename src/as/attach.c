@@ -120,6 +120,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "scm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -221,27 +222,11 @@ static int write_full(int fd, const void *buf, size_t len)
 /* Send @len bytes with @pass (>= 0) as SCM_RIGHTS. */
 static int send_fd(int sock, const void *buf, size_t len, int pass)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-	ssize_t n;
+	ssize_t n = uf_scm_send(sock, &iov, 1, &pass, pass >= 0);
 
-	if (pass >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-	}
-	do
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	/* (the rest without the fd, should the kernel take a part) */
 	return (size_t)n < len ? write_full(sock, (const char *)buf + n, len - (size_t)n) : 0;
 }
@@ -250,42 +235,16 @@ static int send_fd(int sock, const void *buf, size_t len, int pass)
  * other is closed).  -ECONNRESET at the end of the stream. */
 static int recv_fd(int sock, void *buf, size_t len, int *fdp)
 {
-	char cbuf[CMSG_SPACE(4 * sizeof(int))];
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	ssize_t n;
+	int nfds, ret;
+	ssize_t n = uf_scm_recv(sock, &iov, 1, 0, fdp, 1, &nfds, NULL);
 
-	*fdp = -1;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		int fds[4], k, nfd;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		memcpy(fds, CMSG_DATA(cm), (size_t)nfd * sizeof(int));
-		for (k = 0; k < nfd; k++) {
-			if (*fdp < 0)
-				*fdp = fds[k];
-			else
-				close(fds[k]);
-		}
-	}
-	if (n == 0) {
-		if (*fdp >= 0)
-			close(*fdp);
+	if (n < 0 || !nfds)
 		*fdp = -1;
-		return -ECONNRESET;
-	}
-	if ((size_t)n < len) {
-		int ret = read_full(sock, (char *)buf + n, len - (size_t)n);
-
+	if (n < 0)
+		return (int)n;
+	if (n == 0 || (size_t)n < len) {
+		ret = n ? read_full(sock, (char *)buf + n, len - (size_t)n) : -ECONNRESET;
 		if (ret && *fdp >= 0) {
 			close(*fdp);
 			*fdp = -1;
@@ -811,7 +770,10 @@ static int64_t att_call_simple(struct uf_attach *a, uint32_t op, uint64_t x, uin
 	return ret;
 }
 
-/* Poison the pages of [s, e) the cache does not hold, then wake them. */
+/* Poison the pages of [s, e) the cache does not hold, then wake them.
+ * Not uf_uffd_fd_poison_holes(): the ioctl sees this process's page
+ * table only, and a page the shared cache holds but this process has not
+ * mapped yet must stay readable, so mincore() of the cache decides. */
 static void att_poison_holes(struct uf_attach *a, unsigned long s, unsigned long e)
 {
 	unsigned char vec[64];
