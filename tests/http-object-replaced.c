@@ -52,7 +52,10 @@ static void replaced(struct ht_server *s, struct uf_mm *mm, const char *name)
 	printf("%s: %llu failed reads (last %d, HTTP %d, \"%s\"), %ld answered 412, %llu retries\n",
 	       name, (unsigned long long)hs.failures, hs.last_error, hs.last_status, hs.last_cause,
 	       stale, (unsigned long long)hs.retries);
-	CHECK(hs.failures == NPAGES / 2 / 16 && hs.last_error == -ESTALE && hs.last_status == 412,
+	/* one failed read per page touched, and at most as many more by
+	 * readahead windows started meanwhile (a loaded machine's) */
+	CHECK(hs.failures >= NPAGES / 2 / 16 && hs.failures <= 2 * (NPAGES / 2 / 16) &&
+	      hs.last_error == -ESTALE && hs.last_status == 412,
 	      "%llu failures, last error %d, last status %d", (unsigned long long)hs.failures,
 	      hs.last_error, hs.last_status);
 	CHECK(hs.retries == 0 && stale == (long)hs.failures, "%llu retries, %ld 412 answers",
