@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: a client of another uid (65534) attached O_RDONLY that maps the cache fd it was given by itself (MAP_SHARED, MAP_PRIVATE, reopened through /proc) and reads holes there puts no zero page into the shared cache: an honest client and a Firecracker-style VMM then read SOURCE's bytes at those pages; and a page a trusted client put into the cache of a read-only SOURCE that way is not taken as valid by the server's fill (the VMM, then everyone, reads SOURCE's bytes) */
+/* Description: a client of another uid (65534) attached O_RDONLY that maps the cache fd it was given by itself (MAP_SHARED, MAP_PRIVATE, reopened through /proc) and reads holes there puts no zero page into the shared cache: an honest client and a Firecracker-style VMM then read SOURCE's bytes at those pages; a tenant so served survives its server's restart; and a page a trusted client put into the cache of a read-only SOURCE that way is not taken as valid by the server's fill (the VMM, then everyone, reads SOURCE's bytes) */
 #define _GNU_SOURCE
 #include "attach-test.h"
 
@@ -98,6 +98,12 @@ static void attacker(int in, int out, void *arg)
 		got += read_holes(fds[k], &pg);
 	ut_say(out, got);
 	ut_hear(in);
+	/* its server was killed and started again meanwhile: served by copy
+	 * from the next one (pages never cached) */
+	for (off = (HOLE + 2 * NHOLES) * PG; off < (HOLE + 3 * NHOLES) * PG; off += PG)
+		if (p[off + 5] != ut_pattern(off + 5))
+			got = -1;
+	ut_say(out, got);
 	uf_munmap(mm, p, SIZE);
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
@@ -220,7 +226,14 @@ int main(void)
 	printf("%ld plain mappings of the cache let through for uid %d\n", got, NOBODY);
 	/* an honest client first: it would map a zero page with no fault */
 	bad = check_pages(srv.sock, HOLE, NHOLES, true);
+	/* a tenant served by copy survives its server's restart */
+	CHECK(kill(srv.pid, SIGKILL) == 0 && waitpid(srv.pid, NULL, 0) == srv.pid, "kill");
+	srv.pid = 0;
+	ut_server_atexit.pid = 0;
+	ut_server_restart(&srv, extra);
+	ut_server_log_wait(&srv, "pages adopted");
 	ut_say(c.to, 0);
+	CHECK(ut_hear(c.from) == got, "the tenant read wrong bytes after its server's restart");
 	CHECK_RET(ut_client_wait(&c), 0);
 	CHECK(!bad, "%zu pages read other than SOURCE's after a tenant read holes", bad);
 	ut_server_stop(&srv);

@@ -34,6 +34,7 @@
  */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "engine/uffd_holes.h"
 
 #include <errno.h>
 #include <fcntl.h>
