@@ -11,6 +11,7 @@
 #include "ufault.h"
 #include "compat.h"
 #include "lockdep.h"
+#include "uffd_holes.h"
 
 #include <pthread.h>
 #include <sys/types.h>
@@ -172,7 +173,6 @@ int uf_uffd_open(struct uf_uffd *u, bool user_mode_only, uint64_t want);
 int uf_uffd_new_fd(uint64_t want, uint64_t *got);
 int uf_uffd_fd_register(int fd, unsigned long start, unsigned long len);
 void uf_uffd_fd_unregister(int fd, unsigned long start, unsigned long len);
-int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len);
 void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len);
 bool uf_uffd_fd_is_uffd(int fd);
 int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
@@ -401,6 +401,12 @@ struct uf_as {
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 	bool owned;			/* an attached client's (attach.c): freed
 					   by its owner, never reaped */
+	/* the process served (uf_as_adopt) and its fork descendants: their
+	 * children alive are counted there (as.c, UF_AS_MAX_FORKS) */
+	struct uf_as_family *family;	/* NULL till the first fork */
+	bool forked;			/* a fork child: counted in @family */
+	bool adopted;			/* handed over (uf_as_adopt), or forked
+					   from one: its forks are counted */
 	/* the last fault on a page the cache held already (fault.c:
 	 * as_unresolved), by thread and address, and how many in a row
 	 * (atomic: handlers race, which only blurs the count) */
@@ -570,6 +576,8 @@ int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
 int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
+/* serve.c: an attach client's mapping served by copy, as a VMM's region */
+int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t);
 
 /* thread.c: ufault's own threads, on stacks fork children do not inherit */
 int uf_thread_start(struct uf_thread *t, void *(*fn)(void *), void *arg);
@@ -656,6 +664,7 @@ struct uf_ws_run;
 #define UF_READV_PAGES	512	/* pages of one ->readv call at most */
 int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
 			size_t *filled, struct uf_vma *vma);
+bool uf_object_batched_reads(struct uf_object *obj);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 struct uf_bounce;
@@ -805,6 +814,11 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
+#define UF_WS_BATCH_FIRST 32	/* pages of a replay's first batch */
+#define UF_WS_BATCH_LOCAL 64	/* ... and at most, but from a ->readv store */
+size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint64_t *off,
+		 uint64_t piece, uint64_t room, struct uf_ws_run *pc, uint64_t *pages);
+void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n);
 
 
 /* object.c: the cache's inode mode (read-only clients cannot reopen it
@@ -820,6 +834,7 @@ extern const struct uf_store_ops uf_file_store_ops;
 int uf_file_store_new(int fd, void **storep);
 void uf_file_store_free_child(void *store);
 int uf_file_store_open(int fd, bool writer, void **storep);
+int uf_file_store_readv(void *store, const struct uf_store_iov *iov, size_t n);
 struct stat;
 int uf_file_store_stat(void *store, struct stat *st);
 

@@ -108,7 +108,8 @@ static bool region_removed(struct serve_region *r, uint64_t pg)
 {
 	uint64_t i = pg - r->first;
 
-	if (i >= r->npages)
+	/* (an attach client's region has no bitmap: nothing is removed) */
+	if (i >= r->npages || !r->removed)
 		return false;
 	return __atomic_load_n(&r->removed[i / BITS_PER_LONG], __ATOMIC_RELAXED) &
 	       (1UL << (i % BITS_PER_LONG));
@@ -118,7 +119,7 @@ static void region_remove(struct serve_region *r, uint64_t pg)
 {
 	uint64_t i = pg - r->first;
 
-	if (i < r->npages)
+	if (i < r->npages && r->removed)
 		__atomic_fetch_or(&r->removed[i / BITS_PER_LONG], 1UL << (i % BITS_PER_LONG),
 				  __ATOMIC_RELAXED);
 }
@@ -173,6 +174,34 @@ static int cache_copy(struct uf_object *obj, struct uf_uffd *u, unsigned long ad
 		ret = uf_uffd_copy_mapped(u, addr, buf, len, mode, copied);
 	uf_bounce_put(bounce);
 	return ret;
+}
+
+/* A region of object pages [first, first + npages), one reference (the
+ * caller's), with a bit per page for removals when @removals; NULL
+ * without memory. */
+static struct serve_region *region_alloc(uint64_t first, uint64_t npages, bool removals)
+{
+	struct serve_region *r = calloc(1, sizeof(*r));
+	unsigned int j;
+
+	if (!r)
+		return NULL;
+	uf_runahead_init(&r->ahead, first + npages);
+	for (j = 0; j < SERVE_STREAMS; j++)
+		r->next[j] = UINT64_MAX;
+	r->refs = 1;
+	r->first = first;
+	r->npages = npages;
+	/* (untouched pages of a large bitmap cost no memory) */
+	if (removals) {
+		r->removed = calloc(DIV_ROUND_UP(npages, BITS_PER_LONG), sizeof(unsigned long));
+		if (!r->removed) {
+			uf_runahead_destroy(&r->ahead);
+			free(r);
+			return NULL;
+		}
+	}
+	return r;
 }
 
 static void serve_open(struct uf_vma *vma)
@@ -1282,6 +1311,47 @@ static const struct uf_vm_operations serve_vm_ops = {
 };
 
 /*
+ * uf_serve_vma_init - make @t, a VMA template of an attach client's
+ * table (start, end, pgoff and prot set, attach.c), one served by copy as
+ * a VMM's region is: the client's mapping is anonymous memory, and each
+ * fault copies the cache's page into it.  For a client the server does
+ * not trust with the cache's memfd (a read-only tenant of another uid),
+ * which could otherwise fill holes of the cache with zeros by reading
+ * them through a plain mapping of its own.  The region is linked on
+ * obj->served: a truncate or punch under it is refused (-EBUSY), as under
+ * a VMM's.  @t holds a reference to the region, which ->close(@t) drops
+ * (the address space's copies take their own, ->open).
+ * Return 0, -EINVAL (the object shrank meanwhile), -ENOMEM.
+ * Locking: none held; takes obj->invalidate_lock shared, obj->page_lock.
+ */
+int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t)
+{
+	uint64_t npages = (t->end - t->start) >> PAGE_SHIFT, end;
+	struct serve_region *r;
+	int ret;
+
+	/* pinned up to the end of the object (past it the fill fails: SIGBUS) */
+	end = DIV_ROUND_UP(uf_object_size(obj), PAGE_SIZE);
+	if (t->pgoff >= end)
+		npages = 0;
+	else if (npages > end - t->pgoff)
+		npages = end - t->pgoff;
+	r = region_alloc(t->pgoff, npages, false);
+	if (!r)
+		return -ENOMEM;
+	ret = regions_link(obj, &r, 1);
+	if (ret) {
+		region_put(r);
+		return ret;
+	}
+	t->flags = VMA_PRIVATE;
+	t->vm_ops = &serve_vm_ops;
+	t->private_data = r;
+	t->obj = obj;
+	return 0;
+}
+
+/*
  * ->event of the other process's userfaultfd: a removal (the balloon's
  * MADV_DONTNEED) is noted page by page, then the table follows the event
  * as a fork child's does.
@@ -1330,11 +1400,14 @@ static const struct uf_uffd_ops serve_uffd_ops = {
 
 /*
  * A thread per process served with a working set (uf_object_serve_prefetch)
- * walks the set in recorded order, a piece at a time (at most ra_max
- * pages of a run): fills the piece's holes in the cache with one store
- * read per run of them (making room as a fault does: the cache stays
- * inside its budget), then copies its pages into the process with
- * UFFDIO_COPY, which never overwrites: a page the process already has
+ * walks the set in recorded order, in batches of pieces (at most ra_max
+ * pages of a run each) cut as a prefetch's claims are (uf_ws_cut(),
+ * workingset.c): fills a batch's holes in the cache as the prefetch does
+ * (uf_object_fill_runs(): one batched read of the store, one copy per
+ * group of pages that touch; making room as a fault does: the cache stays
+ * inside its budget), copying them on into the process from the fill's
+ * buffer, then copies over what the cache had, with UFFDIO_COPY, which
+ * never overwrites: a page the process already has
  * (its own fault's, or one it wrote) fails with EEXIST and is skipped,
  * and so is a page the balloon removed.  The handler threads serve the
  * process's faults meanwhile and never wait for it: a fault on a page of
@@ -1422,55 +1495,200 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 }
 
 /*
- * One piece: its holes filled (best effort: a page the store cannot give
- * stays a hole, and its own fault reports the error), then copied over.
- * Return 0, or -ESRCH / -ENODEV to stop.
+ * The push's fill sink: the pages a batch's fill inserts go on into the
+ * process from the fill's buffer (no read back from the memfd), and each
+ * piece counts its pages so copied; push_copy() does the rest after.
+ * @pc: the batch's pieces by first page (they do not overlap).
+ */
+struct push_sink {
+	struct uf_fill_sink sink;
+	struct serve_push *p;
+	struct uf_ws_run *pc;
+	uint64_t *done;			/* pages of pc[i] copied on */
+	size_t npc;
+	bool gone;			/* the process is (ESRCH) */
+};
+
+/*
+ * Copy object pages [a, b) of @v from @buf (page @a's bytes first) into
+ * the process, past the balloon's removals and the pages it has.  Return
+ * 0, or -EAGAIN, -ESRCH, -ENOMEM.
+ * Locking: as->vma_lock held shared; obj->invalidate_lock held shared.
+ */
+static int __push_vma_buf(struct uf_vma *v, uint64_t a, uint64_t b, const char *buf)
+{
+	struct serve_region *r = v->private_data;
+	uint64_t q = a, e;
+	int ret = 0;
+
+	while (q < b && !ret) {
+		size_t copied = 0;
+
+		if (region_removed(r, q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && !region_removed(r, e); e++)
+			;
+		ret = uf_uffd_copy_mapped(&v->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
+					  0, &copied);
+		if (ret == -EEXIST) {
+			q += (copied >> PAGE_SHIFT) + 1;
+			ret = 0;
+		} else if (!ret) {
+			q = e;
+		}
+	}
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* Credit pages [q, q + n) to the pieces holding them. */
+static void push_done(struct push_sink *k, uint64_t q, uint64_t n)
+{
+	size_t lo = 0, hi = k->npc;
+
+	while (lo < hi) {		/* the first piece ending after q */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->pc[mid].start + k->pc[mid].len <= q)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < k->npc && k->pc[lo].start < q + n; lo++) {
+		uint64_t a = k->pc[lo].start > q ? k->pc[lo].start : q;
+		uint64_t b = k->pc[lo].start + k->pc[lo].len < q + n ?
+			     k->pc[lo].start + k->pc[lo].len : q + n;
+
+		k->done[lo] += b - a;
+	}
+}
+
+/* Locking: obj->invalidate_lock held shared (the fill's); as->vma_lock
+ * is only tried (it comes first in the lock order). */
+static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct push_sink *k = (struct push_sink *)sink;
+	struct uf_as *as = k->p->as;
+	size_t i;
+	int ret = 0;
+
+	if (k->gone || pthread_rwlock_tryrdlock(&as->vma_lock))
+		return;
+	for (i = 0; !ret && i < as->nvmas; i++) {
+		struct uf_vma *v = as->vmas[i];
+		uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+
+		if (v->vm_ops != &serve_vm_ops || v->obj != k->p->obj || v->nl_pgoff ||
+		    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+			continue;
+		a = a > q ? a : q;
+		b = b < q + n ? b : q + n;
+		if (a < b)
+			ret = __push_vma_buf(v, a, b, buf + ((a - q) << PAGE_SHIFT));
+	}
+	pthread_rwlock_unlock(&as->vma_lock);
+	if (!ret)
+		push_done(k, q, n);
+	else if (ret == -ESRCH)
+		k->gone = true;
+}
+
+static int run_by_start(const void *a, const void *b)
+{
+	const struct uf_ws_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * One batch of pieces, as a prefetch's claim (workingset.c): its holes
+ * filled by one batched read of the store where it has one (best effort:
+ * a page the store cannot give stays a hole, and its own fault reports
+ * the error) and copied on into the process from the fill's buffer, then
+ * what the cache had copied over from it.  Return 0, or -ESRCH / -ENODEV
+ * to stop.
  * Locking: none held; takes obj->invalidate_lock shared around the fill.
  */
-static int push_piece(struct serve_push *p, uint64_t first, uint64_t n)
+static int push_batch(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
+		      uint64_t pages, struct uf_ws_run *sorted, uint64_t *done)
 {
+	struct push_sink sink = { .sink = { .obj = p->obj, .fn = push_sink_fn }, .p = p,
+				  .pc = sorted, .done = done, .npc = npc };
 	struct uf_object *obj = p->obj;
 	struct uf_mm *mm = obj->mm;
-	size_t filled = 0;
-	uint64_t q;
+	size_t filled = 0, i;
+	int ret = 0;
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -ENODEV;
-	for (q = first; q < first + n; q++)
-		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q))
-			break;
-	if (q < first + n) {
-		uf_reclaim(mm, (size_t)n);	/* room, as a fault makes it */
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-		uf_add(&mm->stats.readahead_pages, filled);
+	memcpy(sorted, pc, npc * sizeof(*pc));
+	qsort(sorted, npc, sizeof(*sorted), run_by_start);
+	memset(done, 0, npc * sizeof(*done));
+	uf_reclaim(mm, (size_t)pages);	/* room, as a fault makes it */
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	uf_fill_sink = &sink.sink;
+	if (uf_object_fill_runs(obj, pc, npc, &filled, NULL))
+		for (i = 0; i < npc; i++)
+			uf_object_fill(obj, pc[i].start, (size_t)pc[i].len, UF_FILL_ANY, &filled,
+				       NULL, NULL);
+	uf_fill_sink = NULL;
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	uf_add(&mm->stats.readahead_pages, filled);
+	if (sink.gone)
+		return -ESRCH;
+	/* what the cache had, or the sink could not copy; pieces that touch
+	 * go in one copy */
+	for (i = 0; i < npc && !ret; i++) {
+		uint64_t first = sorted[i].start, end = first + sorted[i].len;
+		bool all = done[i] == sorted[i].len;
+
+		while (i + 1 < npc && sorted[i + 1].start == end) {
+			all = all && done[i + 1] == sorted[i + 1].len;
+			end += sorted[++i].len;
+		}
+		if (!all)
+			ret = push_copy(p, first, end - first);
 	}
-	return push_copy(p, first, n);
+	return ret;
 }
 
-/* The push thread.  Locking: none held. */
+/* A push thread's batch: its pieces in recorded order and by first page,
+ * and the pages of each copied on by the sink. */
+struct push_buf {
+	struct uf_ws_run pc[UF_READV_PAGES], sorted[UF_READV_PAGES];
+	uint64_t done[UF_READV_PAGES];
+};
+
+/* The push thread: the set in batches of pieces, as a prefetch claims
+ * them.  Locking: none held. */
 static void *push_thread(void *arg)
 {
 	struct serve_push *p = arg;
-	size_t max = p->obj->mm->ra_max ? p->obj->mm->ra_max : 1, i;
+	struct uf_object *obj = p->obj;
+	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
+	uint64_t batch = UF_WS_BATCH_FIRST;
+	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
+		       UF_WS_BATCH_LOCAL;
+	bool batched = uf_object_batched_reads(obj);
+	struct push_buf *pb = malloc(sizeof(*pb));
+	size_t next = 0, npc;
 	sigset_t all;
 
 	/* signals belong to the application's threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	for (i = 0; i < p->set->nruns; i++) {
-		const struct uf_ws_run *run = &p->set->runs[i];
-		uint64_t off, n;
-		int ret = 0;
-
-		for (off = 0; off < run->len && !ret; off += n) {
-			n = run->len - off < max ? run->len - off : max;
-			ret = push_piece(p, run->start + off, n);
-		}
-		if (ret)
+	if (piece > UF_READV_PAGES)
+		piece = UF_READV_PAGES;
+	while (pb && (npc = uf_ws_cut(p->set->runs, p->set->nruns, &next, &off, piece,
+				      batched ? batch : piece, pb->pc, &pages))) {
+		if (batch < max)
+			batch *= 2;
+		if (push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done))
 			break;
 	}
+	free(pb);
 	uf_as_unhold(p->as);
 	uf_ws_set_put(p->set);
 	uf_object_put(p->obj);
@@ -1575,7 +1793,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	struct serve_region *r[UF_SERVE_MAX_REGIONS] = { NULL };
 	struct uf_ws_set *set = NULL;
 	struct uf_as *as = NULL;
-	unsigned int i, j;
+	unsigned int i;
 	uint64_t rec;
 	int fl, ret;
 
@@ -1602,26 +1820,15 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	ret = -ENOMEM;
 	memset(tmpl, 0, n * sizeof(*tmpl));
 	for (i = 0; i < n; i++) {
-		r[i] = calloc(1, sizeof(*r[i]));
+		r[i] = region_alloc(s[i].offset >> PAGE_SHIFT, s[i].len >> PAGE_SHIFT, true);
 		if (!r[i])
 			goto out;
-		uf_runahead_init(&r[i]->ahead, (s[i].offset + s[i].len) >> PAGE_SHIFT);
-		r[i]->refs = 1;		/* this function's, till the end */
 		r[i]->rec = rec;
 		r[i]->huge = huge;
 		if (set) {
 			__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
 			r[i]->set = set;
 		}
-		r[i]->first = s[i].offset >> PAGE_SHIFT;
-		r[i]->npages = s[i].len >> PAGE_SHIFT;
-		/* (untouched pages of a large bitmap cost no memory) */
-		r[i]->removed = calloc(DIV_ROUND_UP(r[i]->npages, BITS_PER_LONG),
-				       sizeof(unsigned long));
-		if (!r[i]->removed)
-			goto out;
-		for (j = 0; j < SERVE_STREAMS; j++)
-			r[i]->next[j] = UINT64_MAX;
 		if (opts) {
 			r[i]->on_remove = opts->on_remove;
 			r[i]->arg = opts->arg;
