@@ -106,7 +106,7 @@
  * lock held, and never one under the other (lockorder.h).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "as/as.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -60,7 +60,7 @@
  * invalidate lock alone: a store read never holds up the table.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "as/as.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,7 +21,7 @@
  * under obj->rmap_lock shared and obj->page_lock (cache_insert()).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +31,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* the test switch of uf_protocol_broken() (cache.h), set by uf_mm_create() */
+int uf_break_protocol;
 
 /* ------------------------------------------------------------------ */
 /* Per-thread bounce buffers for store reads and writes                */

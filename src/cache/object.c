@@ -6,10 +6,10 @@
  * frees.  An object is on its mm's list (mm->objects, under mm->obj_lock)
  * from its creation to its last put; reclaim and uf_mm_destroy() walk it.
  * The last put drops the object's reference to its mm through the mm's
- * ops (mm->as_ops, internal.h): the mm is the layer above.
+ * ops (mm->as_ops, mm_types.h): the mm is the layer above.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
  * height follows the object's size; the root pointer carries it in its
  * low bits, so one atomic load gives both.
  *
- * Locking (the caller's, see internal.h): setting, clearing and testing
+ * Locking (the caller's, see cache.h): setting, clearing and testing
  * bits needs obj->invalidate_lock held in any mode; they are atomic, and a
  * missing leaf or node is allocated without a lock (compare-and-swap, the
  * loser frees its copy).  Growing the tree (uf_pagemap_grow) and freeing
@@ -16,7 +16,7 @@
  * the tree then.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <stdlib.h>

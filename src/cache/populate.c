@@ -29,7 +29,7 @@
  * of a present page is the kernel's own minor fault, never a userfault.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <sys/mman.h>

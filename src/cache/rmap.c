@@ -4,7 +4,7 @@
  * vm_area_struct with its lifetime): which object page an address of a
  * VMA shows, the VMA's references, and the object's list of its mappings
  * (obj->vmas, the kernel's i_mmap), which every walk goes through
- * (uf_rmap_foreach, internal.h).  A handler thread serving a fault
+ * (uf_rmap_foreach, cache.h).  A handler thread serving a fault
  * in it, or background readahead for it, holds a reference; the table
  * (vma.c, as.c) holds one while it is mapped.  The last reference to a
  * VMA the program unmapped calls ->close, drops the object and frees it.
@@ -14,7 +14,7 @@
  * and is walked with either held.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <stdlib.h>
 

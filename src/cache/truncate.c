@@ -12,7 +12,7 @@
  * it) or starts after it (and sees the new i_size).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>

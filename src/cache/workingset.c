@@ -103,14 +103,14 @@
  *
  * Locking: ws->lock guards the record and ws->pf; pf->lock guards pf->obj
  * and pf->done.  Both are leaves, ws->lock taken before pf->lock (see
- * internal.h).  The prefetcher takes obj->invalidate_lock shared around
+ * src/lib/lockorder.h).  The prefetcher takes obj->invalidate_lock shared around
  * each piece's fill and mm->obj_lock (alone) to count the cache.  A
  * watched record's scans take obj->rmap_lock shared, and ws->lock inside
  * it; its start takes mm->vma_lock and obj->rmap_lock exclusive to
  * register the mappings, and ws->lock inside them.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -522,7 +522,7 @@ static void ws_scan_recent(struct uf_object *obj, struct uf_ws *ws)
  * windows touched since the last time.  A fault calls it before its fill,
  * whose copy may wake the faulting thread before the page is noted.
  * Locking: no ws->lock, page_lock or lock under rmap_lock held (see
- * internal.h); takes obj->rmap_lock shared and ws->lock.
+ * src/lib/lockorder.h); takes obj->rmap_lock shared and ws->lock.
  */
 void uf_ws_checkpoint(struct uf_object *obj)
 {

@@ -26,7 +26,7 @@
  * obj->invalidate_lock, obj->rmap_lock, obj->page_lock.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -33,7 +33,7 @@
  * handler threads call the ops with no lock held.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,7 +22,7 @@
  * lock while ->fault() runs: the VMA is kept alive by a reference (rmap.c).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "fault/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
