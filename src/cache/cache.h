@@ -11,7 +11,7 @@
 #include "store/store.h"
 
 /*
- * rmap.c: a VMA as the layers below the address space see it: its
+ * vm_area.c: a VMA as the layers below the address space see it: its
  * lifetime and references, the object page an address shows, and (these
  * two) the engine and table lock of the address space it belongs to.
  */
@@ -23,7 +23,7 @@ uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
 void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
 		    void (*fn)(void *arg, uint64_t pg), void *arg);
 /*
- * The object's mappings (obj->vmas): the mm's own VMAs of it; a child's
+ * rmap.c: the object's mappings (obj->vmas): the mm's own VMAs of it; a child's
  * are in the child's table only.  Linked and unlinked with mm->vma_lock
  * and obj->rmap_lock held exclusive; every walk is uf_rmap_foreach(),
  * with obj->rmap_lock held (any mode), as the kernel walks i_mmap under
@@ -102,29 +102,29 @@ void uf_bounce_put(struct uf_bounce *b);
 #define UF_FAULT_FLAG_WOKEN	0x40000000u
 
 /*
- * pagemap.c: the present and dirty bits of an object's pages, sparse.
+ * pagebits.c: the present and dirty bits of an object's pages, sparse.
  * Bit operations need obj->invalidate_lock held (any mode); growing the
- * map and freeing its empty parts (uf_pagemap_grow, uf_pagemap_clear_range)
+ * map and freeing its empty parts (uf_pagebits_grow, uf_pagebits_clear_range)
  * need it exclusive.
  */
 enum uf_pg { UF_PG_PRESENT, UF_PG_DIRTY, UF_PG_NMAPS };
 #define UF_PG_MASK_ALL	((1U << UF_PG_PRESENT) | (1U << UF_PG_DIRTY))
-bool uf_pagemap_test(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg);
-/* 1: was set, 0: newly set, -ENOMEM (no leaf; uf_pagemap_reserve() first) */
-int uf_pagemap_set(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg);
-bool uf_pagemap_clear(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg);
+bool uf_pagebits_test(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
+/* 1: was set, 0: newly set, -ENOMEM (no leaf; uf_pagebits_reserve() first) */
+int uf_pagebits_set(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
+bool uf_pagebits_clear(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
 /* Make sure setting bits of [first, first + n) needs no allocation. */
-int uf_pagemap_reserve(struct uf_pagemap *pm, uint64_t first, uint64_t n);
+int uf_pagebits_reserve(struct uf_pagebits *pm, uint64_t first, uint64_t n);
 /* The first page in [from, end) whose bit is set, or @end. */
-uint64_t uf_pagemap_next(struct uf_pagemap *pm, enum uf_pg map, uint64_t from, uint64_t end);
+uint64_t uf_pagebits_next(struct uf_pagebits *pm, enum uf_pg map, uint64_t from, uint64_t end);
 /* Are the bits of all of [first, first + n) set (e.g. a 2 MiB extent)? */
-bool uf_pagemap_full(struct uf_pagemap *pm, enum uf_pg map, uint64_t first, uint64_t n);
+bool uf_pagebits_full(struct uf_pagebits *pm, enum uf_pg map, uint64_t first, uint64_t n);
 /* Clear the maps in @mask over [first, end) and free the parts left
  * empty; return how many present bits were cleared.  @mask 0: only free. */
-uint64_t uf_pagemap_clear_range(struct uf_pagemap *pm, unsigned int mask, uint64_t first,
+uint64_t uf_pagebits_clear_range(struct uf_pagebits *pm, unsigned int mask, uint64_t first,
 				uint64_t end);
-int uf_pagemap_grow(struct uf_pagemap *pm, uint64_t pages);
-void uf_pagemap_free(struct uf_pagemap *pm);
+int uf_pagebits_grow(struct uf_pagebits *pm, uint64_t pages);
+void uf_pagebits_free(struct uf_pagebits *pm);
 
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);

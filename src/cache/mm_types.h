@@ -239,13 +239,12 @@ struct uf_as {
 };
 
 
-/* A sparse map of per-page bits (pagemap.c): the root node, with the
+/* A sparse map of per-page bits (pagebits.c): the root node, with the
  * tree's height in its low bits. */
-struct uf_pagemap {
+struct uf_pagebits {
 	uintptr_t root;
 };
 
-struct serve_region;
 
 struct uf_object {
 	struct uf_mm *mm;
@@ -276,8 +275,8 @@ struct uf_object {
 	 * under page_lock: truncate and punch leave them alone */
 	struct uf_served_range *served;
 	/* UF_PG_PRESENT: the page is in the cache; UF_PG_DIRTY: it must be
-	 * written to the store (pagemap.c) */
-	struct uf_pagemap pages;
+	 * written to the store (pagebits.c) */
+	struct uf_pagebits pages;
 	uint64_t npresent;
 	uint64_t clock_hand;
 	uint64_t *fifo;			/* FIFO policy: ring of pgoffs */

@@ -54,7 +54,7 @@ UF_LOCK(INVALIDATE, "obj->invalidate_lock", UF_LK_ORDER, UF_LKB(INVALIDATE), \
 	"i_size and which pages are cached.  Shared: fills (the store's " \
 	"->read), pread, pwrite, writeback, populate, collapse; exclusive: " \
 	"truncate, punch, reclaim, a pwrite's extension, and only then may " \
-	"page-state memory be freed (pagemap.c).  Present/dirty bits are " \
+	"page-state memory be freed (pagebits.c).  Present/dirty bits are " \
 	"atomic, set and read in either mode.  Another object's may be taken " \
 	"under it: an overlay store's ->read of its lower object") \
 UF_LOCK(RMAP, "obj->rmap_lock", UF_LK_ORDER, 0, "rwlock rmap.c", \
