@@ -159,10 +159,10 @@ $(B)/%: tools/%.c src/lib/compat.h $(B)/libufault.a include/ufault.h VERSION
 ifeq ($(HTTP),yes)
 HTTP_TOOL_DEPS := $(B)/libufault-http.a include/ufault-http.h tools/http/bench-http.c tools/http/bench-http.h
 HTTP_TOOL_LINK  = $(if $(filter ufault-bench,$*),tools/http/bench-http.c) \
-	$(if $(filter ufault-serve ufault-cp ufault-bench,$*),$(B)/libufault-http.a $(CURL_LIBS))
+	$(if $(filter ufault-serve ufault-cp ufault-bench ufault-stress,$*),$(B)/libufault-http.a $(CURL_LIBS))
 else
 HTTP_TOOL_DEPS := tools/http/no-http.c include/ufault-http.h tools/http/bench-http.h
-HTTP_TOOL_LINK  = $(if $(filter ufault-serve ufault-cp ufault-bench,$*),tools/http/no-http.c)
+HTTP_TOOL_LINK  = $(if $(filter ufault-serve ufault-cp ufault-bench ufault-stress,$*),tools/http/no-http.c)
 endif
 
 # Tools that reach a Redis Cluster (ufault-cp; ufault-stress and ufault-bench
@@ -171,27 +171,27 @@ endif
 # instead, which says how to get the Redis store when one is asked for.
 ifeq ($(HIREDIS),yes)
 REDIS_TOOLS := $(B)/ufault-cp $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve
-$(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/lib/compat.h \
+$(REDIS_TOOLS): $(B)/%: tools/%.c tools/redis/bench-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h tools/bench/http-store.c src/lib/compat.h src/lib/uffd_holes.h src/lib/scm.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault-redis.a $(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
 		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< \
-		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
+		$(if $(filter ufault-bench,$*),tools/redis/bench-redis.c tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c tools/bench/http-store.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(B)/libufault-redis.a $(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) $(or $(HIREDIS_LIBS),-lhiredis) -lm
 else
 NOREDIS_TOOLS := $(B)/ufault-stress $(B)/ufault-bench $(B)/ufault-serve $(B)/ufault-cp
-$(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h src/lib/compat.h \
+$(NOREDIS_TOOLS): $(B)/%: tools/%.c tools/redis/no-redis.c tools/redis/bench-redis.h tools/bench/attach.c tools/bench/bare.c tools/bench/bare.h tools/bench/http-store.c src/lib/compat.h src/lib/uffd_holes.h src/lib/scm.h \
 		tools/serve/supervisor.c tools/serve/supervisor.h tools/serve/refuse.c tools/serve/refuse.h \
 		tools/serve/bench-serve.c tools/serve/bench-serve.h \
 		$(B)/libufault.a include/ufault.h include/ufault-redis.h VERSION $(PACK_DEPS) \
 		$(HTTP_TOOL_DEPS)
 	$(quiet) CCLD $@
 	$(Q)$(CC) $(APP_CFLAGS) -Itools/redis -o $@ $< tools/redis/no-redis.c \
-		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c) \
+		$(if $(filter ufault-bench,$*),tools/serve/bench-serve.c tools/bench/attach.c tools/bench/bare.c tools/bench/http-store.c) \
 		$(if $(filter ufault-serve,$*),tools/serve/supervisor.c tools/serve/refuse.c) \
 		$(if $(filter ufault-serve ufault-bench,$*),$(PACK_LINK)) \
 		$(HTTP_TOOL_LINK) $(B)/libufault.a $(LDFLAGS) -lm

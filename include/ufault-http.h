@@ -91,10 +91,14 @@ struct uf_http_stats {
  * (uf_object_prefetch()) sends its runs concurrently, one range GET per
  * contiguous run (uf_object_set_readv() is set).
  *
- * The object has no ->write: uf_object_pwrite(), uf_object_truncate(),
- * uf_object_punch_hole() and a shared writable mapping fail with -EROFS
- * (-EACCES for uf_mmap(), as for any read-only object); uf_object_sync()
- * has nothing to write and returns 0.
+ * The store is read-only (no ->write): uf_object_pwrite(),
+ * uf_object_truncate(), uf_object_punch_hole() and uf_object_sync() fail
+ * with -EROFS; a shared writable mapping is refused with -EACCES by
+ * uf_mmap() and uf_mprotect(), as for any read-only object.  A private
+ * mapping may be written (copy-on-write), and so may a shared one the
+ * program makes writable with mprotect(2): what is written stays in that
+ * mapping and reaches neither the cache, nor other mappings, nor the
+ * server (uf_msync() of it has nothing to write: 0).
  *
  * Return: 0, or -EINVAL (NULL @mm, @url or @objp; @url not http:// or
  * https://, or holding spaces or control characters; a header line

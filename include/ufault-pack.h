@@ -61,7 +61,8 @@ int uf_pack_probe(const struct uf_store_ops *ops, void *store);
  * after it in the same frame, are copied.  All-zero pages are never read.
  * A frame that fails its checksum, has bad lengths or does not decompress
  * is -EIO for the pages it covers (the access gets SIGBUS), never bytes.
- * The object is read-only: a write, truncate or punch is -EROFS.  The
+ * The object is read-only: a write, truncate, punch or uf_object_sync() is
+ * -EROFS.  The
  * object has a batched read (uf_object_set_readv()).
  *
  * On success the object owns @raw_store (@raw_ops->release is called at

@@ -331,6 +331,11 @@ int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot);
  * @len: bytes, rounded up to a page; 0 writes nothing.
  * @flags: 0 or UF_MS_SYNC.
  *
+ * Only shared writable mappings are written back: a mapping of a read-only
+ * object (or store) is never one, so it has nothing to write and gives 0,
+ * as msync(2) of a read-only mapping does (uf_object_sync() of an object
+ * whose store cannot be written is -EROFS).
+ *
  * Return: 0, or the store's error (the pages stay dirty and are tried
  * again by the next sync), -EINVAL (unaligned @addr, bad @flags), -ENOMEM
  * (part of the range is not a ufault mapping, as msync(2)).
@@ -655,8 +660,13 @@ ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_t len, uin
 /**
  * uf_object_sync - write every dirty page of @obj (written through shared
  * mappings or uf_object_pwrite()) to the store, then ->sync it.
- * Return: 0, or the first store error (-ESTALE for a file written behind
- * ufault's back, see uf_object_open()); pages that failed stay dirty.
+ * An object opened read-only over a store that can be written has nothing
+ * dirty: 0, as fsync(2) of an O_RDONLY file.  A store that cannot be
+ * written (no ->write: uf_http_open(), uf_pack_create()) refuses: -EROFS,
+ * so that a caller counting on durability learns nothing will be written.
+ * Return: 0, or -EROFS (the store has no ->write), -EINVAL (NULL @obj),
+ * or the first store error (-ESTALE for a file written behind ufault's
+ * back, see uf_object_open()); pages that failed stay dirty.
  */
 int uf_object_sync(struct uf_object *obj);
 

@@ -288,6 +288,23 @@ static HT_UNUSED long ht_wait_requests(const struct ht_server *s, const char *na
 	return n;
 }
 
+/* Lines of the access log that are not a GET: what tried to write. */
+static HT_UNUSED long ht_not_gets(const struct ht_server *s)
+{
+	char path[256], line[2048];
+	long n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/access.log", s->dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		n += !strstr(line, "\"GET ");
+	fclose(f);
+	return n;
+}
+
 /* @len bytes of a version's pattern: byte i of version @v. */
 static HT_UNUSED unsigned char ht_byte(uint64_t i, int v)
 {

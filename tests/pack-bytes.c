@@ -148,6 +148,7 @@ int main(void)
 	CHECK_RET(uf_object_pwrite(obj, "x", 1, 0), -EROFS);
 	CHECK_RET(uf_object_truncate(obj, 0), -EROFS);
 	CHECK_RET(uf_object_punch_hole(obj, 0, UF_PAGE_SIZE), -EROFS);
+	CHECK_RET(uf_object_sync(obj), -EROFS);
 	CHECK_RET(uf_mmap(mm, UF_PAGE_SIZE, PROT_READ | PROT_WRITE, UF_MAP_SHARED, obj, 0, &a),
 		  -EACCES);
 	uf_object_put(obj);

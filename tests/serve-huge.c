@@ -128,7 +128,9 @@ int main(void)
 		return UT_SKIP;
 	}
 	atexit(hp_restore);
-	want = hp_atexit.old + EXTRA;
+	/* the pages in use, and EXTRA free ones: no more (a pool left
+	 * larger by somebody else would give client b all it asks) */
+	want = hp_atexit.old - meminfo("HugePages_Free:") + EXTRA;
 	if (!set_nr_hugepages(want) || nr_hugepages() < want || meminfo("HugePages_Free:") < EXTRA) {
 		printf("cannot reserve %d huge pages of 2 MiB (nr_hugepages %ld, free %ld)\n", EXTRA,
 		       nr_hugepages(), meminfo("HugePages_Free:"));

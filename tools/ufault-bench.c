@@ -45,6 +45,8 @@
  * --store redis://...: cold reads from objects in a Redis Cluster beside the
  * file store and raw hiredis references, or (--only layout) the cost per
  * page of each way to lay pages out in the cluster: tools/redis/bench-redis.c.
+ * --store http(s)://...: cold reads of that (read-only) object beside a
+ * tmpfs copy of its bytes and one range GET per page: tools/bench/http-store.c.
  *
  * Exit status: 0 (goals missed too, unless --check), 1 a goal missed with
  * --check, 2 an error, 77 userfaultfd not usable here.
@@ -53,6 +55,7 @@
 #include <ufault.h>
 #include "bench-redis.h"
 #include "serve/bench-serve.h"
+#include "http/bench-http.h"
 #include "bench/bare.h"
 
 #include <dirent.h>
@@ -1874,6 +1877,8 @@ static void usage(FILE *out)
 		"                           cached\n"
 		"                   serve   a Firecracker-style client of uf_object_serve_uffd\n"
 		"                           (tools/serve/bench-serve.c)\n"
+		"                   serve-flood  its serve-flood rows alone: a client beside\n"
+		"                           an idle and a fault flood of another uid\n"
 		"                   attach  a second ufault client's warm reads against the\n"
 		"                           kernel's tmpfs mapping, and 16 clients of one object\n"
 		"                   with --store: store (all its cases, the default),\n"
@@ -1884,6 +1889,10 @@ static void usage(FILE *out)
 		"                   [,...][/NAME][?options]): cold-seq and cold-rand beside the\n"
 		"                   file store and raw GET/MGET (default 32 MiB); --only layout:\n"
 		"                   cost per page of each layout in the cluster (default 16 MiB)\n"
+		"                   or the object at an http:// or https:// URL, read-only: its\n"
+		"                   first --size MiB (default 32) cold-seq and cold-rand beside a\n"
+		"                   tmpfs copy and one range GET per page; nothing is written\n"
+		"                   there, so --only layout and ws are refused (exit 2)\n"
 		"  -h, --help       this text\n"
 		"  --version        the version of ufault\n"
 		"exit: 0 done, 1 goal missed (--check), 2 error, 77 no userfaultfd\n");
@@ -2347,6 +2356,8 @@ int main(int argc, char **argv)
 			.quick = quick,
 		};
 
+		if (!strncmp(store, "http://", 7) || !strncmp(store, "https://", 8))
+			return bench_http_store_main(&ro);	/* tools/bench/http-store.c */
 		return bench_redis_main(&ro);
 	}
 	if (b.only && !strcmp(b.only, "fork"))
@@ -2362,10 +2373,11 @@ int main(int argc, char **argv)
 	b.npages = b.size / PG;
 	if (b.only && !strcmp(b.only, "ws"))
 		return bench_ws(&b);
-	if (b.only && !strcmp(b.only, "serve")) {
+	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood"))) {
 		struct bench_serve_opts so = {
 			.tmpfs_dir = b.file[STORE_TMPFS].dir, .repeat = (unsigned int)repeat,
 			.quick = quick, .check = b.check,
+			.flood_only = !strcmp(b.only, "serve-flood"),
 		};
 
 		return bench_serve_main(&so);

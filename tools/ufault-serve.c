@@ -42,7 +42,9 @@
 #include "serve/refuse.h"
 #include "serve/supervisor.h"
 
-#define MAX_CLIENTS	1024
+#define MAX_CLIENTS	1024	/* served, or in their handshake */
+#define MAX_HELD	1024	/* refused VMMs failed closed, besides */
+#define TABLE_SIZE	(MAX_CLIENTS + MAX_HELD)
 #define MAX_HANDSHAKE	65536	/* bytes: 64 regions take under 10 KiB */
 #define MAX_UIDS	32
 #define HUGE_PAGE	(2ULL << 20)	/* hugetlbfs guests: "huge_pages": "2M" */
@@ -87,8 +89,9 @@ struct server {
 	void *http;		/* an http(s):// SOURCE's store: failed reads logged */
 	uint64_t http_failed;	/* of those, logged so far */
 	bool stopping;
-	struct client *clients[MAX_CLIENTS];
+	struct client *clients[TABLE_SIZE];
 	unsigned int nclients;
+	unsigned int nheld_now;	/* of them, refused and held (c->refused) */
 	uint64_t nrefused;	/* refusals (every one logged) */
 	uint64_t nheld;		/* of them, a uffd kept and failed closed */
 	uint64_t nbus;		/* SIGBUS sent to refused clients */
@@ -377,6 +380,8 @@ static void client_close(struct server *s, unsigned int i, const char *why)
 	}
 	if (c->uffd >= 0)
 		close(c->uffd);
+	if (c->refused)
+		s->nheld_now--;
 	close(c->fd);
 	free(c->buf);
 	free(c);
@@ -474,11 +479,14 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 	shutdown(c->fd, SHUT_RD);
 	client_drain(c);
 	c->quiet = c->quiet && c->uffd < 0;	/* (a VMM refused is logged) */
-	if (c->uffd >= 0 && uid_count(s, c->uid, true) >= s->max_per_uid) {
-		/* bounded: this uid's refused VMMs hold --max-per-uid more */
-		logf_("client pid %d uid %u: refused: %s; %u refused of this uid held already: "
+	if (c->uffd >= 0 && (uid_count(s, c->uid, true) >= s->max_per_uid ||
+			     s->nheld_now >= MAX_HELD)) {
+		/* bounded: this uid's refused VMMs hold --max-per-uid more,
+		 * and all of them MAX_HELD */
+		logf_("client pid %d uid %u: refused: %s; %u refused %s held already: "
 		      "its userfaultfd is closed, its faults may hang", (int)c->pid, (unsigned)c->uid,
-		      why, s->max_per_uid);
+		      why, s->nheld_now >= MAX_HELD ? s->nheld_now : s->max_per_uid,
+		      s->nheld_now >= MAX_HELD ? "in all" : "of this uid");
 		client_close(s, i, NULL);
 		return;
 	}
@@ -491,6 +499,7 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 		return;
 	}
 	c->refused = true;
+	s->nheld_now++;
 	free(c->buf);
 	c->buf = NULL;
 	snprintf(c->why, sizeof(c->why), "%s", why);
@@ -522,7 +531,8 @@ static void client_refused_fault(struct server *s, unsigned int i)
 		int fd = -1;
 
 		k = NULL;
-		if (s->nclients < MAX_CLIENTS && uid_count(s, c->uid, true) < s->max_per_uid &&
+		if (s->nclients < TABLE_SIZE && s->nheld_now < MAX_HELD &&
+		    uid_count(s, c->uid, true) < s->max_per_uid &&
 		    (k = calloc(1, sizeof(*k))) &&
 		    (fd = fcntl(c->fd, F_DUPFD_CLOEXEC, 3)) >= 0) {
 			*k = *c;
@@ -531,6 +541,7 @@ static void client_refused_fault(struct server *s, unsigned int i)
 			k->bus_logged = false;
 			s->clients[s->nclients++] = k;
 			s->nheld++;
+			s->nheld_now++;
 			super_refused(k->fd, k->uffd, k->pid, k->uid);
 			continue;
 		}
@@ -744,10 +755,10 @@ static int storm_flush(struct server *s, uint64_t now)
 }
 
 /*
- * A refusal at accept (a uid not allowed, or over --max-per-uid).  A
- * tenant that reconnects as fast as it is refused would fill the log:
- * past STORM_BURST refusals in a second, the rest of that second's are
- * counted and logged as one line.  (The listener does not rest: the
+ * A refusal at accept (a uid not allowed, over --max-per-uid, or past a
+ * full table).  A tenant that reconnects as fast as it is refused would
+ * fill the log: past STORM_BURST refusals in a second, the rest of that
+ * second's are counted and logged as one line.  (The listener does not rest: the
  * connections queued behind the flooder's are other tenants'.)  Return
  * true: refuse quietly.
  */
@@ -797,9 +808,15 @@ static void client_accept(struct server *s)
 		close(fd);
 		return;
 	}
-	if (s->nclients == MAX_CLIENTS || !(c = calloc(1, sizeof(*c)))) {
-		logf_("client pid %d uid %u: too many clients; connection closed", (int)cred.pid,
-		      (unsigned)cred.uid);
+	if (s->nclients == TABLE_SIZE || !(c = calloc(1, sizeof(*c)))) {
+		/* (no slot even to hold it: a handshake already sent is
+		 * lost with the connection) */
+		shutdown(fd, SHUT_RDWR);
+		s->nrefused++;
+		if (!storm_note(s, now_ms()))
+			logf_("client pid %d uid %u: refused: no slot (%u clients, %u of them "
+			      "refused and held); connection closed", (int)cred.pid,
+			      (unsigned)cred.uid, s->nclients, s->nheld_now);
 		close(fd);
 		return;
 	}
@@ -810,6 +827,15 @@ static void client_accept(struct server *s)
 	c->uffd = -1;
 	c->deadline = now_ms() + (uint64_t)s->hs_timeout_s * 1000;
 	s->clients[s->nclients++] = c;
+	if (s->nclients - s->nheld_now > MAX_CLIENTS) {
+		/* answered, not left in the listen queue: a VMM fails closed */
+		snprintf(why, sizeof(why), "too many clients (%u served or in their handshake)",
+			 MAX_CLIENTS);
+		c->quiet = storm_note(s, now_ms());
+		uf_object_serve_client(s->obj, fd, -EAGAIN);	/* a ufault client is told */
+		client_refuse(s, s->nclients - 1, why);
+		return;
+	}
 	if (n >= s->max_per_uid) {
 		snprintf(why, sizeof(why), "uid %u has %u connections already (--max-per-uid)",
 			 (unsigned)cred.uid, n);
@@ -1146,20 +1172,14 @@ static bool on_signal(struct server *s)
 }
 
 /* The listener is polled unless accept() ran out of fds (retried after
- * ACCEPT_RETRY_MS, or at once when a client goes) or the table is full. */
+ * ACCEPT_RETRY_MS, or at once when a client goes).  A full table does not
+ * stop it: each new connection is answered (client_accept). */
 static bool accepting(struct server *s, uint64_t now)
 {
 	if (s->lfd < 0)
 		return false;
 	if (s->accept_off && now >= s->accept_retry)
 		s->accept_off = false;
-	if (!s->accept_off && s->nclients >= MAX_CLIENTS) {
-		s->accept_off = true;
-		s->accept_retry = UINT64_MAX;
-		if (!s->accept_logged)
-			logf_("%u clients: not accepting till one goes", s->nclients);
-		s->accept_logged = true;
-	}
 	return !s->accept_off;
 }
 
@@ -1262,8 +1282,8 @@ static int loop_timeout(struct server *s, uint64_t now, uint64_t *next_stats)
 
 static void serve_loop(struct server *s)
 {
-	static struct pollfd pfd[2 * MAX_CLIENTS + 2];
-	static unsigned int held[MAX_CLIENTS];	/* a refused client's uffd at pfd[2 + nc + k] */
+	static struct pollfd pfd[2 * TABLE_SIZE + 2];
+	static unsigned int held[TABLE_SIZE];	/* a refused client's uffd at pfd[2 + nc + k] */
 	uint64_t next_stats = now_ms() + (uint64_t)s->stats_s * 1000;
 
 	while (!s->stopping || s->nclients) {

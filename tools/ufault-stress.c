@@ -27,6 +27,14 @@
  *                   the tail of a mapping) and mremap() (grow, usually
  *                   moving; shrink; move) mixed in: the reopen checks that
  *                   every write made before reached the store.
+ *   readonly        with --store http(s)://URL only: threads map the
+ *                   object there (shared and private windows), pread it,
+ *                   write into private mappings, try every write and
+ *                   sync (-EROFS) and a shared writable map (-EACCES),
+ *                   and reopen it (a cold cache); every byte is checked
+ *                   against the object as the raw store reads it.  It
+ *                   alone runs on that read-only store: the scenarios
+ *                   above write, and are skipped with a line each.
  *
  * Targets: ufault with the memory store, ufault with the file store on
  * tmpfs (/dev/shm) and on disk (/var/tmp), and the kernel's own MAP_SHARED
@@ -34,7 +42,8 @@
  * With --store URL (redis://...host:port[,...][/PREFIX][?options]) the one
  * target is ufault-redis: the same scenarios on objects in that Redis
  * Cluster, named PREFIX-PID-N (PREFIX defaults to ufault-stress) and
- * removed after the run.
+ * removed after the run.  With --store http(s)://URL the one target is
+ * ufault-http, the object at that URL, read-only (scenario readonly).
  *
  * The random mode's model.  Each byte of an object has one owner thread
  * (64-byte blocks dealt round robin); only the owner writes it, and each
@@ -76,6 +85,7 @@
 
 #include "ufault.h"
 #include "ufault-redis.h"
+#include "ufault-http.h"
 
 #define PG		((size_t)UF_PAGE_SIZE)
 #define MAX_MSGS	5	/* failure messages printed per run */
@@ -213,6 +223,7 @@ static const struct target targets[] = {
 	{ "kernel-tmpfs", false, "/dev/shm" },
 	{ "kernel-disk",  false, "/var/tmp" },
 	{ "ufault-redis", true,  NULL },	/* objects in the --store cluster */
+	{ "ufault-http",  true,  NULL },	/* the --store http(s):// object */
 };
 #define NTARGETS (sizeof(targets) / sizeof(targets[0]))
 
@@ -305,12 +316,63 @@ static void join_or_kick(struct cell *c, pthread_t *th, const pid_t *tid, int n,
 	}
 }
 
-/* --store: the cluster URL; objects get names under its path. */
+/* The first member of a thread's argument in the random and readonly
+ * scenarios: what run_workers() needs to join it. */
+struct worker {
+	pthread_t th;
+	pid_t tid;		/* set by the thread itself */
+};
+
+/*
+ * Start @n threads of @fn, the i-th given @args + i * @size (which begins
+ * with a struct worker), let them run until @end or a stop, then stop and
+ * join them (join_or_kick).
+ */
+static void run_workers(struct cell *c, double end, int n, void *(*fn)(void *), void *args,
+			size_t size)
+{
+	pthread_t th[16];
+	pid_t tid[16];
+	int i, nth = 0;
+
+	for (i = 0; i < n && i < 16 && !stopped(c); i++) {
+		struct worker *w = (struct worker *)((char *)args + (size_t)i * size);
+
+		if (pthread_create(&w->th, NULL, fn, w)) {
+			fail(c, "pthread_create failed");
+			break;
+		}
+		nth++;
+	}
+	while (!stopped(c) && now() < end)
+		usleep(10000);
+	atomic_store(&c->stop, 1);
+	for (i = 0; i < nth; i++) {
+		struct worker *w = (struct worker *)((char *)args + (size_t)i * size);
+
+		th[i] = w->th;
+		tid[i] = __atomic_load_n(&w->tid, __ATOMIC_RELAXED);
+	}
+	join_or_kick(c, th, tid, nth, "thread");
+}
+
+/* --store: the cluster URL (objects get names under its path), or the
+ * URL of a read-only object over HTTP. */
 static const char *store_url;
 
 static bool is_redis(const struct target *tg)
 {
 	return !strcmp(tg->name, "ufault-redis");
+}
+
+static bool is_http(const struct target *tg)
+{
+	return !strcmp(tg->name, "ufault-http");
+}
+
+static bool http_url(const char *url)
+{
+	return url && (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8));
 }
 
 /* The URL of object @n of this process in the --store cluster. */
@@ -808,11 +870,10 @@ struct rrun {
 };
 
 struct rthr {
+	struct worker w;	/* first: see run_workers() */
 	struct rrun *r;
 	unsigned me;
 	uint64_t rs;
-	pthread_t th;
-	pid_t tid;
 };
 
 struct snap {
@@ -1485,7 +1546,7 @@ static void *rthr_main(void *arg)
 	struct cell *c = r->c;
 	bool uf = c->tg->ufault, reopen = c->tg->dir != NULL;
 
-	__atomic_store_n(&t->tid, gettid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&t->w.tid, gettid(), __ATOMIC_RELAXED);
 	while (!stopped(c)) {
 		struct robj *o = &r->obj[rnd(&t->rs, R_NOBJ)];
 		unsigned op = (unsigned)rnd(&t->rs, 1000);
@@ -1548,10 +1609,8 @@ static void run_random(struct cell *c)
 {
 	struct rrun *r = calloc(1, sizeof(*r));
 	struct rthr th[R_NTHR];
-	pthread_t rth[R_NTHR];
-	pid_t rtid[R_NTHR];
 	uint64_t rs = seed_mix(c->seed, 2);
-	int i, j, nobj = 0, nth = 0, ret;
+	int i, j, nobj = 0, ret;
 	double end = now() + c->seconds;
 
 	if (!r) {
@@ -1581,22 +1640,9 @@ static void run_random(struct cell *c)
 			break;
 		}
 	}
-	for (i = 0; i < R_NTHR && !stopped(c); i++) {
+	for (i = 0; i < R_NTHR; i++)
 		th[i] = (struct rthr){ .r = r, .me = (unsigned)i, .rs = seed_mix(c->seed, 100 + i) };
-		if (pthread_create(&th[i].th, NULL, rthr_main, &th[i])) {
-			fail(c, "pthread_create failed");
-			break;
-		}
-		nth++;
-	}
-	while (!stopped(c) && now() < end)
-		usleep(10000);
-	atomic_store(&c->stop, 1);
-	for (i = 0; i < nth; i++) {
-		rth[i] = th[i].th;
-		rtid[i] = __atomic_load_n(&th[i].tid, __ATOMIC_RELAXED);
-	}
-	join_or_kick(c, rth, rtid, nth, "thread");
+	run_workers(c, end, R_NTHR, rthr_main, th, sizeof(th[0]));
 
 	for (i = 0; i < nobj; i++) {
 		struct robj *o = &r->obj[i];
@@ -1617,13 +1663,249 @@ static void run_random(struct cell *c)
 }
 
 /* ------------------------------------------------------------------ */
+/* Scenario: readonly (a read-only store: the HTTP store)              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The object at the --store http(s):// URL, read by RO_NTHR threads at
+ * random: windows mapped shared or private (each page compared with the
+ * reference whole), uf_object_pread() of random ranges, writes into
+ * private mappings (copy-on-write: seen there, nowhere else), every write
+ * and sync through the API (-EROFS) and a shared writable map (-EACCES),
+ * and now and then the object dropped and opened again (a cold cache, the
+ * next faults read from the server while others map and read).  The
+ * reference is read once at the start with the raw store's reads
+ * (uf_http_store_open), not through ufault's cache; only the object's
+ * first RO_MAX bytes are used.
+ */
+#define RO_NTHR		4
+#define RO_MAX		((uint64_t)8 << 20)
+#define RO_WIN		64	/* pages mapped at most */
+
+struct rorun {
+	struct cell *c;
+	pthread_rwlock_t epoch;	/* shared: use obj; exclusive: reopen it */
+	struct uf_object *obj;
+	unsigned char *ref;	/* the bytes of [0, maplen), zero past size */
+	uint64_t size;		/* min(object size, RO_MAX) */
+	size_t npages;		/* pages of the region, the last maybe partial */
+};
+
+struct rothr {
+	struct worker w;	/* first: see run_workers() */
+	struct rorun *r;
+	uint64_t rs;
+};
+
+/* A page of a mapping at @addr (object page @pg) against the reference. */
+static void ro_check_page(struct rorun *r, const unsigned char *addr, size_t pg, const char *how)
+{
+	unsigned char buf[PG];
+	void *bad = NULL;
+	size_t i;
+	int pr = probe_read(buf, addr, PG, &bad);
+
+	if (pr) {
+		fail(r->c, "%s: page %zu: %s at %p", how, pg, pr == 1 ? "SIGBUS" : "blocked", bad);
+		return;
+	}
+	if (memcmp(buf, r->ref + pg * PG, PG)) {
+		for (i = 0; buf[i] == r->ref[pg * PG + i]; i++)
+			;
+		fail(r->c, "%s: page %zu byte %zu reads %#x, the store holds %#x", how, pg, i,
+		     buf[i], r->ref[pg * PG + i]);
+	}
+}
+
+/* A window mapped shared or private, read; a private one written too. */
+static void ro_map(struct rothr *t)
+{
+	struct rorun *r = t->r;
+	size_t first = rnd(&t->rs, r->npages), k;
+	size_t n = 1 + rnd(&t->rs, r->npages - first < RO_WIN ? r->npages - first : RO_WIN);
+	bool priv = rnd(&t->rs, 2);
+	unsigned char *p, x;
+	void *a, *bad;
+	int ret;
+
+	ret = uf_mmap(r->c->mm, n * PG, priv ? PROT_READ | PROT_WRITE : PROT_READ,
+		      priv ? UF_MAP_PRIVATE : UF_MAP_SHARED, r->obj, first * PG, &a);
+	if (ret) {
+		fail(r->c, "uf_mmap %s of %zu pages at page %zu: %s", priv ? "private" : "shared",
+		     n, first, strerror(-ret));
+		return;
+	}
+	p = a;
+	for (k = 0; k < n && !stopped(r->c); k++)
+		ro_check_page(r, p + k * PG, first + k, priv ? "private map" : "shared map");
+	if (priv && !stopped(r->c)) {	/* copy-on-write: there, not in the store */
+		k = rnd(&t->rs, n * PG);
+		x = (unsigned char)~r->ref[first * PG + k];
+		bad = NULL;
+		if (probe_write(p + k, &x, 1, &bad) || p[k] != x)
+			fail(r->c, "private map: a write at page %zu did not stay", first + k / PG);
+	}
+	ret = uf_munmap(r->c->mm, a, n * PG);
+	if (ret)
+		fail(r->c, "uf_munmap: %s", strerror(-ret));
+}
+
+static void ro_pread(struct rothr *t)
+{
+	struct rorun *r = t->r;
+	uint64_t off = rnd(&t->rs, r->size);
+	size_t n = 1 + rnd(&t->rs, r->size - off < 65536 ? r->size - off : 65536);
+	unsigned char *buf = malloc(n);
+	ssize_t got;
+
+	if (!buf)
+		return;
+	got = uf_object_pread(r->obj, buf, n, off);
+	if (got != (ssize_t)n)
+		fail(r->c, "uf_object_pread(%zu at %" PRIu64 "): %zd (%s)", n, off, got,
+		     got < 0 ? strerror((int)-got) : "short");
+	else if (memcmp(buf, r->ref + off, n))
+		fail(r->c, "uf_object_pread(%zu at %" PRIu64 "): bytes differ from the store's",
+		     n, off);
+	free(buf);
+}
+
+/* Every write, and a sync, refused; a shared writable map too. */
+static void ro_writes(struct rothr *t)
+{
+	struct rorun *r = t->r;
+	void *a;
+	int ret;
+
+	switch (rnd(&t->rs, 5)) {
+	case 0:
+		ret = (int)uf_object_pwrite(r->obj, "x", 1, rnd(&t->rs, r->size));
+		break;
+	case 1:
+		ret = uf_object_truncate(r->obj, rnd(&t->rs, 2 * r->size));
+		break;
+	case 2:
+		ret = uf_object_punch_hole(r->obj, rnd(&t->rs, r->npages) * PG, PG);
+		break;
+	case 3:
+		ret = uf_object_sync(r->obj);
+		break;
+	default:
+		ret = uf_mmap(r->c->mm, PG, PROT_READ | PROT_WRITE, UF_MAP_SHARED, r->obj, 0, &a);
+		if (ret != -EACCES)
+			fail(r->c, "shared writable uf_mmap: %s, want EACCES", strerror(-ret));
+		if (!ret)
+			uf_munmap(r->c->mm, a, PG);
+		return;
+	}
+	if (ret != -EROFS)
+		fail(r->c, "a write or sync returned %d (%s), want -EROFS", ret, strerror(-ret));
+}
+
+/* Drop the object and open it again: an empty cache. */
+static void ro_reopen(struct rothr *t)
+{
+	struct rorun *r = t->r;
+	int ret;
+
+	pthread_rwlock_wrlock(&r->epoch);
+	uf_object_put(r->obj);
+	r->obj = NULL;
+	ret = uf_http_open(r->c->mm, store_url, NULL, &r->obj);
+	if (ret) {
+		fail(r->c, "reopen %s: %s", store_url, strerror(-ret));
+		atomic_store(&r->c->stop, 1);
+	}
+	pthread_rwlock_unlock(&r->epoch);
+}
+
+static void *rothr_main(void *arg)
+{
+	struct rothr *t = arg;
+	struct rorun *r = t->r;
+
+	__atomic_store_n(&t->w.tid, gettid(), __ATOMIC_RELAXED);
+	while (!stopped(r->c)) {
+		unsigned op = (unsigned)rnd(&t->rs, 1000);
+
+		if (op < 5) {
+			ro_reopen(t);
+		} else {
+			pthread_rwlock_rdlock(&r->epoch);
+			if (!r->obj) {
+				pthread_rwlock_unlock(&r->epoch);
+				break;
+			}
+			if (op < 600)
+				ro_map(t);
+			else if (op < 900)
+				ro_pread(t);
+			else
+				ro_writes(t);
+			pthread_rwlock_unlock(&r->epoch);
+		}
+		atomic_fetch_add(&r->c->ops, 1);
+	}
+	return NULL;
+}
+
+/* The reference: the region's bytes, read with the raw store. */
+static int ro_reference(struct rorun *r)
+{
+	const struct uf_store_ops *ops;
+	void *store;
+	uint64_t size;
+	ssize_t got;
+	int ret = uf_http_store_open(store_url, NULL, &ops, &store, &size);
+
+	if (ret)
+		return ret;
+	r->size = size < RO_MAX ? size : RO_MAX;
+	r->npages = (size_t)((r->size + PG - 1) / PG);
+	r->ref = calloc(r->npages ? r->npages : 1, PG);
+	if (!r->ref || !r->size)
+		ret = !r->ref ? -ENOMEM : -ENODATA;
+	else if ((got = ops->read(store, r->ref, r->size, 0)) != (ssize_t)r->size)
+		ret = got < 0 ? (int)got : -EIO;
+	ops->release(store);
+	return ret;
+}
+
+static void run_readonly(struct cell *c)
+{
+	struct rorun r = { .c = c };
+	struct rothr th[RO_NTHR];
+	double end = now() + c->seconds;
+	int i, ret;
+
+	rwlock_init_wpref(&r.epoch);
+	ret = ro_reference(&r);
+	if (!ret)
+		ret = uf_http_open(c->mm, store_url, NULL, &r.obj);
+	if (ret) {
+		fail(c, "%s: %s", store_url, ret == -ENODATA ? "an empty object" : strerror(-ret));
+		goto out;
+	}
+	for (i = 0; i < RO_NTHR; i++)
+		th[i] = (struct rothr){ .r = &r, .rs = seed_mix(c->seed, 200 + i) };
+	run_workers(c, end, RO_NTHR, rothr_main, th, sizeof(th[0]));
+out:
+	if (r.obj)
+		uf_object_put(r.obj);
+	pthread_rwlock_destroy(&r.epoch);
+	free(r.ref);
+}
+
+/* ------------------------------------------------------------------ */
 /* Driver                                                              */
 /* ------------------------------------------------------------------ */
 
 struct scenario {
 	const char *name;
-	int mode;		/* enum seed_mode, or -1: random, -2: random-syscalls */
+	int mode;		/* enum seed_mode, or -1: random, -2: random-syscalls,
+				 * -3: readonly */
 };
+#define MODE_READONLY	(-3)
 
 static const struct scenario scenarios[] = {
 	{ "seed-same",      SEED_SAME },
@@ -1631,6 +1913,7 @@ static const struct scenario scenarios[] = {
 	{ "seed-nonlinear", SEED_NONLINEAR },
 	{ "random",         -1 },
 	{ "random-syscalls", -2 },
+	{ "readonly",       MODE_READONLY },
 };
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -1641,13 +1924,16 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ufault-stress [--seconds N] [--scenario NAME] [--target NAME] [--seed S]\n"
 		   "                     [--store redis://[[user]:password@]host:port[,...][/PREFIX]"
 		   "[?options]]\n"
+		   "                     [--store http[s]://host[:port]/path]\n"
 		   "Runs each scenario against each target and checks every read against a\n"
 		   "model of what the bytes must be.\n"
 		   "  --seconds N   total run time, shared out over the runs (default 20)\n"
 		   "  --scenario    run only the matching scenarios (default: all):\n               ");
 	for (i = 0; i < NSCENARIOS; i++)
 		fprintf(f, " %s", scenarios[i].name);
-	fprintf(f, "\n  --target      run only the matching targets (default: all but ufault-redis):\n"
+	fprintf(f, "\n                (readonly: with --store http(s):// only; it alone runs there)\n"
+		   "  --target      run only the matching targets (default: all but ufault-redis\n"
+		   "                and ufault-http):\n"
 		   "               ");
 	for (i = 0; i < NTARGETS; i++)
 		fprintf(f, " %s", targets[i].name);
@@ -1656,6 +1942,9 @@ static void usage(FILE *f)
 		   "  --seed S      the random seed (default: from the time and pid; printed)\n"
 		   "  --store URL   run on objects in that Redis Cluster (target ufault-redis\n"
 		   "                only); the password may come from UFAULT_REDIS_PASSWORD.\n"
+		   "                With an http:// or https:// URL: the object there, read-only\n"
+		   "                (target ufault-http, scenario readonly; the scenarios that\n"
+		   "                write are skipped, each with a line saying so).\n"
 		   "  -h, --help    this text\n"
 		   "  --version     the version of ufault\n"
 		   "A failure is a bug in what was run: a read that disagreed with the model\n"
@@ -1680,10 +1969,26 @@ static bool match(const char *filter, const char *name)
 	return !strncmp(filter, name, strlen(filter));
 }
 
-/* The Redis target runs with --store, and then alone. */
+/* The Redis target runs with --store redis://, the HTTP one with --store
+ * http(s)://, each alone; the others without --store. */
 static bool target_on(const struct target *tg)
 {
-	return is_redis(tg) == (store_url != NULL);
+	if (is_http(tg))
+		return http_url(store_url);
+	if (is_redis(tg))
+		return store_url && !http_url(store_url);
+	return !store_url;
+}
+
+/* readonly runs on the read-only store alone, and it alone runs there:
+ * every other scenario writes.  NULL, or why @sc does not run on @tg. */
+static const char *cell_off(const struct scenario *sc, const struct target *tg)
+{
+	if (is_http(tg) && sc->mode != MODE_READONLY)
+		return "it writes, and the HTTP store is read-only";
+	if (!is_http(tg) && sc->mode == MODE_READONLY)
+		return "for a read-only store (--store http(s)://) only";
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -1724,8 +2029,9 @@ int main(int argc, char **argv)
 			ftg = optarg;
 			break;
 		case 'S':
-			if (strncmp(optarg, "redis://", 8)) {
-				fprintf(stderr, "ufault-stress: --store wants a redis:// URL\n");
+			if (strncmp(optarg, "redis://", 8) && !http_url(optarg)) {
+				fprintf(stderr, "ufault-stress: --store wants a redis://, http:// or "
+					"https:// URL\n");
 				return 2;
 			}
 			store_url = optarg;
@@ -1755,7 +2061,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < NSCENARIOS; i++)
 		for (j = 0; j < NTARGETS; j++)
 			if (match(fscn, scenarios[i].name) && match(ftg, targets[j].name) &&
-			    target_on(&targets[j]))
+			    target_on(&targets[j]) && !cell_off(&scenarios[i], &targets[j]))
 				ncells++;
 	if (!ncells) {
 		fprintf(stderr, "ufault-stress: no scenario/target matches\n");
@@ -1794,6 +2100,12 @@ int main(int argc, char **argv)
 			if (!match(fscn, scenarios[i].name) || !match(ftg, tg->name) ||
 			    !target_on(tg))
 				continue;
+			if (cell_off(&scenarios[i], tg)) {	/* said once, for the HTTP store */
+				if (is_http(tg))
+					printf("%-16s %-14s skipped: %s\n", c.scenario, tg->name,
+					       cell_off(&scenarios[i], tg));
+				continue;
+			}
 			if (tg->ufault) {
 				int ret = uf_mm_create(&cfg, &c.mm);
 
@@ -1806,7 +2118,9 @@ int main(int argc, char **argv)
 			}
 			stray0 = atomic_load(&stray_sigbus);
 			c.syscalls = scenarios[i].mode == -2;
-			if (scenarios[i].mode < 0)
+			if (scenarios[i].mode == MODE_READONLY)
+				run_readonly(&c);
+			else if (scenarios[i].mode < 0)
 				run_random(&c);
 			else
 				run_seed(&c, (enum seed_mode)scenarios[i].mode);

@@ -53,6 +53,22 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * Fork children alive at once of one process another hands over (a VMM
+ * whose userfaultfd has UFFD_FEATURE_EVENT_FORK, an attach client), its
+ * descendants included: each costs this process an fd and a table.  Past
+ * it a child fails closed: every page it has not received gets the
+ * poison marker (SIGBUS there, never zeros, never a hang), and its
+ * userfaultfd is closed.  The mm's own fork children are not counted.
+ */
+#define UF_AS_MAX_FORKS	64
+
+/* A served process's family: its fork descendants alive. */
+struct uf_as_family {
+	int refs;			/* its members (atomic) */
+	int children;			/* members that are fork children (atomic) */
+};
+
 /* How often the handlers' idle tick looks for children gone. */
 #define REAP_EVERY_NS	(100 * 1000 * 1000)
 
@@ -168,6 +184,39 @@ static struct uf_vma *as_vma_copy(struct uf_as *as, const struct uf_vma *src,
 	if (v->obj)
 		uf_object_get(v->obj);
 	return v;
+}
+
+/* @as's family, made at its first fork (handlers may race: one wins);
+ * NULL without memory. */
+static struct uf_as_family *as_family(struct uf_as *as)
+{
+	struct uf_as_family *f = __atomic_load_n(&as->family, __ATOMIC_ACQUIRE), *none = NULL;
+
+	if (f)
+		return f;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->refs = 1;			/* @as's */
+	if (!__atomic_compare_exchange_n(&as->family, &none, f, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		free(f);
+		return none;
+	}
+	return f;
+}
+
+/* @as leaves its family (as_free). */
+static void as_family_leave(struct uf_as *as)
+{
+	struct uf_as_family *f = as->family;
+
+	if (!f)
+		return;
+	if (as->forked)
+		__atomic_sub_fetch(&f->children, 1, __ATOMIC_RELAXED);
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(f);
 }
 
 /*
@@ -436,6 +485,7 @@ static int as_free(struct uf_as *as, bool poison, bool wait)
 	pthread_rwlock_unlock(&as->vma_lock);
 	uf_uffd_close(&as->uffd);
 	as_lists_finish(NULL, released);
+	as_family_leave(as);
 	uf_nocow_free(as->vmas);
 	pthread_rwlock_destroy(&as->vma_lock);
 	uf_nocow_free(as);
@@ -525,9 +575,10 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	int fd = (int)msg->arg.fork.ufd;
 	struct uf_vma **src, *b, *opened = NULL;
 	pthread_rwlock_t *lock = parent ? &parent->vma_lock : &mm->vma_lock;
+	struct uf_as_family *fam = NULL;
 	struct uf_as *as;
 	size_t n, i;
-	bool ok = true;
+	bool ok = true, over = false;
 
 	/* (children gone are not reaped here: the last put of an object
 	 * they held syncs it, and a sync waits for the events being applied,
@@ -542,6 +593,21 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	pthread_rwlock_init(&as->vma_lock, NULL);
 	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, &uf_as_uffd_ops, as);
+	/* a served process's child: counted, and past the limit failed
+	 * closed (below, once its table is known); the program's own
+	 * descendants are the program's */
+	if (parent && parent->adopted) {
+		as->adopted = true;
+		fam = as_family(parent);
+		if (fam) {
+			__atomic_add_fetch(&fam->refs, 1, __ATOMIC_RELAXED);
+			as->family = fam;
+			as->forked = true;
+			over = __atomic_add_fetch(&fam->children, 1, __ATOMIC_RELAXED) >
+			       UF_AS_MAX_FORKS;
+		}
+		over = over || !fam;
+	}
 
 	pthread_rwlock_rdlock(lock);
 	src = parent ? parent->vmas : mm->vmas;
@@ -556,6 +622,11 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	pthread_rwlock_unlock(lock);
 	as_lists_finish(opened, NULL);	/* ->open, as the kernel's fork */
 
+	if (over) {
+		/* never read: no fault of it is served meanwhile */
+		as_free(as, true, true);
+		return;
+	}
 	uf_uffd_attach(&as->uffd);
 	if (!ok || __atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
 		as_free(as, true, true);
@@ -677,6 +748,7 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 		return -ENOMEM;
 	as->mm = mm;
 	as->owned = asp != NULL;
+	as->adopted = true;
 	pthread_rwlock_init(&as->vma_lock, NULL);
 	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, ops, as);

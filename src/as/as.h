@@ -39,6 +39,9 @@ int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end,
 int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
 
+/* serve.c: an attach client's mapping served by copy, as a VMM's region */
+int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t);
+
 /* mm.c */
 void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);

@@ -57,6 +57,17 @@
  * nothing: the socket's end frees its address space (its writes marked
  * dirty, its fd closed) and its thread.
  *
+ * Served by copy.  A client the server cannot trust with its cache (an
+ * O_RDONLY one whose uid is neither root nor the server's: srv_trusted)
+ * would otherwise hold a file of the memfd it can map: reading a hole
+ * through a mapping no userfaultfd watches makes shmem put a zero page
+ * into the cache, which every other client maps and VMMs are copied
+ * from.  So it is given no such file (an O_PATH fd: fstat, for its size
+ * and for a resumed server's identity), its mappings are private
+ * anonymous memory registered on its userfaultfd, and each of its
+ * mappings is a region of serve.c's on the server (uf_serve_vma_init):
+ * a fault is answered with a copy of the cache's page, as a VMM's is.
+ *
  * Wire format, version 1 (one host: native byte order, fixed sizes).
  *
  *   client -> server, hello, 16 bytes:
@@ -69,7 +80,8 @@
  *	9  u8 pad[3]
  *	12 u32 oflags		O_RDONLY or O_RDWR
  *   server -> client, answer, 24 bytes, with the memfd as SCM_RIGHTS
- *   when status is 0 (read-only for an O_RDONLY client):
+ *   when status is 0 (read-only for an O_RDONLY client; O_PATH for one
+ *   served by copy, ATT_COPY):
  *	0  "UFSERVED"
  *	8  u8 version		the server's
  *	9  u8 pad[3]
@@ -77,7 +89,8 @@
  *				allowed: sent at once, before the hello is
  *				read), -EROFS (O_RDWR, the object read-only),
  *				-EPROTONOSUPPORT (another version)
- *	16 u32 flags		ATT_READONLY: the object is read-only
+ *	16 u32 flags		ATT_READONLY: the object is read-only;
+ *				ATT_COPY: served by copy (below)
  *	20 u32 pad
  *   then requests, client -> server, each answered before the next:
  *	0  u32 op, u32 pad, u64 a, b, c, d	(40 bytes)
@@ -107,6 +120,7 @@
  */
 #define _GNU_SOURCE
 #include "as/as.h"
+#include "lib/scm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +141,7 @@
 #define ATT_MAGIC_SRV	"UFSERVED"
 #define ATT_MAGIC_LEN	8
 #define ATT_READONLY	0x1
+#define ATT_COPY	0x2
 #define ATT_SHARED	0x100
 #define ATT_MAX_IO	(1U << 20)
 /* how long a client waits for the server's answer to its hello */
@@ -207,27 +222,11 @@ static int write_full(int fd, const void *buf, size_t len)
 /* Send @len bytes with @pass (>= 0) as SCM_RIGHTS. */
 static int send_fd(int sock, const void *buf, size_t len, int pass)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
-	ssize_t n;
+	ssize_t n = uf_scm_send(sock, &iov, 1, &pass, pass >= 0);
 
-	if (pass >= 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = sizeof(cbuf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-	}
-	do
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return -errno;
+		return (int)n;
 	/* (the rest without the fd, should the kernel take a part) */
 	return (size_t)n < len ? write_full(sock, (const char *)buf + n, len - (size_t)n) : 0;
 }
@@ -236,42 +235,16 @@ static int send_fd(int sock, const void *buf, size_t len, int pass)
  * other is closed).  -ECONNRESET at the end of the stream. */
 static int recv_fd(int sock, void *buf, size_t len, int *fdp)
 {
-	char cbuf[CMSG_SPACE(4 * sizeof(int))];
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	ssize_t n;
+	int nfds, ret;
+	ssize_t n = uf_scm_recv(sock, &iov, 1, 0, fdp, 1, &nfds, NULL);
 
-	*fdp = -1;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		int fds[4], k, nfd;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		memcpy(fds, CMSG_DATA(cm), (size_t)nfd * sizeof(int));
-		for (k = 0; k < nfd; k++) {
-			if (*fdp < 0)
-				*fdp = fds[k];
-			else
-				close(fds[k]);
-		}
-	}
-	if (n == 0) {
-		if (*fdp >= 0)
-			close(*fdp);
+	if (n < 0 || !nfds)
 		*fdp = -1;
-		return -ECONNRESET;
-	}
-	if ((size_t)n < len) {
-		int ret = read_full(sock, (char *)buf + n, len - (size_t)n);
-
+	if (n < 0)
+		return (int)n;
+	if (n == 0 || (size_t)n < len) {
+		ret = n ? read_full(sock, (char *)buf + n, len - (size_t)n) : -ECONNRESET;
 		if (ret && *fdp >= 0) {
 			close(*fdp);
 			*fdp = -1;
@@ -289,6 +262,7 @@ struct uf_attach_srv {
 	struct uf_object *obj;
 	int sock;
 	bool readonly;			/* the client attached O_RDONLY */
+	bool copy;			/* served by copy (srv_trusted) */
 	struct uf_as *as;		/* its address space, once it sent its fd */
 	/* mappings told before the fd (a client resuming after its server
 	 * died): the address space starts with them */
@@ -316,6 +290,19 @@ static bool range_ok(uint64_t start, uint64_t len)
 	       start + len <= (1ULL << 63);
 }
 
+/* The mappings told before the fd, and what their templates hold. */
+static void srv_pend_free(struct uf_attach_srv *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->npend; i++)
+		if (c->pend[i].vm_ops && c->pend[i].vm_ops->close)
+			c->pend[i].vm_ops->close(&c->pend[i]);
+	free(c->pend);
+	c->pend = NULL;
+	c->npend = 0;
+}
+
 /* The client's fd: its address space is served from now on. */
 static int srv_uffd(struct uf_attach_srv *c, int fd)
 {
@@ -340,11 +327,8 @@ static int srv_uffd(struct uf_attach_srv *c, int fd)
 		/* its faults are read from here on: the table is there first */
 		ret = uf_as_adopt(c->obj->mm, fd, tmpl, c->npend, &uf_as_uffd_ops, NULL, &c->as);
 		free(tmpl);
-		if (!ret) {
-			free(c->pend);
-			c->pend = NULL;
-			c->npend = 0;
-		}
+		if (!ret)
+			srv_pend_free(c);
 		return ret;
 	}
 	/* (-ECANCELED: the fd was taken, and closed) */
@@ -383,6 +367,26 @@ static bool srv_table_full(struct uf_attach_srv *c, size_t more)
 	return n + more > ATT_MAX_MAPS;
 }
 
+/* A mapping of a client served by copy (serve.c): private anonymous
+ * memory there, whatever it asked for; one region each. */
+static int srv_map_copy(struct uf_attach_srv *c, struct uf_vma *t)
+{
+	int ret;
+
+	if (c->as && srv_table_full(c, 1))
+		return -ENOMEM;
+	ret = uf_serve_vma_init(c->obj, t);
+	if (ret)
+		return ret;
+	if (!c->as)
+		ret = srv_pend(c, t);		/* (the region's reference kept) */
+	else
+		ret = uf_as_map(c->as, t);
+	if (ret || c->as)
+		t->vm_ops->close(t);
+	return ret;
+}
+
 static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
 {
 	struct uf_object *obj = c->obj;
@@ -396,6 +400,8 @@ static int srv_map(struct uf_attach_srv *c, const struct att_req *r)
 	t.end = (unsigned long)(r->a + r->b);
 	t.pgoff = r->c;
 	t.prot = prot;
+	if (c->copy)
+		return srv_map_copy(c, &t);
 	if (r->d & ATT_SHARED) {
 		t.flags = VMA_SHARED;
 		if (c->readonly || obj->readonly)
@@ -486,6 +492,23 @@ static int srv_request(struct uf_attach_srv *c, const struct att_req *r, int fd)
 	return ret;
 }
 
+/*
+ * May the peer on @sock be given the cache's memfd?  Root and the
+ * server's own uid can do anything to the server anyway; any other uid
+ * is a tenant, which a file of the cache it can map would let fill holes
+ * of the cache with zeros that everyone then reads (shmem allocates a
+ * page on a read of a hole: no userfaultfd of the server's sees it).
+ */
+static bool srv_trusted(int sock)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	return cred.uid == 0 || cred.uid == geteuid();
+}
+
 /* The hello and its answer (with the memfd). */
 static int srv_hello(struct uf_attach_srv *c)
 {
@@ -506,14 +529,18 @@ static int srv_hello(struct uf_attach_srv *c)
 	else if (acc == O_RDWR && c->obj->readonly)
 		a.status = -EROFS;
 	c->readonly = acc == O_RDONLY;
-	a.flags = c->obj->readonly ? ATT_READONLY : 0;
+	c->copy = c->readonly && !srv_trusted(c->sock);
+	a.flags = (c->obj->readonly ? ATT_READONLY : 0) | (c->copy ? ATT_COPY : 0);
 	if (!a.status) {
 		char path[64];
 
-		/* a read-only client gets a read-only file of the cache */
+		/* a read-only client gets a read-only file of the cache; one
+		 * served by copy a file it can only fstat() (O_PATH: no read,
+		 * no mmap; a reopen through /proc is checked against the
+		 * inode's mode, 0400 and the server's, object.c) */
 		if (c->readonly) {
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", c->obj->memfd);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
+			fd = open(path, (c->copy ? O_PATH : O_RDONLY) | O_CLOEXEC);
 			if (fd < 0)
 				a.status = -errno;
 		} else {
@@ -542,7 +569,7 @@ static void *srv_thread(void *arg)
 	/* gone, or stopped: nobody serves its faults from now on */
 	if (c->as)
 		uf_as_release(c->as);
-	free(c->pend);
+	srv_pend_free(c);
 	pthread_mutex_lock(&mm->attach_lock);
 	for (pp = &mm->served; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -654,6 +681,8 @@ struct uf_attach {
 	int stopfd;			/* eventfd: the watcher exits */
 	bool dead;			/* no server, for good (atomic) */
 	bool server_readonly;
+	bool copy;			/* served by copy: no mapping of the
+					   cache here (ATT_COPY) */
 	pthread_t watcher;
 	pthread_mutex_t lock;		/* the socket, the table below, @down */
 	pthread_cond_t cond;		/* @down cleared, or @dead set */
@@ -741,7 +770,10 @@ static int64_t att_call_simple(struct uf_attach *a, uint32_t op, uint64_t x, uin
 	return ret;
 }
 
-/* Poison the pages of [s, e) the cache does not hold, then wake them. */
+/* Poison the pages of [s, e) the cache does not hold, then wake them.
+ * Not uf_uffd_fd_poison_holes(): the ioctl sees this process's page
+ * table only, and a page the shared cache holds but this process has not
+ * mapped yet must stay readable, so mincore() of the cache decides. */
 static void att_poison_holes(struct uf_attach *a, unsigned long s, unsigned long e)
 {
 	unsigned char vec[64];
@@ -899,7 +931,8 @@ static int att_resume(struct uf_attach *a)
 		}
 		ret = fstat(memfd, &st) < 0 ? -errno : 0;
 		close(memfd);
-		if (!ret && (st.st_dev != a->cache_dev || st.st_ino != a->cache_ino))
+		if (!ret && (st.st_dev != a->cache_dev || st.st_ino != a->cache_ino ||
+			     !(flags & ATT_COPY) != !a->copy))
 			ret = -ESTALE;		/* a server with a cache of its own */
 		if (ret) {
 			close(sock);
@@ -1167,6 +1200,7 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 	tv.tv_sec = 0;
 	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	a->server_readonly = flags & ATT_READONLY;
+	a->copy = flags & ATT_COPY;
 	if (fstat(memfd, &st) < 0) {
 		ret = -errno;
 		goto fail;
@@ -1357,8 +1391,12 @@ int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_
 	if (__atomic_load_n(&a->dead, __ATOMIC_ACQUIRE))
 		return -ENOTCONN;
 	/* at the file offset modulo 2 MiB: the server's huge extents map
-	 * with one PMD here too */
-	p = uf_mmap_aligned(len, prot, mflags | MAP_NORESERVE, obj->memfd, offset);
+	 * with one PMD here too; served by copy, private anonymous memory
+	 * that the server copies the cache's pages into */
+	if (a->copy)
+		p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	else
+		p = uf_mmap_aligned(len, prot, mflags | MAP_NORESERVE, obj->memfd, offset);
 	if (p == MAP_FAILED)
 		return -errno;
 	/* a fork child would not be served: it must not have them (its

@@ -79,12 +79,6 @@
 /* How long a fault waits for room in a full cache (serve_fill()). */
 #define SERVE_ROOM_TRIES	1000
 #define SERVE_ROOM_WAIT_US	2000
-/* Windows a stream is run ahead of by the worker, past the one its
- * thread is in. */
-#define SERVE_AHEAD	2
-/* Markers remembered (the windows between the stream's thread and the
- * worker, and one more). */
-#define SERVE_MARKS	(SERVE_AHEAD + 2)
 /* Huge pages a stream's fault in hugetlbfs memory copies past its own. */
 #define SERVE_HUGE_AHEAD	2
 
@@ -103,17 +97,10 @@ struct serve_region {
 	void *arg;
 	uint64_t rec;			/* the process's record (uf_ws_serve_claim) */
 	struct uf_ws_set *set;		/* the working set pushed into it, or NULL */
-	/* running ahead of a sequential stream (below), under ahead_lock:
-	 * object pages [ahead_lo, ahead_hi) are copied, or queued to be,
-	 * and the worker goes on up to ahead_want */
-	pthread_mutex_t ahead_lock;
-	uint64_t ahead_lo, ahead_hi, ahead_want;
-	const struct uf_as *ahead_as;	/* the process of the stream (a
-					   region may be a fork child's too) */
-	uint64_t ahead_mark[SERVE_MARKS];	/* the last windows' markers */
-	unsigned int ahead_nmark;
-	bool ahead_busy;		/* a work item is queued or running */
-	bool ahead_gone;		/* the process is gone */
+	/* running ahead of a sequential stream (readahead.c; below): its
+	 * owner is the process of the stream (a region may be a fork
+	 * child's too) */
+	struct uf_runahead ahead;
 	bool huge;			/* hugetlbfs memory: 2 MiB pages (below) */
 };
 
@@ -121,7 +108,8 @@ static bool region_removed(struct serve_region *r, uint64_t pg)
 {
 	uint64_t i = pg - r->first;
 
-	if (i >= r->npages)
+	/* (an attach client's region has no bitmap: nothing is removed) */
+	if (i >= r->npages || !r->removed)
 		return false;
 	return __atomic_load_n(&r->removed[i / BITS_PER_LONG], __ATOMIC_RELAXED) &
 	       (1UL << (i % BITS_PER_LONG));
@@ -131,7 +119,7 @@ static void region_remove(struct serve_region *r, uint64_t pg)
 {
 	uint64_t i = pg - r->first;
 
-	if (i < r->npages)
+	if (i < r->npages && r->removed)
 		__atomic_fetch_or(&r->removed[i / BITS_PER_LONG], 1UL << (i % BITS_PER_LONG),
 				  __ATOMIC_RELAXED);
 }
@@ -186,6 +174,34 @@ static int cache_copy(struct uf_object *obj, struct uf_uffd *u, unsigned long ad
 		ret = uf_uffd_copy_mapped(u, addr, buf, len, mode, copied);
 	uf_bounce_put(bounce);
 	return ret;
+}
+
+/* A region of object pages [first, first + npages), one reference (the
+ * caller's), with a bit per page for removals when @removals; NULL
+ * without memory. */
+static struct serve_region *region_alloc(uint64_t first, uint64_t npages, bool removals)
+{
+	struct serve_region *r = calloc(1, sizeof(*r));
+	unsigned int j;
+
+	if (!r)
+		return NULL;
+	uf_runahead_init(&r->ahead, first + npages);
+	for (j = 0; j < SERVE_STREAMS; j++)
+		r->next[j] = UINT64_MAX;
+	r->refs = 1;
+	r->first = first;
+	r->npages = npages;
+	/* (untouched pages of a large bitmap cost no memory) */
+	if (removals) {
+		r->removed = calloc(DIV_ROUND_UP(npages, BITS_PER_LONG), sizeof(unsigned long));
+		if (!r->removed) {
+			uf_runahead_destroy(&r->ahead);
+			free(r);
+			return NULL;
+		}
+	}
+	return r;
 }
 
 static void serve_open(struct uf_vma *vma)
@@ -248,7 +264,7 @@ static void region_put(struct serve_region *r)
 	if (__atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		region_unlink(r);
 		uf_ws_set_put(r->set);
-		pthread_mutex_destroy(&r->ahead_lock);
+		uf_runahead_destroy(&r->ahead);
 		free(r->removed);
 		free(r);
 	}
@@ -425,44 +441,25 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
 }
 
 /*
- * Running ahead of a sequential stream.  A restore reading its memory in
- * order would otherwise wait, at each window, for the window's store
- * read and copy, and only then touch its pages: nothing overlaps.  So
- * once a fault has served a stream's window, the mm's worker (worker.c)
- * fills the windows after it (ra_max pages each) and copies them into
- * the process while its thread touches the one it has, up to
- * SERVE_AHEAD windows past the window that thread is in.  The first page
- * of each window is left out, a marker (the kernel's PG_readahead page):
- * the thread faults there as it enters the window, that fault copies the
- * marker alone and moves the bound on by a window.  A fault elsewhere in
- * the range (the thread overtook the worker, or another thread of the
- * process went ahead of it) copies the rest of that window itself, as
- * far as the cache has it, and the worker stops its window at the first
- * page the process has: a window costs a fault, or two, however the
- * worker is scheduled.  A process that stops following gets at most
- * SERVE_AHEAD windows it may never touch; a fault just past the last
- * window claims the next one and serves it itself, and the worker goes
- * on after it.  One stream per region: a stream found elsewhere takes
- * the run-ahead over.
+ * Running ahead of a sequential stream: readahead.c's run-ahead decides
+ * the windows (ra_max pages each, the first page of each a marker left to
+ * the process's fault) and runs the worker; the sink below delivers them.
+ * A fault that overtook the worker copies the rest of that window itself,
+ * as far as the cache has it, and the worker stops its window at the
+ * first page the process has: a window costs a fault, or two, however
+ * the worker is scheduled.
  *
- * The worker's copies are the push's (__push_vma): under as->vma_lock
+ * The sink's copies are the push's (__push_vma): under as->vma_lock
  * shared and obj->invalidate_lock shared, past the balloon's removals,
  * never over a page the process has (EEXIST: skipped), stopped for good
  * when the process is gone (ESRCH).  It fills as a fault does, making
  * room first (the cache stays inside its budget), and copies the pages
- * it fills on from the fill's buffer (ahead_sink_fn); the memfd is read
- * back only for those the cache had.  Each work item holds
- * the address space (uf_uffd_guest_hold), the object and the region,
- * copies one window, and queues itself again for the next (streams take
- * turns with readahead); the mm's destruction drops or ends it.
- *
- * Locking: r->ahead_lock is taken alone (no other lock held, none taken
- * under it).
+ * it fills on from the fill's buffer (ahead_fill_fn); the memfd is read
+ * back only for those the cache had.  Each sink holds the address space
+ * (uf_uffd_guest_hold), the object and the region.
  */
-enum serve_ahead { AHEAD_NO, AHEAD_MARK, AHEAD_IN, AHEAD_NEXT };
-
 struct serve_ahead_work {
-	struct uf_work work;
+	struct uf_ra_sink sink;		/* readahead.c's: first */
 	struct uf_as *as;		/* held */
 	struct uf_object *obj;		/* referenced */
 	struct serve_region *r;		/* referenced */
@@ -470,55 +467,7 @@ struct serve_ahead_work {
 	 * pages from @cut on are left to the process's faults */
 	uint64_t first, n, cut;
 	unsigned long *done;
-	size_t cap;			/* bits of @done */
 };
-
-static uint64_t region_end(const struct serve_region *r)
-{
-	return r->first + r->npages;
-}
-
-/*
- * Where a fault on @pg stands to the run-ahead of @r: on a marker (the
- * bound moves on: the process's thread is there), elsewhere inside its
- * range (*@hi: where the range ends), at its end (the next window is
- * claimed for the fault to serve), or neither.
- * Locking: takes r->ahead_lock alone.
- */
-static enum serve_ahead ahead_check(struct serve_region *r, const struct uf_as *as, uint64_t pg,
-				    size_t win, uint64_t *hi)
-{
-	enum serve_ahead where = AHEAD_NO;
-	uint64_t end = region_end(r), want;
-	unsigned int i;
-
-	pthread_mutex_lock(&r->ahead_lock);
-	if (r->ahead_as != as) {
-		/* another process's stream, or none */
-	} else if (!r->ahead_gone && pg >= r->ahead_lo && pg < r->ahead_hi) {
-		where = AHEAD_IN;
-		*hi = r->ahead_hi;
-		/* only a marker moves the bound: a fault elsewhere in the
-		 * range is no sign of the stream going on */
-		for (i = 0; i < SERVE_MARKS && r->ahead_mark[i] != pg; i++)
-			;
-		if (i < SERVE_MARKS) {
-			where = AHEAD_MARK;
-			r->ahead_mark[i] = UINT64_MAX;
-			want = pg + (1 + SERVE_AHEAD) * (uint64_t)win;
-			if (want > r->ahead_want)
-				r->ahead_want = want < end ? want : end;
-		}
-	} else if (!r->ahead_gone && pg == r->ahead_hi && pg > r->ahead_lo && pg < end) {
-		where = AHEAD_NEXT;
-		r->ahead_hi = end - pg > win ? pg + win : end;
-		want = r->ahead_hi + SERVE_AHEAD * (uint64_t)win;
-		if (want > r->ahead_want)
-			r->ahead_want = want < end ? want : end;
-	}
-	pthread_mutex_unlock(&r->ahead_lock);
-	return where;
-}
 
 static bool ahead_done(const struct serve_ahead_work *w, uint64_t q)
 {
@@ -653,15 +602,15 @@ static bool ahead_next_vma(struct serve_ahead_work *w, size_t *i, uint64_t first
  * the cache does after the fill.
  * Locking: obj->invalidate_lock held shared; as->vma_lock only tried.
  */
-struct ahead_sink {
+struct ahead_fill {
 	struct uf_fill_sink sink;
 	struct serve_ahead_work *w;
 	bool gone;
 };
 
-static void ahead_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+static void ahead_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
 {
-	struct ahead_sink *k = (struct ahead_sink *)sink;
+	struct ahead_fill *k = (struct ahead_fill *)sink;
 	struct serve_ahead_work *w = k->w;
 	struct uf_vma *v;
 	uint64_t a, b;
@@ -678,16 +627,17 @@ static void ahead_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 }
 
 /*
- * Fill object pages [first, first + n) of @w's region, copying them on
- * into the VMAs of the region that show them as they enter the cache;
- * then copy those the cache had, or the fill could not copy.  All but
- * the first page (the marker).  Return 0, or -ESRCH when the process is
- * gone.
+ * ->window of the sink: fill object pages [first, first + n) of @w's
+ * region, copying them on into the VMAs of the region that show them as
+ * they enter the cache; then copy those the cache had, or the fill could
+ * not copy.  All but the first page (the marker).  Return 0, or -ESRCH
+ * when the process is gone.
  * Locking: none held.
  */
-static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
+static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 {
-	struct ahead_sink sink = { .sink = { .obj = w->obj, .fn = ahead_sink_fn }, .w = w };
+	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
+	struct ahead_fill sink = { .sink = { .obj = w->obj, .fn = ahead_fill_fn }, .w = w };
 	struct uf_object *obj = w->obj;
 	struct uf_mm *mm = obj->mm;
 	struct uf_as *as = w->as;
@@ -727,128 +677,46 @@ static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 	return ret == -ESRCH ? ret : 0;
 }
 
-/* The work item: a window, then itself queued again while the bound is
- * ahead.  Runs in the worker, no lock held. */
-static void ahead_work_fn(struct uf_work *work, bool run)
+/* ->release of the sink.  No lock held. */
+static void ahead_release(struct uf_ra_sink *rs)
 {
-	struct serve_ahead_work *w = (struct serve_ahead_work *)work;
-	struct serve_region *r = w->r;
-	struct uf_mm *mm = w->obj->mm;
-	uint64_t first = 0, n = 0, end = region_end(r);
-	size_t win = mm->ra_max ? mm->ra_max : 1;
+	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 
-	pthread_mutex_lock(&r->ahead_lock);
-	if (run && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE) && !r->ahead_gone &&
-	    r->ahead_as == w->as && r->ahead_hi < r->ahead_want && r->ahead_hi < end) {
-		first = r->ahead_hi;
-		n = end - first < win ? end - first : win;
-		n = n < w->cap ? n : w->cap;
-		r->ahead_hi = first + n;
-		r->ahead_mark[r->ahead_nmark++ % SERVE_MARKS] = first;
-	} else {
-		r->ahead_busy = false;
-	}
-	pthread_mutex_unlock(&r->ahead_lock);
-	if (n) {
-		int ret = ahead_window(w, first, n);
-
-		if (!ret && uf_worker_queue(mm, &w->work))
-			return;
-		pthread_mutex_lock(&r->ahead_lock);
-		r->ahead_busy = false;
-		if (ret == -ESRCH)
-			r->ahead_gone = true;
-		pthread_mutex_unlock(&r->ahead_lock);
-	}
 	uf_as_unhold(w->as);
 	uf_object_put(w->obj);
-	region_put(r);
+	region_put(w->r);
 	free(w->done);
 	free(w);
 }
 
-/*
- * After a fault of a stream: with @end set, a run-ahead starts after the
- * window [@pg, @end) the fault copied (any earlier one of @r is left);
- * with @claimed set, the fault served the window at the run-ahead's end
- * that it claimed, up to @end.  Then the worker is set going if it is
- * not.
- * Locking: none held (a handler, which holds the address space);
- * takes r->ahead_lock alone.
- */
-static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, uint64_t end,
-		       bool start, bool claimed)
-{
-	struct uf_mm *mm = vma->mm;
-	uint64_t rend = region_end(r), win = mm->ra_max ? mm->ra_max : 1, want;
-	struct serve_ahead_work *w;
-	bool go = false;
-	unsigned int i;
-
-	pthread_mutex_lock(&r->ahead_lock);
-	if (start && !r->ahead_busy && r->ahead_as != vma->as) {
-		r->ahead_as = vma->as;	/* another process's stream now */
-		r->ahead_gone = false;
-	}
-	if (start && !r->ahead_gone && r->ahead_as == vma->as && end > pg && end < rend) {
-		for (i = 0; i < SERVE_MARKS; i++)
-			r->ahead_mark[i] = UINT64_MAX;
-		r->ahead_lo = pg;
-		r->ahead_hi = end;
-		want = end + SERVE_AHEAD * win;
-		r->ahead_want = want < rend ? want : rend;
-	} else if (claimed && end > pg && r->ahead_hi == (rend - pg > win ? pg + win : rend) &&
-		   end < r->ahead_hi) {
-		r->ahead_hi = end;	/* the rest of the claim was not copied */
-	}
-	if (!r->ahead_busy && !r->ahead_gone && r->ahead_as == vma->as &&
-	    r->ahead_hi < r->ahead_want) {
-		r->ahead_busy = true;
-		go = true;
-	}
-	pthread_mutex_unlock(&r->ahead_lock);
-	if (!go)
-		return;
-	w = malloc(sizeof(*w));
-	if (w) {
-		*w = (struct serve_ahead_work){ .work = { .fn = ahead_work_fn }, .as = vma->as,
-						.obj = vma->obj, .r = r };
-		w->cap = (size_t)win;
-		w->done = calloc(DIV_ROUND_UP(win, BITS_PER_LONG), sizeof(unsigned long));
-	}
-	if (w && w->done) {
-		uf_uffd_guest_hold(&vma->as->uffd);
-		uf_object_get(vma->obj);
-		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
-		if (uf_worker_queue(mm, &w->work))
-			return;
-		uf_as_unhold(vma->as);
-		uf_object_put(vma->obj);
-		region_put(r);
-	}
-	if (w)
-		free(w->done);
-	free(w);
-	pthread_mutex_lock(&r->ahead_lock);
-	r->ahead_busy = false;		/* no worker: faults serve it all */
-	pthread_mutex_unlock(&r->ahead_lock);
-}
+static const struct uf_ra_sink_ops ahead_sink_ops = {
+	.window		= ahead_window,
+	.release	= ahead_release,
+};
 
 /*
  * Hugetlbfs memory (uf_object_serve_uffd_huge).  A VMM's guest memory
  * mapped from hugetlbfs takes UFFDIO_COPY in whole huge pages only (a
  * 2 MiB-aligned destination and length), each a huge page of the pool
  * for that process, and no UFFDIO_ZEROPAGE.  So a fault there makes the
- * object's 512 pages of its huge page present in the cache and copies the
- * 2 MiB from the memfd; a balloon's removal (2 MiB granular in hugetlbfs)
- * is answered with 2 MiB of zeros.  A fault that goes on from where the
- * last one's copies ended (a stream) copies SERVE_HUGE_AHEAD huge pages
- * more after its own, which is woken first: the process touches its page
- * while the handler runs ahead.  Where the process can get no huge page
- * (ENOMEM: the pool is empty) or the store fails, the huge page gets the
- * poison marker: the access takes SIGBUS, never zeros, never a hang.
- * Working sets are not recorded or pushed here (4 KiB runs).
+ * object's 512 pages of its huge page present in the cache, and the huge
+ * page goes on into the process from the fill's own buffer as it enters
+ * the cache (huge_fill_fn: one store read, one copy into the cache, one
+ * into the process, nothing done per 4 KiB page); one the cache had is
+ * read from the memfd first.  A balloon's removal (2 MiB granular in
+ * hugetlbfs) is answered with 2 MiB of zeros.  A stream is run ahead of
+ * as a 4 KiB one is (readahead.c), in windows of whole huge pages
+ * (huge_win(): the first huge page of each is its marker) delivered by
+ * the sink below a huge page at a time; with no worker, a stream's fault
+ * copies SERVE_HUGE_AHEAD huge pages more after its own, which is woken
+ * first.  Where the process can get no huge page (ENOMEM: the pool is
+ * empty) or the store fails, the faulting huge page gets the poison
+ * marker: the access takes SIGBUS, never zeros, never a hang (the worker
+ * only stops).  Working sets are not recorded or pushed here (4 KiB runs).
  */
+#define SERVE_HUGE_WIN_MIN	4	/* huge pages in a window, at least */
+#define SERVE_HUGE_WIN_MAX	64	/* and at most (a bit each) */
+
 static char huge_zeros[UF_HUGE_SIZE] __attribute__((aligned(PAGE_SIZE)));	/* never written */
 
 static bool huge_present(struct uf_object *obj, uint64_t pg)
@@ -861,22 +729,138 @@ static bool huge_present(struct uf_object *obj, uint64_t pg)
 	return true;
 }
 
+/* Pages in a run-ahead window of huge pages: ra_max rounded up to whole
+ * huge pages, a marker and SERVE_HUGE_WIN_MIN - 1 more at least. */
+static size_t huge_win(const struct uf_mm *mm)
+{
+	size_t n = DIV_ROUND_UP(mm->ra_max, UF_HUGE_PAGES);
+
+	if (n < SERVE_HUGE_WIN_MIN)
+		n = SERVE_HUGE_WIN_MIN;
+	if (n > SERVE_HUGE_WIN_MAX)
+		n = SERVE_HUGE_WIN_MAX;
+	return n * UF_HUGE_PAGES;
+}
+
+/*
+ * The VMA of @as that shows huge page @pg of @r whole, at *@addr; NULL
+ * when none does.
+ * Locking: as->vma_lock held.
+ */
+static struct uf_vma *__huge_vma(struct uf_as *as, struct serve_region *r, uint64_t pg,
+				 unsigned long *addr)
+{
+	size_t i;
+
+	for (i = 0; i < as->nvmas; i++) {
+		struct uf_vma *v = as->vmas[i];
+		uint64_t vend = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+
+		if (v->private_data != r || v->nl_pgoff || pg < v->pgoff ||
+		    pg + UF_HUGE_PAGES > vend || __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+			continue;
+		*addr = v->start + ((pg - v->pgoff) << PAGE_SHIFT);
+		if (!(*addr & (UF_HUGE_SIZE - 1)))
+			return v;
+	}
+	return NULL;
+}
+
+/*
+ * struct uf_fill_sink of a fill of huge pages: each whole huge page just
+ * inserted into the cache goes on into the process from the fill's
+ * buffer (woken), past the removals.  @done: a bit per huge page from
+ * @base on that the process has now (copied; for the worker also EEXIST:
+ * there already).  @err: the worker stops (ESRCH: the process is gone;
+ * ENOMEM: its pool is empty).  Best effort: what this leaves out is
+ * copied from the cache after the fill.
+ * Locking: obj->invalidate_lock held shared; as->vma_lock only tried
+ * (as serve_sink_fn).
+ */
+struct huge_fill {
+	struct uf_fill_sink sink;
+	struct uf_as *as;
+	struct serve_region *r;
+	uint64_t base, done;
+	bool worker;
+	int err;
+};
+
+static void huge_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct huge_fill *k = (struct huge_fill *)sink;
+	uint64_t h = (q + UF_HUGE_PAGES - 1) & ~(uint64_t)(UF_HUGE_PAGES - 1), bit, i;
+	unsigned long addr;
+	int ret;
+
+	if (k->err || pthread_rwlock_tryrdlock(&k->as->vma_lock))
+		return;
+	for (; h + UF_HUGE_PAGES <= q + n && !k->err; h += UF_HUGE_PAGES) {
+		i = (h - k->base) / UF_HUGE_PAGES;
+		if (h < k->base || i >= 64 || region_removed(k->r, h))
+			continue;
+		bit = 1ULL << i;
+		if ((k->done & bit) || !__huge_vma(k->as, k->r, h, &addr))
+			continue;
+		ret = uf_uffd_copy_mapped(&k->as->uffd, addr, buf + ((h - q) << PAGE_SHIFT),
+					  UF_HUGE_SIZE, 0, NULL);
+		if (!ret || (ret == -EEXIST && k->worker))
+			k->done |= bit;
+		else if (ret == -ESRCH || (ret == -ENOMEM && k->worker))
+			k->err = ret;
+	}
+	pthread_rwlock_unlock(&k->as->vma_lock);
+}
+
 /*
  * Copy huge page @pg of the object (or zeros, where it was removed) into
- * the process at @addr.  Return 0 (copied, or there already, or the
- * process changed or went), 1 (a page of it left the cache: fill again),
- * -ENOMEM (no huge page for it), or -errno.  With @probe, a copy that
- * fails EEXIST is tried with the poison marker: this kernel reports a
- * pool with no huge page as EEXIST where the page table is there already,
- * and the marker goes only where no page is (then -ENOMEM, the marker
- * placed: the access takes SIGBUS, never a fault for ever).
+ * the process at @addr of @vma, reading it from the memfd into *@buf
+ * (*@bounce: got on first use).  Return 0 (copied), 1 (a page of it is
+ * not in the cache), -EEXIST (there already), -EAGAIN (an event first),
+ * or -errno.  With @probe, a copy that fails EEXIST is tried with the
+ * poison marker: this kernel reports a pool with no huge page as EEXIST
+ * where the page table is there already, and the marker goes only where
+ * no page is (then -ENOMEM, the marker placed: the access takes SIGBUS,
+ * never a fault for ever).
+ * Locking: as->vma_lock held shared; takes obj->invalidate_lock shared.
+ */
+static int __huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long addr, uint64_t pg,
+		       bool probe, struct uf_bounce **bounce, char **buf)
+{
+	struct uf_object *obj = vma->obj;
+	struct uf_uffd *u = &vma->as->uffd;
+	int ret;
+
+	if (region_removed(r, pg)) {
+		ret = uf_uffd_copy_mapped(u, addr, huge_zeros, UF_HUGE_SIZE, 0, NULL);
+	} else {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		if (!huge_present(obj, pg))
+			ret = 1;
+		else if (!*bounce && !(*bounce = uf_bounce_get(UF_HUGE_SIZE, (void **)buf)))
+			ret = -ENOMEM;
+		else if (pread(obj->memfd, *buf, UF_HUGE_SIZE, (off_t)(pg << PAGE_SHIFT)) !=
+			 (ssize_t)UF_HUGE_SIZE)
+			ret = -EIO;
+		else
+			ret = uf_uffd_copy_mapped(u, addr, *buf, UF_HUGE_SIZE, 0, NULL);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+	}
+	if (ret == -EEXIST && probe && !uf_uffd_poison_mapped(u, addr, UF_HUGE_SIZE))
+		ret = -ENOMEM;
+	return ret;
+}
+
+/*
+ * Copy huge page @pg (as __huge_copy) into the process at @addr of the
+ * faulting @vma.  Return 0 (copied, or there already, or the process
+ * changed or went), 1 (a page of it left the cache: fill again), -ENOMEM
+ * (no huge page for it), or -errno.
  * Locking: takes as->vma_lock shared, then obj->invalidate_lock shared.
  */
 static int huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long addr, uint64_t pg,
 		     bool probe)
 {
-	struct uf_object *obj = vma->obj;
-	struct uf_uffd *u = &vma->as->uffd;
 	struct uf_bounce *bounce = NULL;
 	char *buf = NULL;
 	int ret;
@@ -884,33 +868,14 @@ static int huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long a
 	for (;;) {
 		pthread_rwlock_rdlock(&vma->as->vma_lock);
 		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
-		    addr + UF_HUGE_SIZE > vma->end) {
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+		    addr + UF_HUGE_SIZE > vma->end)
 			ret = 0;
-			break;
-		}
-		if (region_removed(r, pg)) {
-			ret = uf_uffd_copy_mapped(u, addr, huge_zeros, UF_HUGE_SIZE, 0, NULL);
-		} else {
-			pthread_rwlock_rdlock(&obj->invalidate_lock);
-			if (!huge_present(obj, pg)) {
-				ret = 1;
-			} else if (!bounce && !(bounce = uf_bounce_get(UF_HUGE_SIZE, (void **)&buf))) {
-				ret = -ENOMEM;
-			} else if (pread(obj->memfd, buf, UF_HUGE_SIZE, (off_t)(pg << PAGE_SHIFT)) !=
-				   (ssize_t)UF_HUGE_SIZE) {
-				ret = -EIO;
-			} else {
-				ret = uf_uffd_copy_mapped(u, addr, buf, UF_HUGE_SIZE, 0, NULL);
-			}
-			pthread_rwlock_unlock(&obj->invalidate_lock);
-		}
-		if (ret == -EEXIST && probe && !uf_uffd_poison_mapped(u, addr, UF_HUGE_SIZE))
-			ret = -ENOMEM;
+		else
+			ret = __huge_copy(vma, r, addr, pg, probe, &bounce, &buf);
 		pthread_rwlock_unlock(&vma->as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(u);	/* an event first */
+		uf_uffd_settle(&vma->as->uffd);	/* an event first */
 	}
 	uf_bounce_put(bounce);
 	/* EEXIST: there (another thread's fault); ENOENT, ESRCH: the process
@@ -919,15 +884,18 @@ static int huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long a
 }
 
 /*
- * Make huge page @pg present in the cache (making room as a fault does)
- * and copy it into the process at @addr (@probe: as huge_copy()).
- * Return as huge_copy(), but never 1; *@major: read from the store.
+ * Make huge page @pg present in the cache (making room as a fault does),
+ * copied into the process at @addr from the fill's buffer, or else from
+ * the cache (@probe: as huge_copy()).  Return as huge_copy(), but never
+ * 1; *@major: read from the store.
  * Locking: none held.
  */
 static int huge_serve(struct uf_vma *vma, struct serve_region *r, unsigned long addr, uint64_t pg,
 		      bool probe, bool *major, size_t *filled)
 {
 	struct uf_object *obj = vma->obj;
+	struct huge_fill hf = { .sink = { .obj = obj, .fn = huge_fill_fn }, .as = vma->as, .r = r,
+				.base = pg };
 	int ret = 1, tries;
 
 	for (tries = 0; tries < SERVE_TRIES && ret == 1; tries++) {
@@ -937,16 +905,125 @@ static int huge_serve(struct uf_vma *vma, struct serve_region *r, unsigned long 
 
 			uf_reclaim(vma->mm, UF_HUGE_PAGES);
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			uf_fill_sink = &hf.sink;
 			ret = uf_object_fill(obj, pg, UF_HUGE_PAGES, UF_FILL_ALL, &n, &maj, vma);
+			uf_fill_sink = NULL;
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 			*filled += n;
 			*major = *major || n;
 			if (ret)
 				return ret;
+			if (hf.done & 1)
+				return 0;	/* straight from the fill */
 		}
 		ret = huge_copy(vma, r, addr, pg, probe);
 	}
 	return ret == 1 ? -EIO : ret;
+}
+
+/*
+ * Copy huge page @pg, present in the cache, into whichever VMA of @w's
+ * process shows it.  Return 0, or -ESRCH (the process is gone), -ENOMEM
+ * (its pool is empty).
+ * Locking: takes as->vma_lock shared, then obj->invalidate_lock shared.
+ */
+static int huge_copy_ahead(struct serve_ahead_work *w, uint64_t pg)
+{
+	struct uf_bounce *bounce = NULL;
+	unsigned long addr;
+	struct uf_vma *v;
+	char *buf = NULL;
+	int ret = 0, tries;
+
+	for (tries = 0; tries < SERVE_TRIES; tries++) {
+		pthread_rwlock_rdlock(&w->as->vma_lock);
+		v = __huge_vma(w->as, w->r, pg, &addr);
+		ret = v ? __huge_copy(v, w->r, addr, pg, false, &bounce, &buf) : 0;
+		pthread_rwlock_unlock(&w->as->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(&w->as->uffd);	/* an event first */
+	}
+	uf_bounce_put(bounce);
+	return ret == -ESRCH || ret == -ENOMEM ? ret : 0;
+}
+
+/*
+ * ->window of the sink of a stream of huge pages: the huge pages of
+ * [first, first + n) but the first (the marker), one at a time, each
+ * filled (room made first) and copied on from the fill's buffer, or
+ * copied from the cache where it had them; a removed one is left to its
+ * fault (zeros), one the process has is skipped (EEXIST).  Return 0, or
+ * -ESRCH when the process is gone.
+ * Locking: none held.
+ */
+static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
+{
+	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
+	struct uf_object *obj = w->obj;
+	struct uf_mm *mm = obj->mm;
+	struct huge_fill hf = { .sink = { .obj = obj, .fn = huge_fill_fn }, .as = w->as,
+				.r = w->r, .base = first, .worker = true };
+	size_t filled = 0;
+	uint64_t h;
+	int ret = 0;
+
+	uf_huge_busy(mm);		/* a restore: the collapses wait */
+	for (h = first + UF_HUGE_PAGES; h < first + n && !ret && !hf.err; h += UF_HUGE_PAGES) {
+		if (region_removed(w->r, h))
+			continue;
+		if (!huge_present(obj, h)) {
+			uf_reclaim(mm, UF_HUGE_PAGES);	/* room, as a fault makes it */
+			pthread_rwlock_rdlock(&obj->invalidate_lock);
+			uf_fill_sink = &hf.sink;
+			uf_object_fill(obj, h, UF_HUGE_PAGES, UF_FILL_ANY, &filled, NULL, NULL);
+			uf_fill_sink = NULL;
+			pthread_rwlock_unlock(&obj->invalidate_lock);
+		}
+		if (!hf.err && !(hf.done & (1ULL << ((h - first) / UF_HUGE_PAGES))))
+			ret = huge_copy_ahead(w, h);
+	}
+	uf_add(&mm->stats.readahead_pages, filled);
+	return ret == -ESRCH || hf.err == -ESRCH ? -ESRCH : 0;
+}
+
+static const struct uf_ra_sink_ops huge_sink_ops = {
+	.window		= huge_window,
+	.release	= ahead_release,
+};
+
+/*
+ * After a fault of a stream: uf_runahead_kick() (@start, @claimed: as
+ * there), then a sink for the worker if it is to be set going.
+ * Locking: none held (a handler, which holds the address space);
+ * takes the run-ahead's lock alone.
+ */
+static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, uint64_t end,
+		       bool start, bool claimed)
+{
+	struct uf_mm *mm = vma->mm;
+	size_t win = r->huge ? huge_win(mm) : mm->ra_max ? mm->ra_max : 1;
+	struct serve_ahead_work *w;
+
+	if (!uf_runahead_kick(&r->ahead, vma->as, pg, end, win, start, claimed))
+		return;
+	w = malloc(sizeof(*w));
+	if (w) {
+		*w = (struct serve_ahead_work){ .sink = { .ops = r->huge ? &huge_sink_ops : &ahead_sink_ops, .mm = mm,
+							  .owner = vma->as, .win = win },
+						.as = vma->as, .obj = vma->obj, .r = r };
+		w->done = calloc(DIV_ROUND_UP(win, BITS_PER_LONG), sizeof(unsigned long));
+		if (!w->done) {
+			free(w);
+			w = NULL;
+		}
+	}
+	if (w) {
+		uf_uffd_guest_hold(&vma->as->uffd);
+		uf_object_get(vma->obj);
+		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+	}
+	uf_runahead_start(&r->ahead, w ? &w->sink : NULL);
 }
 
 /*
@@ -973,17 +1050,35 @@ static int huge_poison(struct uf_vma *vma, unsigned long addr)
 	return ret == -EEXIST ? 0 : ret;
 }
 
-/* ->fault of a region in hugetlbfs memory (above). */
+/*
+ * ->fault of a region in hugetlbfs memory (above): its huge page, then
+ * the rest of a window it claimed at the run-ahead's end, or (no worker)
+ * of a stream, the next SERVE_HUGE_AHEAD; then the run-ahead is kicked.
+ */
 static struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
 	struct serve_region *r = vma->private_data;
+	struct uf_mm *mm = vma->mm;
 	unsigned long addr = fdata->address & ~(UF_HUGE_SIZE - 1);
-	uint64_t pg = fdata->pgoff - (((fdata->address & PAGE_MASK) - addr) >> PAGE_SHIFT);
-	unsigned int n = region_stream(r, pg) ? 1 + SERVE_HUGE_AHEAD : 1, i;
+	uint64_t pg = fdata->pgoff - (((fdata->address & PAGE_MASK) - addr) >> PAGE_SHIFT), hi;
+	bool runahead = mm->worker && !vma->nl_pgoff, streamed = region_stream(r, pg);
+	enum uf_ra_where where = UF_RA_NO;
 	bool major = false;
-	size_t filled = 0;
+	size_t filled = 0, n = 1, i;
 	int ret = 0;
 
+	if (runahead)
+		where = uf_runahead_check(&r->ahead, vma->as, pg, huge_win(mm), &hi);
+	if (where == UF_RA_NEXT)
+		n = huge_win(mm) / UF_HUGE_PAGES;
+	else if (!runahead && streamed)
+		n = 1 + SERVE_HUGE_AHEAD;
+	/* before the copies, which wake the process: its next fault may come
+	 * before this one returns, and is to find the stream, and the
+	 * worker under way on the window after it */
+	region_stream_note(r, pg, pg + (uint64_t)n * UF_HUGE_PAGES);
+	if (runahead && (where != UF_RA_NO || streamed))
+		ahead_kick(vma, r, pg, pg + (uint64_t)n * UF_HUGE_PAGES, where == UF_RA_NO, false);
 	for (i = 0; i < n && addr + ((unsigned long)i << UF_HUGE_SHIFT) < vma->end; i++) {
 		ret = huge_serve(vma, r, addr + ((unsigned long)i << UF_HUGE_SHIFT),
 				 pg + (uint64_t)i * UF_HUGE_PAGES, !i, i ? &(bool){ false } : &major,
@@ -991,13 +1086,11 @@ static struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data
 		if (ret)
 			break;
 	}
-	if (i)
-		region_stream_note(r, pg, pg + (uint64_t)i * UF_HUGE_PAGES);
 	if (filled > UF_HUGE_PAGES || (filled && !major)) {
 		uint64_t ra = filled - (major ? UF_HUGE_PAGES : 0);
 
 		uf_add(&vma->stats.readahead_pages, ra);
-		uf_add(&vma->mm->stats.readahead_pages, ra);
+		uf_add(&mm->stats.readahead_pages, ra);
 	}
 	if (ret && !i) {
 		/* the faulting page: SIGBUS, never zeros (fault.c's marker is
@@ -1006,6 +1099,8 @@ static struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data
 		fdata->type = ret == -ENOMEM || ret == -ENOBUFS ? UF_FAULT_OOM : UF_FAULT_SIGBUS;
 		return NULL;
 	}
+	if (where == UF_RA_NEXT && i < n)	/* the rest of its claim was not copied */
+		ahead_kick(vma, r, pg, pg + (uint64_t)i * UF_HUGE_PAGES, false, true);
 	fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 	return NULL;
 }
@@ -1054,20 +1149,106 @@ static void serve_sigbus(struct uf_vma *vma, struct uf_fault_data *fdata, int re
 	fdata->type = UF_FAULT_SIGBUS;
 }
 
+/* One fault of serve_fault(), as its steps see it. */
+struct serve_fault_ctx {
+	struct uf_vma *vma;
+	struct serve_region *r;
+	unsigned long addr;
+	uint64_t pg, end;		/* the page; where its run copied ends */
+	uint64_t hi;			/* UF_RA_IN: where the run-ahead's range ends */
+	enum uf_ra_where ahead;		/* where the page stands to the run-ahead */
+	bool write, rec, seq, major, fill_failed;
+	size_t filled, max;
+	struct serve_sink sink;
+};
+
+/* The pages a try copies at most from the faulting page, its fill's
+ * window being @ra (@set: a run of the working set pushed). */
+static size_t serve_max(const struct serve_fault_ctx *c, const struct uf_ra_req *ra, bool set)
+{
+	size_t ra_max = c->vma->mm->ra_max;
+
+	if (set)
+		return ra->n;		/* the rest of its run */
+	if (c->seq)
+		return ra->first + ra->n > c->pg + ra_max ? ra->first + ra->n - c->pg : ra_max;
+	if (c->ahead == UF_RA_IN)	/* the rest of the range's window */
+		return c->hi - c->pg < ra_max ? (size_t)(c->hi - c->pg) : ra_max;
+	return 1;
+}
+
+/*
+ * One try of serve_fault(): fill the page and its window unless the cache
+ * has it, then copy it over.  Return 0 or -errno; *@again: the cache page
+ * went meanwhile (-ENOENT), try again.
+ * Locking: none held.
+ */
+static int serve_try(struct serve_fault_ctx *c, bool *again)
+{
+	struct uf_vma *vma = c->vma;
+	struct serve_region *r = c->r;
+	struct uf_object *obj = vma->obj;
+	struct uf_ra_req ra = { .first = c->pg, .n = 1, .idx = -1 };
+	bool cached, set = !c->rec && serve_set_window(r, vma, c->pg, &ra);
+	int ret;
+
+	*again = false;
+	/* a removed page needs no fill (an unlocked look: a removal racing
+	 * it is seen under the lock, below) */
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	cached = region_removed(r, c->pg) || uf_pagebits_test(&obj->pages, UF_PG_PRESENT, c->pg);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	if (!cached) {
+		/* as for a mapping of the cache: only a miss reaches readahead
+		 * (pages a background window brought in are no fault there,
+		 * and must not end its stream here); a fault that overtook
+		 * the worker reads the rest of the window itself (the holes of
+		 * it the worker has not filled yet) */
+		if (!c->rec && !set && c->ahead == UF_RA_IN)
+			ra.n = c->hi - c->pg < vma->mm->ra_max ? (size_t)(c->hi - c->pg)
+							       : vma->mm->ra_max;
+		else if (!c->rec && !set && c->ahead != UF_RA_MARK)
+			uf_readahead_window(vma, c->pg, &ra);
+		ret = serve_fill(vma, &ra, c->pg, &c->sink, &c->filled, &c->major);
+		uf_readahead_submit(vma, &ra);
+		c->fill_failed = ret != 0;
+		if (ret)
+			return ret;
+		c->seq = c->seq || (!set && c->ahead == UF_RA_NO && (ra.n > 1 || ra.bg_n));
+	}
+	c->max = serve_max(c, &ra, set);
+	/* what the fill copied over already (a stream's run goes on from
+	 * its end) */
+	if (c->sink.end > c->pg) {
+		uint64_t done = c->sink.end - c->pg;
+
+		ret = 0;
+		c->end = c->sink.end;
+		if (done < c->max && !region_removed(r, c->sink.end))
+			ret = serve_install(vma, r, c->addr + (done << PAGE_SHIFT), c->sink.end,
+					    c->write, c->max - (size_t)done, c->pg, &c->end);
+		if (ret == -ENOENT || (!ret && done >= c->max && c->max > 1))
+			region_stream_note(r, c->pg, c->sink.end);
+		return 0;	/* the faulting page is in: an error after it is the
+				   next fault's */
+	}
+	ret = serve_install(vma, r, c->addr, c->pg, c->write, c->max, c->pg, &c->end);
+	*again = ret == -ENOENT;
+	return ret;
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
 	struct serve_region *r = vma->private_data;
-	struct uf_object *obj = vma->obj;
-	unsigned long addr = fdata->address & PAGE_MASK;
-	uint64_t pg = fdata->pgoff, end = pg;
-	bool write = fdata->flags & UF_FAULT_FLAG_WRITE, major = false, seq, rec, streamed;
-	struct serve_sink sink = { .sink = { .obj = obj, .fn = serve_sink_fn }, .vma = vma,
-				   .r = r, .pg = pg, .end = pg };
-	enum serve_ahead ahead = AHEAD_NO;
-	size_t filled = 0, max = 1;
-	uint64_t hi = 0;
-	bool fill_failed = false;
+	uint64_t pg = fdata->pgoff;
+	struct serve_fault_ctx c = {
+		.vma = vma, .r = r, .addr = fdata->address & PAGE_MASK, .pg = pg, .end = pg,
+		.ahead = UF_RA_NO, .write = fdata->flags & UF_FAULT_FLAG_WRITE, .max = 1,
+		.sink = { .sink = { .obj = vma->obj, .fn = serve_sink_fn }, .vma = vma, .r = r,
+			  .pg = pg, .end = pg },
+	};
+	bool streamed, again = true;
 	int ret = 0, tries;
 
 	uf_huge_busy(vma->mm);		/* a restore: the collapses wait */
@@ -1076,87 +1257,33 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */
-	rec = uf_ws_serve_recording(obj, r->rec);
+	c.rec = uf_ws_serve_recording(vma->obj, r->rec);
 	/* a marker of a stream run ahead of: the page alone (the rest of
 	 * its window is there, or on its way) */
-	if (!rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
-		ahead = ahead_check(r, vma->as, pg, vma->mm->ra_max ? vma->mm->ra_max : 1, &hi);
-	streamed = !rec && ahead == AHEAD_NO && region_stream(r, pg);
-	seq = streamed || ahead == AHEAD_NEXT;
-	for (tries = 0; tries < SERVE_TRIES; tries++) {
-		struct uf_ra_req ra = { .first = pg, .n = 1, .idx = -1 };
-		bool cached, set = !rec && serve_set_window(r, vma, pg, &ra);
-
-		/* a removed page needs no fill (an unlocked look: a removal
-		 * racing it is seen under the lock, below) */
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		cached = region_removed(r, pg) || uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-		if (!cached) {
-			/* as for a mapping of the cache: only a miss reaches
-			 * readahead (pages a background window brought in are
-			 * no fault there, and must not end its stream here);
-			 * a fault that overtook the worker reads the rest of
-			 * the window itself (the holes of it the worker has
-			 * not filled yet) */
-			if (!rec && !set && ahead == AHEAD_IN)
-				ra.n = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg)
-								 : vma->mm->ra_max;
-			else if (!rec && !set && ahead != AHEAD_MARK)
-				uf_readahead_window(vma, pg, &ra);
-			ret = serve_fill(vma, &ra, pg, &sink, &filled, &major);
-			uf_readahead_submit(vma, &ra);
-			fill_failed = ret != 0;
-			if (ret)
-				break;
-			seq = seq || (!set && ahead == AHEAD_NO && (ra.n > 1 || ra.bg_n));
-		}
-		if (set)
-			max = ra.n;		/* the rest of its run */
-		else if (seq)
-			max = ra.first + ra.n > pg + vma->mm->ra_max ? ra.first + ra.n - pg
-								    : vma->mm->ra_max;
-		else if (ahead == AHEAD_IN)	/* the rest of the range's window */
-			max = hi - pg < vma->mm->ra_max ? (size_t)(hi - pg) : vma->mm->ra_max;
-		else
-			max = 1;
-		/* what the fill copied over already (a stream's run goes on
-		 * from its end) */
-		if (sink.end > pg) {
-			uint64_t done = sink.end - pg;
-
-			ret = 0;
-			end = sink.end;
-			if (done < max && !region_removed(r, sink.end))
-				ret = serve_install(vma, r, addr + (done << PAGE_SHIFT), sink.end,
-						    write, max - (size_t)done, pg, &end);
-			if (ret == -ENOENT || (!ret && done >= max && max > 1))
-				region_stream_note(r, pg, sink.end);
-			ret = 0;	/* the faulting page is in: an error after it is
-					   the next fault's */
-			break;
-		}
-		ret = serve_install(vma, r, addr, pg, write, max, pg, &end);
-		if (ret != -ENOENT)
-			break;
-	}
-	if (!ret && rec && !region_removed(r, pg))
-		uf_ws_serve_note(obj, r->rec, pg);
+	if (!c.rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
+		c.ahead = uf_runahead_check(&r->ahead, vma->as, pg,
+					    vma->mm->ra_max ? vma->mm->ra_max : 1, &c.hi);
+	streamed = !c.rec && c.ahead == UF_RA_NO && region_stream(r, pg);
+	c.seq = streamed || c.ahead == UF_RA_NEXT;
+	for (tries = 0; tries < SERVE_TRIES && again; tries++)
+		ret = serve_try(&c, &again);
+	if (!ret && c.rec && !region_removed(r, pg))
+		uf_ws_serve_note(vma->obj, r->rec, pg);
 	/* a lone page may be where a stream starts: a fault just after it
 	 * goes on as one (pages the cache holds reach no readahead, which
 	 * finds the streams of the others) */
-	if (!ret && !rec && ahead == AHEAD_NO && max == 1 && end > pg)
-		region_stream_note(r, pg, end);
+	if (!ret && !c.rec && c.ahead == UF_RA_NO && c.max == 1 && c.end > pg)
+		region_stream_note(r, pg, c.end);
 	/* the worker runs ahead of a stream from where this fault's run
 	 * ended: of one that went on from a window of its own, grown to half
 	 * the largest at least (as the kernel's readahead ramps up: a short
 	 * run readahead took for a stream is not worth windows more) */
-	if (!ret && (ahead != AHEAD_NO ||
+	if (!ret && (c.ahead != UF_RA_NO ||
 		     (streamed && !r->set && vma->mm->worker && !vma->nl_pgoff &&
-		      end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
-		ahead_kick(vma, r, pg, end, ahead == AHEAD_NO, ahead == AHEAD_NEXT);
-	if (filled > (major ? 1u : 0u)) {
-		uint64_t ra = filled - (major ? 1 : 0);
+		      c.end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
+		ahead_kick(vma, r, pg, c.end, c.ahead == UF_RA_NO, c.ahead == UF_RA_NEXT);
+	if (c.filled > (c.major ? 1u : 0u)) {
+		uint64_t ra = c.filled - (c.major ? 1 : 0);
 
 		uf_add(&vma->stats.readahead_pages, ra);
 		uf_add(&vma->mm->stats.readahead_pages, ra);
@@ -1166,9 +1293,9 @@ static struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fda
 	if (ret == -ENOMEM)
 		fdata->type = UF_FAULT_OOM;
 	else if (ret)
-		serve_sigbus(vma, fdata, ret, fill_failed);
+		serve_sigbus(vma, fdata, ret, c.fill_failed);
 	else
-		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
+		fdata->type = c.major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 	return NULL;
 }
 
@@ -1182,6 +1309,47 @@ static const struct uf_vm_operations serve_vm_ops = {
 	.close	= serve_close,
 	.fault	= serve_fault,
 };
+
+/*
+ * uf_serve_vma_init - make @t, a VMA template of an attach client's
+ * table (start, end, pgoff and prot set, attach.c), one served by copy as
+ * a VMM's region is: the client's mapping is anonymous memory, and each
+ * fault copies the cache's page into it.  For a client the server does
+ * not trust with the cache's memfd (a read-only tenant of another uid),
+ * which could otherwise fill holes of the cache with zeros by reading
+ * them through a plain mapping of its own.  The region is linked on
+ * obj->served: a truncate or punch under it is refused (-EBUSY), as under
+ * a VMM's.  @t holds a reference to the region, which ->close(@t) drops
+ * (the address space's copies take their own, ->open).
+ * Return 0, -EINVAL (the object shrank meanwhile), -ENOMEM.
+ * Locking: none held; takes obj->invalidate_lock shared, obj->page_lock.
+ */
+int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t)
+{
+	uint64_t npages = (t->end - t->start) >> PAGE_SHIFT, end;
+	struct serve_region *r;
+	int ret;
+
+	/* pinned up to the end of the object (past it the fill fails: SIGBUS) */
+	end = DIV_ROUND_UP(uf_object_size(obj), PAGE_SIZE);
+	if (t->pgoff >= end)
+		npages = 0;
+	else if (npages > end - t->pgoff)
+		npages = end - t->pgoff;
+	r = region_alloc(t->pgoff, npages, false);
+	if (!r)
+		return -ENOMEM;
+	ret = regions_link(obj, &r, 1);
+	if (ret) {
+		region_put(r);
+		return ret;
+	}
+	t->flags = VMA_PRIVATE;
+	t->vm_ops = &serve_vm_ops;
+	t->private_data = r;
+	t->obj = obj;
+	return 0;
+}
 
 /*
  * ->event of the other process's userfaultfd: a removal (the balloon's
@@ -1232,11 +1400,14 @@ static const struct uf_uffd_ops serve_uffd_ops = {
 
 /*
  * A thread per process served with a working set (uf_object_serve_prefetch)
- * walks the set in recorded order, a piece at a time (at most ra_max
- * pages of a run): fills the piece's holes in the cache with one store
- * read per run of them (making room as a fault does: the cache stays
- * inside its budget), then copies its pages into the process with
- * UFFDIO_COPY, which never overwrites: a page the process already has
+ * walks the set in recorded order, in batches of pieces (at most ra_max
+ * pages of a run each) cut as a prefetch's claims are (uf_ws_cut(),
+ * workingset.c): fills a batch's holes in the cache as the prefetch does
+ * (uf_object_fill_runs(): one batched read of the store, one copy per
+ * group of pages that touch; making room as a fault does: the cache stays
+ * inside its budget), copying them on into the process from the fill's
+ * buffer, then copies over what the cache had, with UFFDIO_COPY, which
+ * never overwrites: a page the process already has
  * (its own fault's, or one it wrote) fails with EEXIST and is skipped,
  * and so is a page the balloon removed.  The handler threads serve the
  * process's faults meanwhile and never wait for it: a fault on a page of
@@ -1324,55 +1495,200 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 }
 
 /*
- * One piece: its holes filled (best effort: a page the store cannot give
- * stays a hole, and its own fault reports the error), then copied over.
- * Return 0, or -ESRCH / -ENODEV to stop.
+ * The push's fill sink: the pages a batch's fill inserts go on into the
+ * process from the fill's buffer (no read back from the memfd), and each
+ * piece counts its pages so copied; push_copy() does the rest after.
+ * @pc: the batch's pieces by first page (they do not overlap).
+ */
+struct push_sink {
+	struct uf_fill_sink sink;
+	struct serve_push *p;
+	struct uf_ws_run *pc;
+	uint64_t *done;			/* pages of pc[i] copied on */
+	size_t npc;
+	bool gone;			/* the process is (ESRCH) */
+};
+
+/*
+ * Copy object pages [a, b) of @v from @buf (page @a's bytes first) into
+ * the process, past the balloon's removals and the pages it has.  Return
+ * 0, or -EAGAIN, -ESRCH, -ENOMEM.
+ * Locking: as->vma_lock held shared; obj->invalidate_lock held shared.
+ */
+static int __push_vma_buf(struct uf_vma *v, uint64_t a, uint64_t b, const char *buf)
+{
+	struct serve_region *r = v->private_data;
+	uint64_t q = a, e;
+	int ret = 0;
+
+	while (q < b && !ret) {
+		size_t copied = 0;
+
+		if (region_removed(r, q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && !region_removed(r, e); e++)
+			;
+		ret = uf_uffd_copy_mapped(&v->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
+					  0, &copied);
+		if (ret == -EEXIST) {
+			q += (copied >> PAGE_SHIFT) + 1;
+			ret = 0;
+		} else if (!ret) {
+			q = e;
+		}
+	}
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* Credit pages [q, q + n) to the pieces holding them. */
+static void push_done(struct push_sink *k, uint64_t q, uint64_t n)
+{
+	size_t lo = 0, hi = k->npc;
+
+	while (lo < hi) {		/* the first piece ending after q */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->pc[mid].start + k->pc[mid].len <= q)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < k->npc && k->pc[lo].start < q + n; lo++) {
+		uint64_t a = k->pc[lo].start > q ? k->pc[lo].start : q;
+		uint64_t b = k->pc[lo].start + k->pc[lo].len < q + n ?
+			     k->pc[lo].start + k->pc[lo].len : q + n;
+
+		k->done[lo] += b - a;
+	}
+}
+
+/* Locking: obj->invalidate_lock held shared (the fill's); as->vma_lock
+ * is only tried (it comes first in the lock order). */
+static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct push_sink *k = (struct push_sink *)sink;
+	struct uf_as *as = k->p->as;
+	size_t i;
+	int ret = 0;
+
+	if (k->gone || pthread_rwlock_tryrdlock(&as->vma_lock))
+		return;
+	for (i = 0; !ret && i < as->nvmas; i++) {
+		struct uf_vma *v = as->vmas[i];
+		uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+
+		if (v->vm_ops != &serve_vm_ops || v->obj != k->p->obj || v->nl_pgoff ||
+		    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+			continue;
+		a = a > q ? a : q;
+		b = b < q + n ? b : q + n;
+		if (a < b)
+			ret = __push_vma_buf(v, a, b, buf + ((a - q) << PAGE_SHIFT));
+	}
+	pthread_rwlock_unlock(&as->vma_lock);
+	if (!ret)
+		push_done(k, q, n);
+	else if (ret == -ESRCH)
+		k->gone = true;
+}
+
+static int run_by_start(const void *a, const void *b)
+{
+	const struct uf_ws_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * One batch of pieces, as a prefetch's claim (workingset.c): its holes
+ * filled by one batched read of the store where it has one (best effort:
+ * a page the store cannot give stays a hole, and its own fault reports
+ * the error) and copied on into the process from the fill's buffer, then
+ * what the cache had copied over from it.  Return 0, or -ESRCH / -ENODEV
+ * to stop.
  * Locking: none held; takes obj->invalidate_lock shared around the fill.
  */
-static int push_piece(struct serve_push *p, uint64_t first, uint64_t n)
+static int push_batch(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
+		      uint64_t pages, struct uf_ws_run *sorted, uint64_t *done)
 {
+	struct push_sink sink = { .sink = { .obj = p->obj, .fn = push_sink_fn }, .p = p,
+				  .pc = sorted, .done = done, .npc = npc };
 	struct uf_object *obj = p->obj;
 	struct uf_mm *mm = obj->mm;
-	size_t filled = 0;
-	uint64_t q;
+	size_t filled = 0, i;
+	int ret = 0;
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -ENODEV;
-	for (q = first; q < first + n; q++)
-		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q))
-			break;
-	if (q < first + n) {
-		uf_reclaim(mm, (size_t)n);	/* room, as a fault makes it */
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, NULL);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-		uf_add(&mm->stats.readahead_pages, filled);
+	memcpy(sorted, pc, npc * sizeof(*pc));
+	qsort(sorted, npc, sizeof(*sorted), run_by_start);
+	memset(done, 0, npc * sizeof(*done));
+	uf_reclaim(mm, (size_t)pages);	/* room, as a fault makes it */
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	uf_fill_sink = &sink.sink;
+	if (uf_object_fill_runs(obj, pc, npc, &filled, NULL))
+		for (i = 0; i < npc; i++)
+			uf_object_fill(obj, pc[i].start, (size_t)pc[i].len, UF_FILL_ANY, &filled,
+				       NULL, NULL);
+	uf_fill_sink = NULL;
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	uf_add(&mm->stats.readahead_pages, filled);
+	if (sink.gone)
+		return -ESRCH;
+	/* what the cache had, or the sink could not copy; pieces that touch
+	 * go in one copy */
+	for (i = 0; i < npc && !ret; i++) {
+		uint64_t first = sorted[i].start, end = first + sorted[i].len;
+		bool all = done[i] == sorted[i].len;
+
+		while (i + 1 < npc && sorted[i + 1].start == end) {
+			all = all && done[i + 1] == sorted[i + 1].len;
+			end += sorted[++i].len;
+		}
+		if (!all)
+			ret = push_copy(p, first, end - first);
 	}
-	return push_copy(p, first, n);
+	return ret;
 }
 
-/* The push thread.  Locking: none held. */
+/* A push thread's batch: its pieces in recorded order and by first page,
+ * and the pages of each copied on by the sink. */
+struct push_buf {
+	struct uf_ws_run pc[UF_READV_PAGES], sorted[UF_READV_PAGES];
+	uint64_t done[UF_READV_PAGES];
+};
+
+/* The push thread: the set in batches of pieces, as a prefetch claims
+ * them.  Locking: none held. */
 static void *push_thread(void *arg)
 {
 	struct serve_push *p = arg;
-	size_t max = p->obj->mm->ra_max ? p->obj->mm->ra_max : 1, i;
+	struct uf_object *obj = p->obj;
+	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
+	uint64_t batch = UF_WS_BATCH_FIRST;
+	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
+		       UF_WS_BATCH_LOCAL;
+	bool batched = uf_object_batched_reads(obj);
+	struct push_buf *pb = malloc(sizeof(*pb));
+	size_t next = 0, npc;
 	sigset_t all;
 
 	/* signals belong to the application's threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	for (i = 0; i < p->set->nruns; i++) {
-		const struct uf_ws_run *run = &p->set->runs[i];
-		uint64_t off, n;
-		int ret = 0;
-
-		for (off = 0; off < run->len && !ret; off += n) {
-			n = run->len - off < max ? run->len - off : max;
-			ret = push_piece(p, run->start + off, n);
-		}
-		if (ret)
+	if (piece > UF_READV_PAGES)
+		piece = UF_READV_PAGES;
+	while (pb && (npc = uf_ws_cut(p->set->runs, p->set->nruns, &next, &off, piece,
+				      batched ? batch : piece, pb->pc, &pages))) {
+		if (batch < max)
+			batch *= 2;
+		if (push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done))
 			break;
 	}
+	free(pb);
 	uf_as_unhold(p->as);
 	uf_ws_set_put(p->set);
 	uf_object_put(p->obj);
@@ -1477,7 +1793,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	struct serve_region *r[UF_SERVE_MAX_REGIONS] = { NULL };
 	struct uf_ws_set *set = NULL;
 	struct uf_as *as = NULL;
-	unsigned int i, j;
+	unsigned int i;
 	uint64_t rec;
 	int fl, ret;
 
@@ -1504,29 +1820,15 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	ret = -ENOMEM;
 	memset(tmpl, 0, n * sizeof(*tmpl));
 	for (i = 0; i < n; i++) {
-		r[i] = calloc(1, sizeof(*r[i]));
+		r[i] = region_alloc(s[i].offset >> PAGE_SHIFT, s[i].len >> PAGE_SHIFT, true);
 		if (!r[i])
 			goto out;
-		pthread_mutex_init(&r[i]->ahead_lock, NULL);
-		uf_lockdep_class(&r[i]->ahead_lock, UF_LK_AHEAD);
-		for (j = 0; j < SERVE_MARKS; j++)
-			r[i]->ahead_mark[j] = UINT64_MAX;
-		r[i]->refs = 1;		/* this function's, till the end */
 		r[i]->rec = rec;
 		r[i]->huge = huge;
 		if (set) {
 			__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
 			r[i]->set = set;
 		}
-		r[i]->first = s[i].offset >> PAGE_SHIFT;
-		r[i]->npages = s[i].len >> PAGE_SHIFT;
-		/* (untouched pages of a large bitmap cost no memory) */
-		r[i]->removed = calloc(DIV_ROUND_UP(r[i]->npages, BITS_PER_LONG),
-				       sizeof(unsigned long));
-		if (!r[i]->removed)
-			goto out;
-		for (j = 0; j < SERVE_STREAMS; j++)
-			r[i]->next[j] = UINT64_MAX;
 		if (opts) {
 			r[i]->on_remove = opts->on_remove;
 			r[i]->arg = opts->arg;

@@ -89,6 +89,7 @@ struct uf_ws_run;
 #define UF_READV_PAGES	512	/* pages of one ->readv call at most */
 int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
 			size_t *filled, struct uf_vma *vma);
+bool uf_object_batched_reads(struct uf_object *obj);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 struct uf_bounce;
@@ -168,6 +169,61 @@ void uf_readahead_free(struct uf_vma *vma);
 void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *req);
 void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req);
 
+/*
+ * A run-ahead (readahead.c): readahead's windows for a stream whose pages
+ * go somewhere other than a mapping of the cache -- a served process's
+ * region (serve.c).  readahead.c decides the windows and runs the worker;
+ * a sink delivers each window.
+ */
+#define UF_RA_AHEAD	2	/* windows run ahead past the stream's */
+#define UF_RA_MARKS	(UF_RA_AHEAD + 2)	/* markers remembered */
+
+enum uf_ra_where { UF_RA_NO, UF_RA_MARK, UF_RA_IN, UF_RA_NEXT };
+
+struct uf_runahead {
+	pthread_mutex_t lock;		/* UF_LK_AHEAD: taken alone */
+	uint64_t end;			/* the stream's limit (a page) */
+	/* pages [lo, hi) are delivered, or queued to be; the worker goes
+	 * on up to want */
+	uint64_t lo, hi, want;
+	const void *owner;		/* whose stream (a process) */
+	uint64_t mark[UF_RA_MARKS];	/* the last windows' first pages */
+	unsigned int nmark;
+	bool busy;			/* a sink is queued or running */
+	bool gone;			/* the owner is gone */
+};
+
+struct uf_ra_sink;
+/*
+ * ->window - deliver pages [first, first + n) but the marker (the
+ *	window's first page, left to the owner's fault).  Called from the
+ *	mm's worker with no lock held.  Return 0, or -ESRCH when the owner
+ *	is gone (the run-ahead stops for it).
+ * ->release - the run-ahead is done with the sink: drop what it holds
+ *	and free it.  Called with no lock held.
+ */
+struct uf_ra_sink_ops {
+	int (*window)(struct uf_ra_sink *sink, uint64_t first, uint64_t n);
+	void (*release)(struct uf_ra_sink *sink);
+};
+
+struct uf_ra_sink {
+	struct uf_work work;		/* readahead.c's */
+	const struct uf_ra_sink_ops *ops;
+	struct uf_runahead *ra;
+	struct uf_mm *mm;
+	const void *owner;
+	size_t win;			/* pages per window */
+};
+
+void uf_runahead_init(struct uf_runahead *ra, uint64_t end);
+void uf_runahead_destroy(struct uf_runahead *ra);
+enum uf_ra_where uf_runahead_check(struct uf_runahead *ra, const void *owner, uint64_t pg,
+				   size_t win, uint64_t *hi);
+bool uf_runahead_kick(struct uf_runahead *ra, const void *owner, uint64_t pg, uint64_t end,
+		      size_t win, bool start, bool claimed);
+void uf_runahead_start(struct uf_runahead *ra, struct uf_ra_sink *sink);
+
 /* huge.c: 2 MiB extents of a cache collapsed into huge folios */
 #define UF_HUGE_SHIFT	21
 #define UF_HUGE_SIZE	(1UL << UF_HUGE_SHIFT)
@@ -189,6 +245,11 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
 void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
+#define UF_WS_BATCH_FIRST 32	/* pages of a replay's first batch */
+#define UF_WS_BATCH_LOCAL 64	/* ... and at most, but from a ->readv store */
+size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint64_t *off,
+		 uint64_t piece, uint64_t room, struct uf_ws_run *pc, uint64_t *pages);
+void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n);
 
 
 /* object.c: the cache's inode mode (read-only clients cannot reopen it

@@ -290,6 +290,32 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 
 __thread struct uf_fill_sink *uf_fill_sink;
 
+/*
+ * Page @pg is in the memfd, but the copy of @src, the store's bytes, met
+ * it there.  Present already (a fill's span holds present pages), or
+ * unknown to the page state: of a writable object, a write protect just
+ * made may have hidden a write there (kept, dirty); a read-only object
+ * has no writer, so it is a page nobody filled: a read of a hole through
+ * a mapping of the memfd no userfaultfd watches (shmem maps its zero page
+ * there, into the cache).  Those bytes are not taken: the store's go over
+ * them, for every mapping to see.
+ * Locking: obj->invalidate_lock held shared, obj->rmap_lock shared, and
+ * obj->page_lock when @tracked.
+ */
+static void cache_unknown(struct uf_object *obj, uint64_t pg, const char *src, bool tracked)
+{
+	if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg))
+		return;
+	if (obj->readonly) {
+		if (pwrite(obj->memfd, src, PAGE_SIZE, (off_t)(pg << PAGE_SHIFT)) == PAGE_SIZE)
+			mark_present(obj, pg, tracked);
+		return;
+	}
+	mark_present(obj, pg, tracked);
+	if (tracked)
+		uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pg);
+}
+
 /* Pages copied at most per protect-and-copy step. */
 #define INSERT_RUN	512
 
@@ -392,13 +418,8 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		}
 		added += copied >> PAGE_SHIFT;
 		i += copied >> PAGE_SHIFT;
-		if (ret == -EEXIST && dst == cdst) {
-			/* in the memfd, unknown to the page state: a write
-			 * protect just made may have hidden a write there */
-			mark_present(obj, pgoff + i, tracked);
-			if (tracked)
-				uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pgoff + i);
-		}
+		if (ret == -EEXIST && dst == cdst)
+			cache_unknown(obj, pgoff + i, buf + (i << PAGE_SHIFT), tracked);
 		if (tracked)
 			pthread_mutex_unlock(&obj->page_lock);
 		pthread_rwlock_unlock(&obj->rmap_lock);
@@ -420,7 +441,12 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		}
 		direct = vma != NULL && !vma->as;
 		if (ret == -EEXIST) {
-			i++;
+			/* another fill's pages (a huge page two threads fill
+			 * at once): past all it has marked present, not a
+			 * failing copy per page of them */
+			for (i++; i < npages && !uf_protocol_broken() &&
+				  uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pgoff + i); i++)
+				;
 		} else if (ret) {
 			__uf_huge_filled(obj, pgoff, i);
 			return ret;
@@ -608,58 +634,132 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	return err;
 }
 
-/*
- * uf_object_fill_runs - fill the holes of @n runs of pages (at most
- * UF_READV_PAGES pages in all) with one call of the store's ->readv
- * (uf_object_set_readv()), then copy them in as uf_object_fill() does:
- * never over a present page, nothing past i_size.  Under a cache budget
- * only the holes it grants are read (the first ones).
- * @filled: increased by the pages this call inserted.
- * @vma: a mapping to copy straight into where it shows the pages, or NULL.
- *
- * Return: 0, -ENOMEM, -EOPNOTSUPP (the store has no ->readv), or the
- * store's error (nothing was inserted then).
- * Locking: obj->invalidate_lock held shared.
- */
-int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
-			size_t *filled, struct uf_vma *vma)
+/* The batched read of @obj's store: its ->readv, or the file store's own
+ * (preadv over close extents), or NULL.  Locking: none. */
+static int (*store_readv(struct uf_object *obj))(void *, const struct uf_store_iov *, size_t)
 {
 	int (*readv)(void *, const struct uf_store_iov *, size_t) =
 		__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE);
-	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
-	uint64_t eof = size_pages(size), total = 0, p;
-	struct uf_store_iov iov[UF_READV_PAGES];
-	struct uf_bounce *bounce;
-	size_t niov = 0, i;
-	long charged;
-	char *buf;
-	int ret;
 
-	if (!readv)
-		return -EOPNOTSUPP;
-	/* the holes, in runs */
-	for (i = 0; i < n && total < UF_READV_PAGES; i++) {
+	if (!readv && obj->ops == &uf_file_store_ops)
+		readv = uf_file_store_readv;
+	return readv;
+}
+
+bool uf_object_batched_reads(struct uf_object *obj)
+{
+	return store_readv(obj) != NULL;
+}
+
+/* A run of holes of a batch: @pg, @n pages; @ord: the first of the
+ * caller's runs it holds a page of (its place in recorded order). */
+struct fill_seg {
+	uint64_t pg, n;
+	size_t ord;
+};
+
+static int seg_by_page(const void *a, const void *b)
+{
+	const struct fill_seg *x = a, *y = b;
+
+	return x->pg < y->pg ? -1 : x->pg > y->pg;
+}
+
+static int seg_by_ord(const void *a, const void *b)
+{
+	const struct fill_seg *x = a, *y = b;
+
+	return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+/*
+ * The holes of @n runs (at most UF_READV_PAGES pages, under @eof) into
+ * @seg, in the runs' order.  Return how many, or -ENOMEM.
+ * Locking: obj->invalidate_lock held shared.
+ */
+static long fill_holes(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
+		       uint64_t eof, struct fill_seg *seg, uint64_t *total)
+{
+	size_t nseg = 0, i;
+	uint64_t p;
+
+	*total = 0;
+	for (i = 0; i < n && *total < UF_READV_PAGES; i++) {
 		uint64_t end = runs[i].start + runs[i].len < eof ? runs[i].start + runs[i].len : eof;
 
 		if (runs[i].start >= end)
 			continue;
 		if (uf_pagebits_reserve(&obj->pages, runs[i].start, end - runs[i].start))
 			return -ENOMEM;
-		for (p = runs[i].start; p < end && total < UF_READV_PAGES; p++) {
+		for (p = runs[i].start; p < end && *total < UF_READV_PAGES; p++) {
 			if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, p))
 				continue;
-			if (niov && iov[niov - 1].off + iov[niov - 1].len == p << PAGE_SHIFT) {
-				iov[niov - 1].len += PAGE_SIZE;
-			} else {
-				iov[niov].off = p << PAGE_SHIFT;
-				iov[niov].len = PAGE_SIZE;
-				iov[niov++].buf = (void *)(uintptr_t)(total << PAGE_SHIFT);
-			}
-			total++;
+			if (nseg && seg[nseg - 1].pg + seg[nseg - 1].n == p)
+				seg[nseg - 1].n++;
+			else
+				seg[nseg++] = (struct fill_seg){ p, 1, i };
+			(*total)++;
 		}
 	}
-	if (!total)
-		return 0;
+	return (long)nseg;
+}
+
+/*
+ * Join the runs of holes @seg that touch in the object into contiguous
+ * groups (one read extent and one copy each), in recorded order: a group
+ * takes the place of its first run.  Return how many groups.
+ */
+static size_t fill_group(struct fill_seg *seg, size_t nseg)
+{
+	size_t i, k = 0;
+
+	qsort(seg, nseg, sizeof(*seg), seg_by_page);
+	for (i = 0; i < nseg; i++) {
+		if (k && seg[k - 1].pg + seg[k - 1].n == seg[i].pg) {
+			seg[k - 1].n += seg[i].n;
+			if (seg[i].ord < seg[k - 1].ord)
+				seg[k - 1].ord = seg[i].ord;
+		} else {
+			seg[k++] = seg[i];
+		}
+	}
+	return k;
+}
+
+/*
+ * uf_object_fill_runs - fill the holes of @n runs of pages (at most
+ * UF_READV_PAGES pages in all) with one batched read of the store (its
+ * ->readv, uf_object_set_readv(); a file store's preadv over close
+ * extents), then copy them in as uf_object_fill() does: never over a
+ * present page, nothing past i_size, one copy per group of holes that
+ * touch in the object, the groups in the runs' order.  Under a cache
+ * budget only the holes it grants are read (the first ones).
+ * @filled: increased by the pages this call inserted.
+ * @vma: a mapping to copy straight into where it shows the pages, or NULL.
+ *
+ * Return: 0, -ENOMEM, -EOPNOTSUPP (the store reads no batches), or the
+ * store's error (nothing was inserted then).
+ * Locking: obj->invalidate_lock held shared.
+ */
+int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
+			size_t *filled, struct uf_vma *vma)
+{
+	int (*readv)(void *, const struct uf_store_iov *, size_t) = store_readv(obj);
+	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
+	struct fill_seg seg[UF_READV_PAGES];
+	struct uf_store_iov iov[UF_READV_PAGES];
+	uint64_t total, at;
+	struct uf_bounce *bounce;
+	size_t niov, i;
+	long charged, nseg;
+	char *buf;
+	int ret;
+
+	if (!readv)
+		return -EOPNOTSUPP;
+	nseg = fill_holes(obj, runs, n, size_pages(size), seg, &total);
+	if (nseg <= 0)
+		return (int)nseg;
 	charged = uf_cache_charge(obj->mm, total, 0);
 	if (charged <= 0)
 		return charged < 0 ? (int)charged : 0;
@@ -667,23 +767,27 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 		/* the first holes, up to the grant */
 		uint64_t keep = (uint64_t)charged;
 
-		for (i = 0; i < niov && keep; i++) {
-			uint64_t pages = iov[i].len >> PAGE_SHIFT;
-
-			if (pages > keep)
-				iov[i].len = keep << PAGE_SHIFT;
-			keep -= pages < keep ? pages : keep;
+		for (i = 0; i < (size_t)nseg && keep; i++) {
+			if (seg[i].n > keep)
+				seg[i].n = keep;
+			keep -= seg[i].n;
 		}
-		niov = i;
+		nseg = (long)i;
 		total = (uint64_t)charged;
 	}
+	niov = fill_group(seg, (size_t)nseg);
 	bounce = uf_bounce_get(total << PAGE_SHIFT, (void **)&buf);
 	if (!bounce) {
 		uf_cache_uncharge(obj->mm, (size_t)charged);
 		return -ENOMEM;
 	}
-	for (i = 0; i < niov; i++) {
-		iov[i].buf = buf + (uintptr_t)iov[i].buf;
+	/* the extents in page order, each read straight into its place */
+	for (i = 0, at = 0; i < niov; i++) {
+		iov[i].buf = buf + (at << PAGE_SHIFT);
+		iov[i].off = seg[i].pg << PAGE_SHIFT;
+		iov[i].len = (size_t)seg[i].n << PAGE_SHIFT;
+		at += seg[i].n;
+		seg[i].pg = (uint64_t)i;	/* (now: its extent) */
 		if (iov[i].off + iov[i].len > size) {	/* the object's last page */
 			size_t part = (size_t)(size - iov[i].off);
 
@@ -697,9 +801,11 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 		if (vma)
 			uf_add(&vma->stats.pages_read, total);
 	}
+	qsort(seg, niov, sizeof(*seg), seg_by_ord);
 	for (i = 0; !ret && i < niov; i++) {
-		size_t pages = (iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT;
-		long added = cache_insert(obj, iov[i].off >> PAGE_SHIFT, iov[i].buf, pages, vma);
+		const struct uf_store_iov *v = &iov[seg[i].pg];
+		size_t pages = (v->len + PAGE_SIZE - 1) >> PAGE_SHIFT;
+		long added = cache_insert(obj, v->off >> PAGE_SHIFT, v->buf, pages, vma);
 
 		if (added > 0 && filled)
 			*filled += (size_t)added;

@@ -236,6 +236,12 @@ struct uf_as {
 	unsigned long stuck_addr;
 	pid_t stuck_tid;
 	unsigned int stuck_n;
+	/* the process served (uf_as_adopt) and its fork descendants: their
+	 * children alive are counted there (as.c, UF_AS_MAX_FORKS) */
+	struct uf_as_family *family;	/* NULL till the first fork */
+	bool forked;			/* a fork child: counted in @family */
+	bool adopted;			/* handed over (uf_as_adopt), or forked
+					   from one: its forks are counted */
 };
 
 

@@ -33,7 +33,15 @@
 
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#ifndef SYS_process_madvise
+#define SYS_process_madvise	440
+#endif
+#define PIDFD_SELF_PROCESS	(-10001)	/* PIDFD_SELF_THREAD_GROUP, 6.15+ */
+#define POPULATE_IOV		128		/* ranges of one process_madvise */
 
 void uf_vma_populate_cached(struct uf_vma *vma)
 {
@@ -118,6 +126,85 @@ void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n
 				b = a;		/* an old kernel: faults map them */
 			a = e;
 		}
+	}
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	pthread_rwlock_unlock(&mm->vma_lock);
+}
+
+/* process_madvise(2) cannot populate this process here (before 6.15 it
+ * knows no PIDFD_SELF; before 6.13 it refuses MADV_POPULATE_READ) */
+static bool populate_vec_off;
+
+/* MADV_POPULATE_READ over @n ranges: one process_madvise(2) where the
+ * kernel has it for this, else one madvise(2) each.  Best effort. */
+static void populate_vec(struct iovec *iov, size_t n)
+{
+	size_t i;
+
+	if (!n)
+		return;
+	if (!__atomic_load_n(&populate_vec_off, __ATOMIC_RELAXED)) {
+		if (syscall(SYS_process_madvise, PIDFD_SELF_PROCESS, iov, n, MADV_POPULATE_READ,
+			    0) >= 0 || (errno != EBADF && errno != EINVAL && errno != ENOSYS &&
+					errno != EPERM && errno != ESRCH))
+			return;
+		__atomic_store_n(&populate_vec_off, true, __ATOMIC_RELAXED);
+	}
+	for (i = 0; i < n; i++)
+		if (madvise(iov[i].iov_base, iov[i].iov_len, MADV_POPULATE_READ) < 0 &&
+		    errno == EINVAL)
+			return;		/* an old kernel: faults map them */
+}
+
+/*
+ * uf_object_populate_cached() for @n runs at once (a prefetch's batch):
+ * the ranges of all of them in one system call per mapping.
+ * Locking: as uf_object_populate_cached().
+ */
+void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n)
+{
+	struct iovec iov[POPULATE_IOV];
+	struct uf_mm *mm = obj->mm;
+	struct uf_vma *vma;
+	size_t i, niov;
+
+	if (mm->budget_pages || !n || pthread_rwlock_tryrdlock(&mm->vma_lock))
+		return;
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	uf_rmap_foreach(vma, obj) {
+		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
+
+		if (vma->as || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) ||
+		    ((vma->flags & VMA_SHARED) && !(vma->flags & VMA_PRIV_MAP)))
+			continue;
+		for (i = 0, niov = 0; i < n; i++) {
+			uint64_t a = runs[i].start > vma->pgoff ? runs[i].start : vma->pgoff;
+			uint64_t b = runs[i].start + runs[i].len < vend ? runs[i].start + runs[i].len
+								   : vend;
+
+			while (a < b) {
+				uint64_t e;
+
+				if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, a)) {
+					a++;
+					continue;
+				}
+				for (e = a + 1; e < b &&
+				     uf_pagebits_test(&obj->pages, UF_PG_PRESENT, e); e++)
+					;
+				if (niov == POPULATE_IOV) {
+					populate_vec(iov, niov);
+					niov = 0;
+				}
+				iov[niov].iov_base = (void *)(vma->start +
+							      ((a - vma->pgoff) << PAGE_SHIFT));
+				iov[niov++].iov_len = (size_t)(e - a) << PAGE_SHIFT;
+				a = e;
+			}
+		}
+		populate_vec(iov, niov);
 	}
 	pthread_rwlock_unlock(&obj->rmap_lock);
 	pthread_rwlock_unlock(&obj->invalidate_lock);

@@ -27,6 +27,12 @@
  * read alike), else with 16 pages.  A fault at the first page of the
  * mapping starts a stream.
  *
+ * A window is delivered by a sink (struct uf_ra_sink: ->window,
+ * ->release): for a mapping, vma_sink_ops fills the cache the mapping
+ * shows.  The same sinks deliver a run-ahead's windows (the end of this
+ * file): a served process's region, whose sink copies each window on
+ * into the process.
+ *
  * Fills never overwrite a present page (filemap.c fills holes only), so a
  * background window that overlaps pages a program wrote loses nothing.
  * Under a cache budget there is no background window: reclaim's slack
@@ -43,6 +49,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define RA_STREAMS	8
@@ -75,7 +82,7 @@ struct uf_ra_state {
 };
 
 struct ra_work {
-	struct uf_work work;
+	struct uf_ra_sink sink;	/* its work item, and the delivery */
 	struct uf_vma *vma;	/* holds a reference */
 	unsigned int idx;
 	uint64_t gen;
@@ -137,6 +144,47 @@ static bool __ra_chain(struct ra_stream *s, uint64_t *gen)
 	return true;
 }
 
+/*
+ * ->window of a mapping's sink: fill [first, first + n) into the cache,
+ * which the mapping shows (no copy anywhere else).  Always 0.
+ * Locking: none held; takes obj->invalidate_lock shared.
+ */
+static int vma_window(struct uf_ra_sink *sink, uint64_t first, uint64_t n)
+{
+	struct uf_vma *vma = ((struct ra_work *)sink)->vma;
+	struct uf_object *obj = vma->obj;
+	size_t filled = 0;
+
+	/* no mm->vma_lock (see cache_insert() in filemap.c): the VMA is kept
+	 * alive by the job's reference */
+	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		/* best effort: a page the store cannot give stays a hole, and
+		 * its own fault reports the error */
+		uf_object_fill(obj, first, (size_t)n, UF_FILL_ANY, &filled, NULL, vma);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+	}
+	/* counted before the waiters go on: they may read the statistics */
+	uf_add(&vma->stats.readahead_pages, filled);
+	uf_add(&vma->mm->stats.readahead_pages, filled);
+	return 0;
+}
+
+/* ->release of a mapping's sink.  No lock held. */
+static void vma_release(struct uf_ra_sink *sink)
+{
+	struct ra_work *w = (struct ra_work *)sink;
+
+	uf_vma_put(w->vma);
+	free(w);
+}
+
+/* A mapping's windows are the cache's pages: the sink fills the cache. */
+static const struct uf_ra_sink_ops vma_sink_ops = {
+	.window		= vma_window,
+	.release	= vma_release,
+};
+
 /* Fill a background window.  Runs in the worker, no lock held. */
 static void ra_work_fn(struct uf_work *work, bool run)
 {
@@ -144,8 +192,6 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	struct uf_vma *vma = w->vma;
 	struct uf_ra_state *ra = vma->ra;
 	struct ra_stream *s = &ra->s[w->idx];
-	struct uf_object *obj = vma->obj;
-	size_t filled = 0;
 	uint64_t first;
 	size_t n;
 
@@ -163,18 +209,7 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	n = s->job_n;
 	pthread_mutex_unlock(&ra->lock);
 
-	/* no mm->vma_lock (see cache_insert() in filemap.c): the VMA is kept
-	 * alive by the job's reference */
-	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
-		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		/* best effort: a page the store cannot give stays a hole, and
-		 * its own fault reports the error */
-		uf_object_fill(obj, first, n, UF_FILL_ANY, &filled, NULL, vma);
-		pthread_rwlock_unlock(&obj->invalidate_lock);
-	}
-	/* counted before the waiters go on: they may read the statistics */
-	uf_add(&vma->stats.readahead_pages, filled);
-	uf_add(&vma->mm->stats.readahead_pages, filled);
+	w->sink.ops->window(&w->sink, first, n);
 
 	pthread_mutex_lock(&ra->lock);
 	s->job_state = RA_IDLE;
@@ -183,7 +218,7 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	 * next (the item goes to the back of the queue: streams take turns) */
 	if (!__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) && __ra_chain(s, &w->gen)) {
 		pthread_mutex_unlock(&ra->lock);
-		if (uf_worker_queue(vma->mm, &w->work))
+		if (uf_worker_queue(vma->mm, &w->sink.work))
 			return;
 		pthread_mutex_lock(&ra->lock);
 		if (s->job_gen == w->gen)
@@ -192,8 +227,7 @@ static void ra_work_fn(struct uf_work *work, bool run)
 	s->chain_n = 0;
 	pthread_mutex_unlock(&ra->lock);
 out:
-	uf_vma_put(vma);
-	free(w);
+	w->sink.ops->release(&w->sink);
 }
 
 /*
@@ -426,15 +460,15 @@ void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
 		return;
 	w = malloc(sizeof(*w));
 	if (w) {
-		w->work.fn = ra_work_fn;
+		w->sink = (struct uf_ra_sink){ .work = { .fn = ra_work_fn },
+					       .ops = &vma_sink_ops, .mm = vma->mm };
 		w->vma = vma;
 		w->idx = (unsigned int)req->idx;
 		w->gen = req->gen;
 		vma_get(vma);
-		if (uf_worker_queue(vma->mm, &w->work))
+		if (uf_worker_queue(vma->mm, &w->sink.work))
 			return;
-		uf_vma_put(vma);
-		free(w);
+		w->sink.ops->release(&w->sink);
 	}
 	/* no worker: the window is simply not read ahead, and the stream
 	 * goes on at its marker */
@@ -449,4 +483,191 @@ void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
 		}
 	}
 	pthread_mutex_unlock(&ra->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Running ahead of a stream delivered elsewhere: a sink               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A stream whose pages are not read through a mapping of the cache -- a
+ * served process's region, whose pages reach it only as copies
+ * (serve.c) -- would otherwise wait at each window for the window's
+ * store read and copy, and only then touch its pages: nothing overlaps.
+ * So once a fault has served a stream's window, the mm's worker
+ * (worker.c) delivers the windows after it (@win pages each, through the
+ * caller's sink: fill, then copy into the process) while the stream's
+ * thread touches the one it has, up to UF_RA_AHEAD windows past the
+ * window that thread is in.  The first page of each window is left out,
+ * a marker (the kernel's PG_readahead page): the thread faults there as
+ * it enters the window, and that fault (uf_runahead_check) moves the
+ * bound on by a window.  A fault elsewhere in the range (the thread
+ * overtook the worker, or another thread of the process went ahead of
+ * it) is told so, and delivers the rest of its window itself.  A stream
+ * that stops being followed gets at most UF_RA_AHEAD windows it may
+ * never touch; a fault just past the last window claims the next one and
+ * serves it itself, and the worker goes on after it.  One stream per
+ * run-ahead: a stream found elsewhere takes it over.
+ *
+ * Each sink is one work item: it holds what its delivery needs (the
+ * caller's references), delivers a window, and is queued again for the
+ * next (streams take turns with readahead); the mm's destruction drops or
+ * ends it, and its ->release drops what it holds.
+ *
+ * Locking: ra->lock (UF_LK_AHEAD) is taken alone (no other lock held,
+ * none taken under it); ->window runs with no lock held.
+ */
+void uf_runahead_init(struct uf_runahead *ra, uint64_t end)
+{
+	unsigned int i;
+
+	memset(ra, 0, sizeof(*ra));
+	pthread_mutex_init(&ra->lock, NULL);
+	uf_lockdep_class(&ra->lock, UF_LK_AHEAD);
+	for (i = 0; i < UF_RA_MARKS; i++)
+		ra->mark[i] = RA_NONE;
+	ra->end = end;
+}
+
+void uf_runahead_destroy(struct uf_runahead *ra)
+{
+	pthread_mutex_destroy(&ra->lock);
+}
+
+/*
+ * uf_runahead_check - where a fault of @owner on @pg stands to the
+ * run-ahead: on a marker (UF_RA_MARK: the bound moves on, the owner's
+ * thread is there), elsewhere inside its range (UF_RA_IN; *@hi: where the
+ * range ends), at its end (UF_RA_NEXT: the next window, @win pages, is
+ * claimed for the fault to serve), or neither (UF_RA_NO).
+ * Locking: takes ra->lock alone.
+ */
+enum uf_ra_where uf_runahead_check(struct uf_runahead *ra, const void *owner, uint64_t pg,
+				   size_t win, uint64_t *hi)
+{
+	enum uf_ra_where where = UF_RA_NO;
+	uint64_t end = ra->end, want;
+	unsigned int i;
+
+	pthread_mutex_lock(&ra->lock);
+	if (ra->owner != owner) {
+		/* another process's stream, or none */
+	} else if (!ra->gone && pg >= ra->lo && pg < ra->hi) {
+		where = UF_RA_IN;
+		*hi = ra->hi;
+		/* only a marker moves the bound: a fault elsewhere in the
+		 * range is no sign of the stream going on */
+		for (i = 0; i < UF_RA_MARKS && ra->mark[i] != pg; i++)
+			;
+		if (i < UF_RA_MARKS) {
+			where = UF_RA_MARK;
+			ra->mark[i] = RA_NONE;
+			want = pg + (1 + UF_RA_AHEAD) * (uint64_t)win;
+			if (want > ra->want)
+				ra->want = want < end ? want : end;
+		}
+	} else if (!ra->gone && pg == ra->hi && pg > ra->lo && pg < end) {
+		where = UF_RA_NEXT;
+		ra->hi = end - pg > win ? pg + win : end;
+		want = ra->hi + UF_RA_AHEAD * (uint64_t)win;
+		if (want > ra->want)
+			ra->want = want < end ? want : end;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return where;
+}
+
+/*
+ * uf_runahead_kick - after a fault of @owner's stream: with @start, a
+ * run-ahead starts after the window [@pg, @end) the fault delivered (any
+ * earlier one is left); with @claimed, the fault served the window at the
+ * run-ahead's end that it claimed, up to @end.  Return true when the
+ * worker is to be set going: the caller then gives uf_runahead_start() a
+ * sink (or NULL, when it has none).
+ * Locking: takes ra->lock alone.
+ */
+bool uf_runahead_kick(struct uf_runahead *ra, const void *owner, uint64_t pg, uint64_t end,
+		      size_t win, bool start, bool claimed)
+{
+	uint64_t rend = ra->end, want;
+	bool go = false;
+	unsigned int i;
+
+	pthread_mutex_lock(&ra->lock);
+	if (start && !ra->busy && ra->owner != owner) {
+		ra->owner = owner;	/* another process's stream now */
+		ra->gone = false;
+	}
+	if (start && !ra->gone && ra->owner == owner && end > pg && end < rend) {
+		for (i = 0; i < UF_RA_MARKS; i++)
+			ra->mark[i] = RA_NONE;
+		ra->lo = pg;
+		ra->hi = end;
+		want = end + UF_RA_AHEAD * (uint64_t)win;
+		ra->want = want < rend ? want : rend;
+	} else if (claimed && end > pg && ra->hi == (rend - pg > win ? pg + win : rend) &&
+		   end < ra->hi) {
+		ra->hi = end;	/* the rest of the claim was not delivered */
+	}
+	if (!ra->busy && !ra->gone && ra->owner == owner && ra->hi < ra->want) {
+		ra->busy = true;
+		go = true;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return go;
+}
+
+/* The sink's work item: a window, then itself queued again while the
+ * bound is ahead.  Runs in the worker, no lock held. */
+static void runahead_work_fn(struct uf_work *work, bool run)
+{
+	struct uf_ra_sink *sink = (struct uf_ra_sink *)work;
+	struct uf_runahead *ra = sink->ra;
+	struct uf_mm *mm = sink->mm;
+	uint64_t first = 0, n = 0, end = ra->end;
+	int ret;
+
+	pthread_mutex_lock(&ra->lock);
+	if (run && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE) && !ra->gone &&
+	    ra->owner == sink->owner && ra->hi < ra->want && ra->hi < end) {
+		first = ra->hi;
+		n = end - first < sink->win ? end - first : sink->win;
+		ra->hi = first + n;
+		ra->mark[ra->nmark++ % UF_RA_MARKS] = first;
+	} else {
+		ra->busy = false;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	if (n) {
+		ret = sink->ops->window(sink, first, n);
+		if (!ret && uf_worker_queue(mm, &sink->work))
+			return;
+		pthread_mutex_lock(&ra->lock);
+		ra->busy = false;
+		if (ret == -ESRCH)
+			ra->gone = true;
+		pthread_mutex_unlock(&ra->lock);
+	}
+	sink->ops->release(sink);
+}
+
+/*
+ * uf_runahead_start - set the worker going with @sink (its ops, mm, owner
+ * and win set by the caller) after uf_runahead_kick() said so; NULL: the
+ * caller has no sink, and faults deliver it all.
+ * Locking: none held; takes ra->lock alone.
+ */
+void uf_runahead_start(struct uf_runahead *ra, struct uf_ra_sink *sink)
+{
+	if (sink) {
+		sink->ra = ra;
+		sink->work.fn = runahead_work_fn;
+		if (uf_worker_queue(sink->mm, &sink->work))
+			return;
+	}
+	pthread_mutex_lock(&ra->lock);
+	ra->busy = false;		/* no worker: faults serve it all */
+	pthread_mutex_unlock(&ra->lock);
+	if (sink)
+		sink->ops->release(sink);
 }

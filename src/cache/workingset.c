@@ -162,7 +162,8 @@ struct ws_version {
 #define PF_FILLERS	2
 #define PF_FILLERS_REMOTE 8	/* any other store: a round trip a read */
 #define PF_FILLERS_READV 3	/* a store with ->readv: a batch a read */
-#define PF_BATCH_FIRST	32	/* pages of a first ->readv claim */
+#define PF_BATCH_FIRST	UF_WS_BATCH_FIRST
+#define PF_BATCH_LOCAL	UF_WS_BATCH_LOCAL
 
 struct ws_prefetch {
 	struct uf_work work;
@@ -178,9 +179,11 @@ struct ws_prefetch {
 	struct uf_ws_run *runs;
 	size_t nruns, next;		/* the run to fill next ... */
 	uint64_t next_off;		/* ... from this page of it */
-	uint64_t batch;			/* pages of the next ->readv claim */
+	uint64_t batch;			/* pages of the next batched claim */
+	uint64_t batch_max;		/* ... as it grows */
 	uint64_t inflight;		/* pages claimed, not filled yet (under
 					   a budget) */
+	uint64_t claimed;		/* pages ever claimed (under a budget) */
 	struct uf_ws_run *sorted;		/* the runs by first page */
 };
 
@@ -1158,25 +1161,80 @@ static uint64_t cache_total(struct uf_mm *mm)
 }
 
 /*
+ * Cut the next pieces of @runs from the cursor (*@next, *@off) in
+ * recorded order, at most @piece pages each (one run's), as many as fit
+ * in @room pages (one at least, cut to @room) and UF_READV_PAGES pieces,
+ * into @pc; *@pages gets their pages.  Return how many.  The prefetch's
+ * claims and serve.c's push cut their batches so.
+ * Locking: the caller's (the cursor is its).
+ */
+size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint64_t *off,
+		 uint64_t piece, uint64_t room, struct uf_ws_run *pc, uint64_t *pages)
+{
+	size_t npc = 0;
+
+	*pages = 0;
+	while (*next < nruns && *pages < room && npc < UF_READV_PAGES) {
+		const struct uf_ws_run *r = &runs[*next];
+		uint64_t n = r->len - *off;
+
+		if (n > piece)
+			n = piece;
+		if (n > room - *pages) {
+			if (npc)
+				break;	/* the next batch's */
+			n = room;
+		}
+		pc[npc].start = r->start + *off;
+		pc[npc++].len = n;
+		*pages += n;
+		*off += n;
+		if (*off == r->len) {
+			(*next)++;
+			*off = 0;
+		}
+	}
+	return npc;
+}
+
+/* Trim pieces @pc (*@npc of them) to @max pages in all.  Locking: none. */
+static void pieces_trim(struct uf_ws_run *pc, size_t *npc, uint64_t max)
+{
+	size_t i;
+
+	for (i = 0; i < *npc && max; i++) {
+		if (pc[i].len > max)
+			pc[i].len = max;
+		max -= pc[i].len;
+	}
+	*npc = i;
+}
+
+/*
  * Take the next pieces of the set, in recorded order: at most ra_max
- * pages of one run each; one piece, or for a store with ->readv
- * (uf_object_set_readv()) as many as fit in pf->batch pages, which grows
- * from PF_BATCH_FIRST to UF_READV_PAGES (the first pages arrive after a
- * short read, the rest in few round trips).  Return the object (kept
- * until pf_unbusy()), with the pieces in @pc (*@npc of them, *@pages
+ * pages of one run each; one piece, or for a store that reads batches
+ * (a file, or a store with ->readv: uf_object_set_readv()) as many as fit
+ * in pf->batch pages, which grows from PF_BATCH_FIRST to pf->batch_max
+ * (the first pages arrive after a short read, the rest in few reads, few
+ * round trips, one populate per batch).  Under a cache budget it stops
+ * the prefetch where the cache, with the pages other fillers are reading
+ * (*@inflight gets this claim's), would pass reclaim's low mark, cutting
+ * this claim short.  Return the object (kept until pf_unbusy()), with the
+ * pieces in @pc (*@npc of them, none if the set ran out meanwhile; *@pages
  * pages), or NULL when there is none: the set is done, the object put,
  * its mm destroyed.
- * Locking: takes pf->lock.
+ * Locking: takes pf->lock, and mm->obj_lock alone between.
  */
 static struct uf_object *pf_claim(struct ws_prefetch *pf, struct uf_ws_run *pc, size_t *npc,
-				  uint64_t *pages)
+				  uint64_t *pages, uint64_t *inflight)
 {
+	uint64_t room, piece, total = 0, in0, cl0, budget;
 	struct uf_object *obj;
-	uint64_t room, piece;
 	bool batching;
 
 	*npc = 0;
 	*pages = 0;
+	*inflight = 0;
 	pthread_mutex_lock(&pf->lock);
 	obj = pf->obj;
 	if (obj && uf_object_orphaned(obj))
@@ -1185,38 +1243,47 @@ static struct uf_object *pf_claim(struct ws_prefetch *pf, struct uf_ws_run *pc, 
 		pthread_mutex_unlock(&pf->lock);
 		return NULL;
 	}
+	pf->busy++;		/* (the object stays till pf_unbusy()) */
+	in0 = pf->inflight;
+	cl0 = pf->claimed;
+	pthread_mutex_unlock(&pf->lock);
+	budget = obj->mm->budget_pages;
+	if (budget)
+		total = cache_total(obj->mm);
 	piece = obj->mm->ra_max ? obj->mm->ra_max : 1;
 	if (piece > UF_READV_PAGES)
 		piece = UF_READV_PAGES;
-	batching = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) != NULL;
-	room = piece;
-	if (batching) {
-		room = pf->batch;
-		if (pf->batch < UF_READV_PAGES)
-			pf->batch *= 2;
-	}
-	while (pf->next < pf->nruns && *pages < room && *npc < UF_READV_PAGES &&
-	       (*npc == 0 || batching)) {
-		struct uf_ws_run *r = &pf->runs[pf->next];
-		uint64_t n = r->len - pf->next_off;
+	batching = uf_object_batched_reads(obj);
 
-		if (n > piece)
-			n = piece;
-		if (n > room - *pages) {
-			if (*npc)
-				break;	/* the next batch's */
-			n = room;
+	pthread_mutex_lock(&pf->lock);
+	if (pf->stop || pf->next >= pf->nruns)
+		goto out;
+	room = pf->batch;
+	if (batching && pf->batch < pf->batch_max)
+		pf->batch *= 2;
+	*npc = uf_ws_cut(pf->runs, pf->nruns, &pf->next, &pf->next_off, piece,
+			 batching ? room : piece, pc, pages);
+	if (budget) {
+		/*
+		 * Counted with the cursor's move, under one lock, so that a
+		 * claim is never cut short after a later one went whole: the
+		 * pages claimed since the snapshot before cache_total() count
+		 * too (some are in @total already: never fewer than there
+		 * are), and so the set comes in as its head.
+		 */
+		uint64_t low = budget - budget / 16, i;
+		uint64_t used = total + in0 + (pf->claimed - cl0);
+
+		if (used + *pages > low) {
+			pf->stop = true;
+			pieces_trim(pc, npc, used < low ? low - used : 0);
 		}
-		pc[*npc].start = r->start + pf->next_off;
-		pc[(*npc)++].len = n;
-		*pages += n;
-		pf->next_off += n;
-		if (pf->next_off == r->len) {
-			pf->next++;
-			pf->next_off = 0;
-		}
+		for (i = 0; i < *npc; i++)
+			*inflight += pc[i].len;
+		pf->inflight += *inflight;
+		pf->claimed += *inflight;
 	}
-	pf->busy++;
+out:
 	pthread_mutex_unlock(&pf->lock);
 	return obj;
 }
@@ -1259,19 +1326,6 @@ static struct uf_vma *pf_vma_get(struct uf_object *obj, uint64_t pg)
 	return vma;
 }
 
-/* Trim pieces @pc (*@npc of them) to @max pages in all.  Locking: none. */
-static void pieces_trim(struct uf_ws_run *pc, size_t *npc, uint64_t max)
-{
-	size_t i;
-
-	for (i = 0; i < *npc && max; i++) {
-		if (pc[i].len > max)
-			pc[i].len = max;
-		max -= pc[i].len;
-	}
-	*npc = i;
-}
-
 /*
  * Fill pieces of the set until @max pages are done or none is left.
  * Return true when it stopped at @max.  Under a cache budget it stops the
@@ -1282,46 +1336,28 @@ static void pieces_trim(struct uf_ws_run *pc, size_t *npc, uint64_t max)
 static bool pf_fill(struct ws_prefetch *pf, uint64_t max)
 {
 	struct uf_ws_run pc[UF_READV_PAGES];
-	uint64_t n, done = 0;
+	uint64_t n, done = 0, inflight;
 	struct uf_object *obj;
 	size_t npc, i;
 
-	while (done < max && (obj = pf_claim(pf, pc, &npc, &n))) {
+	while (done < max && (obj = pf_claim(pf, pc, &npc, &n, &inflight))) {
 		struct uf_mm *mm = obj->mm;
 		struct uf_vma *vma = NULL;
-		uint64_t inflight = 0;
 		size_t filled = 0;
 
-		if (mm->budget_pages) {
-			/* the pages other fillers are reading count too: the
-			 * cache does not hold them yet */
-			uint64_t low = mm->budget_pages - mm->budget_pages / 16;
-			uint64_t total = cache_total(mm), i;
-
-			pthread_mutex_lock(&pf->lock);
-			total += pf->inflight;
-			if (total + n > low) {
-				pf->stop = true;
-				pieces_trim(pc, &npc, total < low ? low - total : 0);
-			}
-			for (i = 0, inflight = 0; i < npc; i++)
-				inflight += pc[i].len;
-			pf->inflight += inflight;
-			pthread_mutex_unlock(&pf->lock);
-		}
 		if (npc) {
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 			vma = pf_vma_get(obj, pc[0].start);
 			/* best effort: a page the store cannot give stays a
 			 * hole, and its own fault reports the error */
-			if (npc == 1 || uf_object_fill_runs(obj, pc, npc, &filled, vma))
+			if (uf_object_fill_runs(obj, pc, npc, &filled, vma))
 				for (i = 0; i < npc; i++)
 					uf_object_fill(obj, pc[i].start, (size_t)pc[i].len,
 						       UF_FILL_ANY, &filled, NULL, vma);
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 			/* mapped where the copy could not map them */
-			for (i = 0; filled && i < npc; i++)
-				uf_object_populate_cached(obj, pc[i].start, pc[i].len);
+			if (filled)
+				uf_object_populate_runs(obj, pc, npc);
 			uf_add(&mm->stats.readahead_pages, filled);
 			if (vma)
 				uf_add(&vma->stats.readahead_pages, filled);
@@ -1446,6 +1482,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pf->runs = runs;
 	pf->nruns = nruns;
 	pf->batch = PF_BATCH_FIRST;
+	pf->batch_max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
+			PF_BATCH_LOCAL;
 
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {

@@ -549,8 +549,12 @@ UF_EXPORT int uf_object_sync(struct uf_object *obj)
 		return -EINVAL;
 	if (uf_object_forked(obj))
 		return -ECHILD;
+	/* a store that cannot be written (no ->write: HTTP, a packed
+	 * snapshot) refuses; an object opened read-only over one that can
+	 * has nothing dirty, as fsync(2) of an O_RDONLY file */
+	if (!obj->ops->write)
+		return -EROFS;
 	if (obj->readonly)
 		return 0;
 	return uf_object_sync_range(obj, 0, UINT64_MAX, true);
-
 }

@@ -52,13 +52,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* UFFDIO_POISON (6.6) is newer than the installed headers */
-struct uf_uffdio_poison {
-	struct uffdio_range range;
-	__u64 mode;
-	__s64 updated;
-};
-#define UF_UFFDIO_POISON	_IOWR(UFFDIO, 0x08, struct uf_uffdio_poison)
 /* a handler with no epoll set (out of fds) tries again this often */
 #define GUEST_RETRY_MS	20
 
@@ -185,13 +178,6 @@ void uf_uffd_fd_unregister(int fd, unsigned long start, unsigned long len)
 	struct uffdio_range r = { .start = start, .len = len };
 
 	ioctl(fd, UFFDIO_UNREGISTER, &r);
-}
-
-int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len)
-{
-	struct uf_uffdio_poison p = { .range = { addr, len }, .mode = UFFDIO_COPY_MODE_DONTWAKE };
-
-	return ioctl(fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
 }
 
 /* uf_uffd_fd_wake - let threads waiting on [addr, addr + len) of the
@@ -1555,32 +1541,18 @@ int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len)
  * space nobody will serve any more.
  * Return 0, or -errno when the range cannot be poisoned at all.
  */
+static void poison_drain(void *u)
+{
+	uffd_drain(u);
+}
+
 int uf_uffd_poison_holes(struct uf_uffd *u, unsigned long addr, size_t len, size_t step)
 {
-	unsigned long a = addr, end = addr + len;
-	int ret = 0;
+	int ret;
 
 	if (!(u->features & UFFD_FEATURE_POISON))
 		return -ENOSYS;
-	while (a < end) {
-		struct uf_uffdio_poison p = { .range = { a, end - a } };
-
-		if (ioctl(u->fd, UF_UFFDIO_POISON, &p) == 0)
-			break;
-		if (p.updated > 0)
-			a += (unsigned long)p.updated;
-		if (errno == EAGAIN) {
-			if (p.updated <= 0)
-				uffd_drain(u);
-			continue;
-		}
-		if (errno == EEXIST) {
-			a += step;		/* a page is there */
-			continue;
-		}
-		ret = -errno;
-		break;
-	}
+	ret = uf_uffd_fd_poison_holes(u->fd, addr, len, step, poison_drain, u);
 	uf_uffd_wake(u, addr, len);
 	return ret;
 }

@@ -18,6 +18,7 @@
 #include "ufault.h"
 #include "compat.h"
 #include "lockdep.h"
+#include "uffd_holes.h"
 
 #include <pthread.h>
 #include <sys/types.h>

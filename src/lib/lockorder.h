@@ -118,7 +118,7 @@ UF_LOCK(START, "u->lock", UF_LK_ALONE, 0, "mutex uffd.c", \
 UF_LOCK(ATTACH, "mm->attach_lock, a->lock", UF_LK_ALONE, 0, "mutex attach.c", \
 	"the lists of attached objects and of clients served; an attached " \
 	"object's socket and table of mappings (one at a time)") \
-UF_LOCK(AHEAD, "r->ahead_lock", UF_LK_ALONE, 0, "mutex serve.c", \
-	"a served region's run-ahead of a sequential stream") \
+UF_LOCK(AHEAD, "ra->lock of a run-ahead", UF_LK_ALONE, 0, "mutex readahead.c", \
+	"a run-ahead of a sequential stream (a served region's)") \
 UF_LOCK(PACK_WRITE, "w->lock", UF_LK_ALONE, 0, "mutex pack/write.c", \
 	"a pack writer's frames and its compressing threads (with w->go, w->fin)")

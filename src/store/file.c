@@ -22,7 +22,9 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 struct file_store {
@@ -140,6 +142,81 @@ static ssize_t file_read(void *store, void *buf, size_t len, uint64_t off)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+/*
+ * Many extents in few system calls (the prefetch of a working set,
+ * uf_object_fill_runs()): extents in ascending order that lie at most
+ * READV_GAP pages apart are read by one preadv(2) straight into their
+ * buffers, the pages between them into a scratch page and dropped; an
+ * extent past the file's end reads zero there, as file_read() does.
+ */
+#define READV_GAP	8
+#define READV_IOV	256	/* iovecs of one preadv */
+
+/* Read @n extents of @iov that are ascending and close (one preadv). */
+static int file_readv_span(struct file_store *fs, const struct uf_store_iov *iov, size_t n,
+			   char *scratch)
+{
+	struct iovec v[READV_IOV];
+	size_t nv = 0, want = 0, i;
+	ssize_t r;
+
+	for (i = 0; i < n; i++) {
+		uint64_t gap = i ? iov[i].off - (iov[i - 1].off + iov[i - 1].len) : 0;
+
+		for (; gap; gap -= PAGE_SIZE) {
+			v[nv++] = (struct iovec){ scratch, PAGE_SIZE };
+			want += PAGE_SIZE;
+		}
+		v[nv++] = (struct iovec){ iov[i].buf, iov[i].len };
+		want += iov[i].len;
+	}
+	do
+		r = preadv(fs->fd, v, (int)nv, (off_t)iov[0].off);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	if ((size_t)r == want)
+		return 0;
+	/* short: the file ends inside (or it shrank): extent by extent */
+	for (i = 0; i < n; i++) {
+		ssize_t k = file_read(fs, iov[i].buf, iov[i].len, iov[i].off);
+
+		if (k < 0)
+			return (int)k;
+		memset((char *)iov[i].buf + k, 0, iov[i].len - (size_t)k);
+	}
+	return 0;
+}
+
+/* Locking: none (pread needs none). */
+int uf_file_store_readv(void *store, const struct uf_store_iov *iov, size_t n)
+{
+	struct file_store *fs = store;
+	char scratch[PAGE_SIZE] __attribute__((aligned(64)));
+	size_t i = 0, j, nv;
+	int ret = 0;
+
+	while (i < n && !ret) {
+		/* the span: following extents ascending, close, page aligned */
+		nv = 1;
+		for (j = i + 1; j < n; j++) {
+			uint64_t end = iov[j - 1].off + iov[j - 1].len;
+			size_t gap;
+
+			if (iov[j - 1].len % PAGE_SIZE || iov[j].off < end ||
+			    iov[j].off - end > READV_GAP * PAGE_SIZE)
+				break;
+			gap = (size_t)((iov[j].off - end) / PAGE_SIZE);
+			if (nv + gap + 1 > READV_IOV)
+				break;
+			nv += gap + 1;
+		}
+		ret = file_readv_span(fs, iov + i, j - i, scratch);
+		i = j;
+	}
+	return ret;
 }
 
 static int file_write(void *store, const void *buf, size_t len, uint64_t off)

@@ -23,4 +23,12 @@ int bench_http_open(struct uf_mm *mm, const char *url, struct uf_object **objp);
  * ufault-serve does it: uf_http_store_open(), uf_pack_create_readv(). */
 int bench_http_open_packed(struct uf_mm *mm, const char *url, struct uf_object **objp);
 
+/* ufault-bench --store http(s)://URL (tools/bench/http-store.c): cold reads
+ * of the object at the URL (read-only: nothing is written there) beside a
+ * tmpfs copy and one range GET per page.  The options of --store
+ * redis://; returns ufault-bench's exit status (2 for --only layout or ws,
+ * which write to the store). */
+struct bench_redis_opts;
+int bench_http_store_main(const struct bench_redis_opts *o);
+
 #endif

@@ -1809,8 +1809,10 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 		if (best < med[WSR_FLOOR])
 			best = med[WSR_FLOOR];
 		printf("redis  minimal prefetch loop: %.1f ms CPU, the cluster %.1f ms; best replay on "
-		       "%ld CPUs %.1f ms: lazy/best %.2fx\n", bcpu[r / 2] / 1e6, bsrv[r / 2] / 1e6,
-		       ncpu, best / 1e6, med[WSR_LAZY] / best);
+		       "%ld CPUs %.1f ms: lazy/best %.2fx; ufault's replay over the minimal loop's "
+		       "(best/replay) %.2fx %s\n", bcpu[r / 2] / 1e6, bsrv[r / 2] / 1e6,
+		       ncpu, best / 1e6, med[WSR_LAZY] / best, best / med[WSR_REPLAY],
+		       o->quick ? "" : "(>= 0.9) info");
 		printf("(minimal prefetch loop: one thread, an HMGET per recorded run, 64 in "
 		       "flight, a UFFDIO_COPY and a MADV_POPULATE_READ each; best replay: the "
 		       "touches alone, the loop's CPU and the cluster's shared by the CPUs, at "

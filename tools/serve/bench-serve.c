@@ -56,6 +56,10 @@
  *                      costs, which no server can give back (on 2 CPUs,
  *                      a flooder that spins takes one of them).
  *                      Root only (the flooder is another uid).
+ *   serve-flood-restore  the same, for the client's cold restore: the
+ *                      first quarter of the data touched in order, as a
+ *                      VMM restores its memory (the fault flood touches
+ *                      the rest).
  *   serve-restore-packed  a snapshot more like a guest's memory (each
  *                      page its tag, then text-like bytes for half the
  *                      pages and zeros for the rest, in runs), restored in
@@ -1132,9 +1136,11 @@ static void __attribute__((noreturn)) flood_cpu(void)
 
 enum sv_flood { FL_ALONE, FL_IDLE, FL_FAULTS, FL_CPU, FL_N };
 
-/* The client's cold random faults from a fresh ufault-serve, beside
+/* The client's touches of @order (@n pages, all below page @n: its cold
+ * random faults, or its cold restore) from a fresh ufault-serve, beside
  * @flood (for 200 ms before it starts, and while it runs). */
-static int flood_run(struct sv *s, enum sv_flood flood, struct sv_result *res)
+static int flood_run(struct sv *s, enum sv_flood flood, const uint32_t *order, size_t n,
+		     struct sv_result *res)
 {
 	struct sv_srv v;
 	pid_t fl = 0, pid;
@@ -1150,7 +1156,7 @@ static int flood_run(struct sv *s, enum sv_flood flood, struct sv_result *res)
 				flood_idle(v.sock);
 			if (flood == FL_CPU)
 				flood_cpu();
-			flood_faults(v.sock, s->nrand * PG, s->size - s->nrand * PG);
+			flood_faults(v.sock, n * PG, s->size - n * PG);
 		}
 		if (fl < 0) {
 			ret = -errno;
@@ -1160,7 +1166,7 @@ static int flood_run(struct sv *s, enum sv_flood flood, struct sv_result *res)
 		}
 	}
 	if (!ret)
-		ret = client_start(s, s->rand, s->nrand, &sock, &pid, v.sock);
+		ret = client_start(s, order, n, &sock, &pid, v.sock);
 	if (!ret)
 		ret = client_end(sock, pid, 0, res);
 	if (!ret && res->err)
@@ -1176,31 +1182,37 @@ static int flood_run(struct sv *s, enum sv_flood flood, struct sv_result *res)
 	return ret;
 }
 
-static int row_flood(struct sv *s, bool *miss)
+/* serve-flood (@restore false: the client's cold random faults) and
+ * serve-flood-restore (its cold restore of the first quarter of the
+ * data, in order, as a VMM's). */
+static int row_flood(struct sv *s, bool restore, bool *miss)
 {
 	static const char *const names[FL_N] = { "alone", "idle flood", "fault flood",
 						 "CPU burner" };
+	const char *row = restore ? "serve-flood-restore" : "serve-flood";
+	const uint32_t *order = restore ? s->seq : s->rand;
+	size_t n = restore ? s->npages / 4 : s->nrand;
 	uint64_t t[FL_N][SV_MAX_REPEAT], m[FL_N];
 	unsigned int r, k;
 	int ret = 0;
 
 	if (geteuid() != 0) {
-		printf("%-20s skipped: the flooder is another uid (run as root)\n", "serve-flood");
+		printf("%-20s skipped: the flooder is another uid (run as root)\n", row);
 		return 0;
 	}
 	for (r = 0; r <= s->repeat && !ret; r++)
 		for (k = 0; k < FL_N && !ret; k++) {
 			struct sv_result res;
 
-			ret = flood_run(s, (enum sv_flood)k, &res);
+			ret = flood_run(s, (enum sv_flood)k, order, n, &res);
 			if (ret)
-				fprintf(stderr, "ufault-bench: serve-flood %s: %s\n", names[k],
+				fprintf(stderr, "ufault-bench: %s %s: %s\n", row, names[k],
 					strerror(-ret));
 			if (r)
 				t[k][r - 1] = res.ns;
 		}
 	if (ret == -ENOENT) {
-		printf("%-20s skipped: no ufault-serve beside this program\n", "serve-flood");
+		printf("%-20s skipped: no ufault-serve beside this program\n", row);
 		return 0;
 	}
 	if (ret)
@@ -1210,13 +1222,14 @@ static int row_flood(struct sv *s, bool *miss)
 	*miss |= (double)m[FL_ALONE] / (double)m[FL_IDLE] < 0.7 ||
 		 (double)m[FL_ALONE] / (double)m[FL_FAULTS] < 0.7;
 	printf("%-20s alone %9.2f us/page  beside an idle flood %5.2fx  beside a fault flood "
-	       "%5.2fx (goal >= 0.70x) %s  [a fresh ufault-serve each run; the flooder is uid %d, "
-	       "--max-per-uid 64, --handshake-timeout 1; for reference, beside a process of that "
-	       "uid burning a CPU and nothing else: %.2fx]\n", "serve-flood",
-	       (double)m[FL_ALONE] / 1e3 / (double)s->nrand,
+	       "%5.2fx (goal >= 0.70x) %s  [%s of %zu pages; a fresh ufault-serve each run; the "
+	       "flooder is uid %d, --max-per-uid 64, --handshake-timeout 1; for reference, beside "
+	       "a process of that uid burning a CPU and nothing else: %.2fx]\n", row,
+	       (double)m[FL_ALONE] / 1e3 / (double)n,
 	       (double)m[FL_ALONE] / (double)m[FL_IDLE], (double)m[FL_ALONE] / (double)m[FL_FAULTS],
 	       (double)m[FL_ALONE] / (double)m[FL_IDLE] < 0.7 ||
-	       (double)m[FL_ALONE] / (double)m[FL_FAULTS] < 0.7 ? "MISS" : "PASS", FLOOD_UID,
+	       (double)m[FL_ALONE] / (double)m[FL_FAULTS] < 0.7 ? "MISS" : "PASS",
+	       restore ? "cold restore" : "cold random faults", n, FLOOD_UID,
 	       (double)m[FL_ALONE] / (double)m[FL_CPU]);
 	fflush(stdout);
 	return 0;
@@ -1477,19 +1490,23 @@ int bench_serve_main(const struct bench_serve_opts *o)
 	       "a %zu MiB tmpfs file; median of %u after a warm-up round\n", s.size >> 20,
 	       s.repeat);
 	fflush(stdout);
-	ret = row_rand(&s, &miss);
+	if (!o->flood_only) {
+		ret = row_rand(&s, &miss);
+		if (!ret)
+			ret = row_seq(&s, &miss);
+		if (!ret)
+			ret = row_huge(&s, &miss);
+		if (!ret)
+			ret = row_ws(&s);
+		if (!ret)
+			ret = row_packed(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm");
+		if (!ret)
+			ret = row_http(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", &miss);
+	}
 	if (!ret)
-		ret = row_seq(&s, &miss);
+		ret = row_flood(&s, false, &miss);
 	if (!ret)
-		ret = row_huge(&s, &miss);
-	if (!ret)
-		ret = row_ws(&s);
-	if (!ret)
-		ret = row_packed(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm");
-	if (!ret)
-		ret = row_http(&s, o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", &miss);
-	if (!ret)
-		ret = row_flood(&s, &miss);
+		ret = row_flood(&s, true, &miss);
 	free(s.rand);
 	free(s.seq);
 	free(s.ws);

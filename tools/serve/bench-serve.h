@@ -16,6 +16,7 @@ struct bench_serve_opts {
 	unsigned int repeat;	/* runs per row (0: default) */
 	bool quick;		/* smoke test: small sizes */
 	bool check;		/* exit 1 when a goal is missed */
+	bool flood_only;	/* the serve-flood rows alone (--only serve-flood) */
 };
 
 /* Returns ufault-bench's exit status: 0, 1 goal missed (with check), 2 error,

@@ -111,6 +111,8 @@
  */
 #define _GNU_SOURCE
 #include "supervisor.h"
+#include "../../src/lib/scm.h"		/* (these two linked from libufault.a) */
+#include "../../src/lib/uffd_holes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -138,13 +140,6 @@
 #define RANGES_PER_MSG	1024
 #define LIVE_EVERY_MS	500
 
-/* UFFDIO_POISON (Linux 6.6) is newer than some installed headers. */
-struct super_poison {
-	struct uffdio_range range;
-	uint64_t mode;
-	int64_t updated;
-};
-#define SUPER_UFFDIO_POISON	_IOWR(UFFDIO, 0x08, struct super_poison)
 
 enum {
 	M_HELLO = 1, M_REFUSE, M_WELCOME, M_CLIENT, M_RANGES, M_END,
@@ -185,26 +180,10 @@ void super_log(const char *who, const char *fmt, ...)
 static int send_msg(int fd, const struct smsg *h, const void *p, size_t plen, const int *fds,
 		    int nfds)
 {
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
 	struct iovec iov[2] = { { (void *)h, sizeof(*h) }, { (void *)p, plen } };
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = plen ? 2 : 1 };
+	ssize_t n = uf_scm_send(fd, iov, plen ? 2 : 1, fds, nfds);
 
-	if (nfds > 0) {
-		struct cmsghdr *cm;
-
-		memset(cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
-	}
-	while (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
-		if (errno != EINTR)
-			return -errno;
-	return 0;
+	return n < 0 ? (int)n : 0;
 }
 
 /*
@@ -215,39 +194,19 @@ static int send_msg(int fd, const struct smsg *h, const void *p, size_t plen, co
  */
 static long recv_msg(int fd, void *buf, int flags, int *fds, int *nfds)
 {
-	char cbuf[CMSG_SPACE(8 * sizeof(int))];
 	struct iovec iov = { buf, MSG_MAX };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
 	const struct smsg *h = buf;
-	struct cmsghdr *cm;
-	ssize_t n;
+	int mflags;
+	ssize_t n = uf_scm_recv(fd, &iov, 1, flags, fds, 3, nfds, &mflags);
 
-	*nfds = 0;
-	do
-		n = recvmsg(fd, &mh, flags | MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+	if (n == -EAGAIN || n == -EWOULDBLOCK)
 		return -2;
-	if (n <= 0)
+	if (n <= 0) {
+		while (*nfds)
+			close(fds[--*nfds]);
 		return -1;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		int k, m;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		m = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (k = 0; k < m; k++) {
-			int x;
-
-			memcpy(&x, CMSG_DATA(cm) + (size_t)k * sizeof(int), sizeof(int));
-			if (*nfds < 3)
-				fds[(*nfds)++] = x;
-			else
-				close(x);
-		}
 	}
-	if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(*h)) {
+	if ((mflags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(*h)) {
 		while (*nfds)
 			close(fds[--*nfds]);
 		return -3;
@@ -723,6 +682,13 @@ static void wake(int uffd, uint64_t start, uint64_t len)
 	ioctl(uffd, UFFDIO_WAKE, &r);
 }
 
+/* A kernel without the poison marker: the VMM's crash, said. */
+static void no_poison(struct sclient *c)
+{
+	SLOG("client pid %d: no poison marker here: SIGBUS to the process", (int)c->pid);
+	kill(c->pid, SIGBUS);
+}
+
 /* One fault of a client nobody serves: zeros where it removed, else the
  * poison marker; either wakes the thread.  Anything else (an event not
  * read yet) wakes it to fault again. */
@@ -741,16 +707,10 @@ static void answer(struct sclient *c, uint64_t addr)
 		if (ioctl(c->uffd, UFFDIO_ZEROPAGE, &z) == 0)
 			return;
 	} else {
-		struct super_poison p = { .range = { addr, c->psz } };
+		int r = uf_uffd_fd_poison(c->uffd, addr, c->psz);
 
-		if (ioctl(c->uffd, SUPER_UFFDIO_POISON, &p) == 0)
-			return;
-		if (errno == EINVAL || errno == ENOTTY) {
-			/* a kernel without the marker: the VMM's crash */
-			SLOG("client pid %d: no poison marker here: SIGBUS to the process",
-			     (int)c->pid);
-			kill(c->pid, SIGBUS);
-		}
+		if (r == -EINVAL || r == -ENOTTY)
+			no_poison(c);
 	}
 	wake(c->uffd, addr, c->psz);
 }
@@ -782,14 +742,27 @@ static void respond(struct sclient *c)
 	}
 }
 
-/* Zero pages (@zero) or poison markers on the holes of [a, e) of @c. */
+static void respond_any(void *c)
+{
+	respond(c);
+}
+
+/* Zero pages (@zero) or poison markers on the holes of [a, e) of @c,
+ * waking nobody. */
 static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 {
+	if (!zero) {	/* (the library's: src/lib/uffd_holes.c) */
+		int r = uf_uffd_fd_poison_holes(c->uffd, a, e - a, c->psz, respond_any, c);
+
+		if (r == -EINVAL || r == -ENOTTY)
+			no_poison(c);
+		return;		/* else done, or gone (ESRCH), or not registered */
+	}
 	while (a < e) {
 		int64_t done;
 		int r;
 
-		if (zero && c->psz != PAGE) {
+		if (c->psz != PAGE) {
 			/* hugetlbfs has no zero page: a copy of zeros */
 			struct uffdio_copy z = { .dst = a, .src = (uint64_t)(uintptr_t)huge_zeros,
 						 .len = c->psz, .mode = UFFDIO_COPY_MODE_DONTWAKE };
@@ -800,17 +773,12 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 				continue;
 			}
 			done = 0;
-		} else if (zero) {
+		} else {
 			struct uffdio_zeropage z = { .range = { a, e - a },
 						     .mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE };
 
 			r = ioctl(c->uffd, UFFDIO_ZEROPAGE, &z);
 			done = z.zeropage;
-		} else {
-			struct super_poison p = { .range = { a, e - a }, .mode = 1 /* DONTWAKE */ };
-
-			r = ioctl(c->uffd, SUPER_UFFDIO_POISON, &p);
-			done = p.updated;
 		}
 		if (r == 0)
 			return;
@@ -824,11 +792,6 @@ static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 		if (errno == EEXIST) {
 			a += c->psz;		/* a page is there */
 			continue;
-		}
-		if (!zero && (errno == EINVAL || errno == ENOTTY)) {
-			SLOG("client pid %d: no poison marker here: SIGBUS to the process",
-			     (int)c->pid);
-			kill(c->pid, SIGBUS);
 		}
 		return;			/* gone (ESRCH), or not registered */
 	}

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/* Description: a client with hugetlbfs memory served by uf_object_serve_uffd_huge() that reads its first two huge pages in order is run ahead of in whole huge pages: once the server's worker has delivered the window after them (its first huge page the marker, left to the client's fault), the client reads the next three huge pages with no fault, and every byte is the file's */
+#define _GNU_SOURCE
+#include "helpers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define HUGE		(2UL << 20)
+#define NHUGE		8
+#define LEN		(NHUGE * HUGE)
+#define WAIT_TRIES	2000		/* 10 s at most for the worker */
+
+static long old_pool = -1;
+
+static long pool(long set)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (set < 0 && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (set >= 0)
+		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
+	if (fclose(f))
+		n = -1;
+	return n;
+}
+
+static void pool_restore(void)
+{
+	if (old_pool >= 0)
+		pool(old_pool);
+}
+
+/* Page faults this thread has taken. */
+static long thread_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_minflt + ru.ru_majflt;
+}
+
+/* Read huge pages [first, first + n) a word per 4 KiB page; return the
+ * offset of a wrong byte, or -1. */
+static long touch(const unsigned char *p, unsigned int first, unsigned int n)
+{
+	uint64_t o;
+
+	for (o = first * HUGE; o < (first + n) * HUGE; o += 4096)
+		if (p[o] != ut_pattern(o) || p[o + 4095] != ut_pattern(o + 4095))
+			return (long)o;
+	return -1;
+}
+
+/* The client: map, register, hand the userfaultfd over, read huge pages
+ * 0 and 1, wait for the go, read 3..5 and report their faults. */
+static void client(int sock)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, go;
+	uint64_t base;
+	struct iovec iov = { &base, sizeof(base) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	long res[3], f0;
+	unsigned char *p;
+	int uffd;
+
+	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+		 -1, 0);
+	if (uffd < 0 || p == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api))
+		_exit(2);
+	reg.range.start = (uintptr_t)p;
+	reg.range.len = LEN;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+		_exit(2);
+	base = (uintptr_t)p;
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
+	if (sendmsg(sock, &mh, 0) != sizeof(base) || read(sock, &go, 1) != 1)
+		_exit(2);
+	res[0] = touch(p, 0, 2);
+	if (write(sock, "a", 1) != 1 || read(sock, &go, 1) != 1)
+		_exit(2);
+	f0 = thread_faults();
+	res[1] = touch(p, 3, 3);
+	res[2] = thread_faults() - f0;
+	if (res[1] < 0)
+		res[1] = touch(p, 0, NHUGE);
+	_exit(write(sock, res, sizeof(res)) == sizeof(res) ? 0 : 2);
+}
+
+int main(void)
+{
+	char path[256], cbuf[CMSG_SPACE(sizeof(int))];
+	uint64_t base;
+	struct iovec iov = { &base, sizeof(base) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct uf_serve_region r;
+	struct uf_object *obj;
+	struct uf_stats st;
+	struct uf_mm *mm;
+	long res[3];
+	int sv[2], uffd = -1, i, status, fd;
+	char c;
+	pid_t pid;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	old_pool = pool(-1);
+	if (old_pool < 0 || pool(old_pool + NHUGE) < 0 || pool(-1) < old_pool + NHUGE) {
+		pool_restore();
+		printf("skip: no %d huge pages of 2 MiB to be had here (/proc/sys/vm/nr_hugepages)\n",
+		       NHUGE);
+		return UT_SKIP;
+	}
+	atexit(pool_restore);
+	mm = ut_mm_create(NULL);
+	fd = ut_make_file("/dev/shm", LEN, path, sizeof(path));
+	CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);
+	unlink(path);
+	close(fd);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s",
+	      strerror(errno));
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (!pid) {
+		close(sv[0]);
+		client(sv[1]);
+	}
+	close(sv[1]);
+	CHECK(recvmsg(sv[0], &mh, 0) == sizeof(base), "handshake");
+	memcpy(&uffd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
+	r = (struct uf_serve_region){ .start = base, .len = LEN, .offset = 0 };
+	CHECK_RET(uf_object_serve_uffd_huge(obj, uffd, &r, 1, NULL, HUGE), 0);
+	CHECK(write(sv[0], "g", 1) == 1 && read(sv[0], &c, 1) == 1, "client gone");
+	/* the worker's window after huge page 1: huge page 2 its marker,
+	 * 3..5 copied in (what the server has read ahead is counted) */
+	for (i = 0; i < WAIT_TRIES; i++) {
+		CHECK_RET(uf_mm_stats(mm, &st), 0);
+		if (st.readahead_pages >= 3 * (HUGE / 4096))
+			break;
+		usleep(5000);
+	}
+	printf("after huge pages 0 and 1: %lu pages read ahead (want %lu at least)\n",
+	       (unsigned long)st.readahead_pages, 3 * (HUGE / 4096));
+	CHECK(write(sv[0], "g", 1) == 1 && read(sv[0], res, sizeof(res)) == sizeof(res),
+	      "client result");
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "client status %d", status);
+	printf("huge pages 3..5: %ld page faults in the client\n", res[2]);
+	CHECK(res[0] < 0, "huge pages 0, 1: wrong byte at %ld", res[0]);
+	CHECK(res[1] < 0, "wrong byte at %ld", res[1]);
+	CHECK(res[2] == 0, "huge pages 3..5 took %ld faults, want 0 (run ahead of)", res[2]);
+	close(sv[0]);
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+	return UT_PASS;
+}
