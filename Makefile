@@ -383,7 +383,7 @@ install-redis: redis install-dirs
 PACK_SONAME := libufault-pack.so.$(SOVERSION)
 PACK_SRC    := $(wildcard pack/*.c)
 PACK_PIC    := $(PACK_SRC:pack/%.c=$(B)/pack-pic/%.o)
-PACK_HDRS   := pack/internal.h include/ufault-pack.h include/ufault.h
+PACK_HDRS   := pack/internal.h include/ufault-pack.h include/ufault.h src/lib/lockdep.h src/lib/lockorder.h
 
 ifeq ($(PACK),yes)
 all: pack
@@ -447,7 +447,7 @@ HTTP_SONAME := libufault-http.so.$(SOVERSION)
 HTTP_SRC    := $(wildcard http/*.c)
 HTTP_PIC    := $(HTTP_SRC:http/%.c=$(B)/http-pic/%.o)
 HTTP_TESTS  := $(patsubst tests/%.c,$(B)/tests/%,$(wildcard tests/http-*.c))
-HTTP_HDRS   := http/internal.h include/ufault-http.h include/ufault.h
+HTTP_HDRS   := http/internal.h include/ufault-http.h include/ufault.h src/lib/lockdep.h src/lib/lockorder.h
 CURL_CFLAGS  = $(shell pkg-config --cflags libcurl 2>/dev/null)
 CURL_LIBS    = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 

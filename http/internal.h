@@ -10,6 +10,8 @@
 #ifndef UF_HTTP_INTERNAL_H
 #define UF_HTTP_INTERNAL_H
 
+#include "../src/lib/lockdep.h"	/* the lock order: src/lib/lockorder.h */
+
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdbool.h>

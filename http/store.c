@@ -328,12 +328,25 @@ struct hobj {
 	struct hstore *st;
 };
 static struct hobj *objects;
+static pthread_once_t objects_once = PTHREAD_ONCE_INIT;
+
+static void objects_init(void)
+{
+	uf_lockdep_class(&objects_lock, UF_LK_STORE);
+}
+
+/* objects_lock, with its lock class (lockorder.h: STORE) */
+static void objects_lock_take(void)
+{
+	pthread_once(&objects_once, objects_init);
+	pthread_mutex_lock(&objects_lock);
+}
 
 static void hs_release(void *store)
 {
 	struct hobj **pp, *o;
 
-	pthread_mutex_lock(&objects_lock);
+	objects_lock_take();
 	for (pp = &objects; (o = *pp); pp = &o->next)
 		if (o->st == store) {
 			*pp = o->next;
@@ -415,6 +428,7 @@ static int store_new(const char *url, const struct uf_http_opts *o, struct hstor
 	if (!st)
 		return -ENOMEM;
 	pthread_mutex_init(&st->lock, NULL);
+	uf_lockdep_class(&st->lock, UF_LK_STORE);
 	pthread_cond_init(&st->done_cond, NULL);
 	st->deadline_ms = o && o->deadline_ms ? o->deadline_ms : UF_HTTP_DEADLINE_MS;
 	if ((!o || !o->deadline_ms) && env && *env) {
@@ -539,7 +553,7 @@ HS_EXPORT int uf_http_open(struct uf_mm *mm, const char *url, const struct uf_ht
 	uf_object_set_readv(*objp, hs_readv);	/* (cannot fail here) */
 	o->obj = *objp;
 	o->st = st;
-	pthread_mutex_lock(&objects_lock);
+	objects_lock_take();
 	o->next = objects;
 	objects = o;
 	pthread_mutex_unlock(&objects_lock);
@@ -565,7 +579,7 @@ HS_EXPORT int uf_http_stats(struct uf_object *obj, struct uf_http_stats *stats)
 
 	if (!obj || !stats)
 		return -EINVAL;
-	pthread_mutex_lock(&objects_lock);
+	objects_lock_take();
 	for (o = objects; o; o = o->next)
 		if (o->obj == obj)
 			st = o->st;

@@ -28,7 +28,7 @@
  *
  * fault() and the store methods are called with no ufault lock held,
  * except that a store's ->read runs under its object's invalidate lock
- * (see struct uf_store_ops); the library's lock order is in src/internal.h.
+ * (see struct uf_store_ops); the library's lock order is in src/lib/lockorder.h.
  */
 #ifndef UFAULT_H
 #define UFAULT_H

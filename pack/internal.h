@@ -7,6 +7,8 @@
 #ifndef UF_PACK_INTERNAL_H
 #define UF_PACK_INTERNAL_H
 
+#include "../src/lib/lockdep.h"	/* the lock order: src/lib/lockorder.h */
+
 #include <stddef.h>
 #include <stdint.h>
 

@@ -708,6 +708,7 @@ PK_EXPORT int uf_pack_create_readv(struct uf_mm *mm, const struct uf_store_ops *
 	st->raw_readv = raw_readv;
 	st->raw = raw_store;
 	pthread_mutex_init(&st->lock, NULL);
+	uf_lockdep_class(&st->lock, UF_LK_STORE);
 	pthread_cond_init(&st->cond, NULL);
 	ret = pk_load(st, raw_size);
 	if (!ret) {

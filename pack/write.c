@@ -392,6 +392,7 @@ PK_EXPORT int uf_pack_write(int src_fd, int dst_fd, const struct uf_pack_write_o
 	w->src = src_fd;
 	w->dst = dst_fd;
 	pthread_mutex_init(&w->lock, NULL);
+	uf_lockdep_class(&w->lock, UF_LK_PACK_WRITE);
 	pthread_cond_init(&w->go, NULL);
 	pthread_cond_init(&w->fin, NULL);
 	ret = writer_init(w, opts);

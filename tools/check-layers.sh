@@ -4,8 +4,8 @@
 # layer reaches a higher one only through an ops table, so a call (or a
 # reference: taking a function's address, reading a global) from a file to
 # a non-static function or global defined in a file of a higher layer, or
-# to a static inline of src/internal.h that serves a higher layer, is an
-# upward call.  And every walk of an object's mappings (obj->vmas) goes
+# to a static inline of a higher layer's private header (src/LAYER/*.h),
+# is an upward call.  And every walk of an object's mappings (obj->vmas) goes
 # through cache/rmap.c.  Prints each breach and exits 1; exits 0 when there is
 # none.
 #
@@ -34,14 +34,6 @@ layer_of() {
 	esac
 }
 
-# The static inlines of a shared header that serve the structures of a
-# higher layer's file (path under src/); the rest are the header's own.
-inlines='
-uf_object_orphaned	cache/object.c
-uf_vma_uffd		cache/rmap.c
-uf_vma_table_lock	cache/rmap.c
-'
-
 ctags --version 2>/dev/null | grep -q Universal ||
 	{ echo "check-layers: needs universal-ctags" >&2; exit 2; }
 
@@ -64,13 +56,9 @@ while IFS=$'\t' read -r sym file rest; do
 	owner[$sym]=${file#"$src"/}
 done < <(ctags -o - --c-kinds=fv --fields=+K "${sources[@]}")
 
-# a header's static inlines are the header's, unless the table says whose
-declare -A inline_owner
-while read -r sym f; do
-	[ -n "$sym" ] && inline_owner[$sym]=$f
-done <<<"$inlines"
+# a header's static inlines are its layer's (src/LAYER/NAME.h)
 while IFS=$'\t' read -r sym file rest; do
-	owner[$sym]=${inline_owner[$sym]:-${file#"$src"/}}
+	owner[$sym]=${file#"$src"/}
 done < <(ctags -o - --c-kinds=f "${headers[@]}")
 
 # A file's own symbols (statics included) shadow the others'.
@@ -97,8 +85,23 @@ for path in "${sources[@]}"; do
 	unset own
 done
 
+# A file includes its own layer's private header and those below it
+# (src/LAYER/NAME.h), never a higher layer's.
+for path in "${sources[@]}" "${headers[@]}"; do
+	f=${path#"$src"/}
+	from=$(layer_of "$path")
+	while IFS=: read -r lineno inc; do
+		to=$(layer_of "$src/$inc")
+		if [ -n "$to" ] && [ -n "$from" ] && [ "$to" -lt "$from" ]; then
+			echo "src/$f:$lineno: includes src/$inc (${name[$from]} -> ${name[$to]})"
+			count=$((count + 1))
+		fi
+	done < <(grep -nE '^#[[:space:]]*include[[:space:]]*"[a-z]+/' "$path" |
+		 sed -E 's/^([0-9]+):[^"]*"([^"]+)".*/\1:\2/' || true)
+done
+
 # An object's mappings are linked, unlinked and walked in one place:
-# cache/rmap.c, and uf_rmap_foreach() in src/internal.h.
+# cache/rmap.c, and uf_rmap_foreach() in src/cache/cache.h.
 for path in "${sources[@]}"; do
 	f=${path#"$src"/}
 	[ "$f" != cache/rmap.c ] || continue
@@ -111,7 +114,8 @@ done
 
 if [ "$count" -gt 0 ]; then
 	echo "check-layers: $count found: a lower layer reaches a higher one only" \
-		"through an ops table, and obj->vmas only through rmap.c" \
+		"through an ops table, includes only its own and lower layers' headers," \
+		"and obj->vmas only through rmap.c" \
 		"(docs/design.md, Layers)"
 	status=1
 fi

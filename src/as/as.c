@@ -40,11 +40,11 @@
  *
  * Locking: mm->as_lock (the list of children) -> as->vma_lock (a child's
  * table) -> obj->invalidate_lock (shared, marking pages dirty); the order
- * is in internal.h.  ->open, ->close and the last object put run with
+ * is src/lib/lockorder.h.  ->open, ->close and the last object put run with
  * none of them held.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "as/as.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -119,8 +119,8 @@
  * lock held, and never one under the other (lockorder.h).
  */
 #define _GNU_SOURCE
-#include "internal.h"
-#include "scm.h"
+#include "as/as.h"
+#include "lib/scm.h"
 
 #include <errno.h>
 #include <fcntl.h>

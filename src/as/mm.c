@@ -6,7 +6,7 @@
  * cached pid (pid.c) and per-thread buffers (filemap.c).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "as/as.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int uf_break_protocol;
 
 /*
  * Dirty tracking for shared writable object mappings, best first:
@@ -110,7 +108,7 @@ static const struct uf_uffd_ops mm_uffd_ops = {
 	.idle		= mm_idle,
 };
 
-/* What the fault path and the page cache call up (internal.h). */
+/* What the fault path and the page cache call up (cache/mm_types.h). */
 static const struct uf_as_ops mm_as_ops = {
 	.lookup_get		= uf_vma_lookup_get,
 	.as_lookup_get		= uf_as_lookup_get,

@@ -14,7 +14,7 @@
  * Locks (the order is in lockorder.h): mm->vma_lock exclusive here.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "as/as.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -79,7 +79,7 @@ UF_EXPORT int uf_remap_file_pages(struct uf_mm *mm, void *start, size_t size,
 			goto out;
 		for (i = 0; i < n; i++)
 			nl[i] = vma->pgoff + i;
-		/* (a fill reads it under rmap_lock alone: internal.h) */
+		/* (a fill reads it under rmap_lock alone: lockorder.h, RMAP) */
 		pthread_rwlock_wrlock(&vma->obj->rmap_lock);
 		vma->nl_pgoff = nl;
 		pthread_rwlock_unlock(&vma->obj->rmap_lock);

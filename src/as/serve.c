@@ -60,7 +60,7 @@
  * invalidate lock alone: a store read never holds up the table.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "as/as.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -316,7 +316,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 			break;
 		}
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
-		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg)) {
+		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg)) {
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 			pthread_rwlock_unlock(&vma->as->vma_lock);
 			return -ENOENT;
@@ -326,7 +326,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 		for (n = 1; n < max; n++) {
 			uint64_t q = pg + n;
 
-			if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q) ||
+			if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q) ||
 			    __uf_vma_pgoff(vma, addr + (n << PAGE_SHIFT)) != q)
 				break;
 		}
@@ -495,7 +495,7 @@ static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64
 	int ret = 0;
 
 #define AHEAD_OK(x)	((x) < w->cut && !ahead_done(w, (x)) && !region_removed(w->r, (x)) &&	\
-			 (!cache || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, (x))))
+			 (!cache || uf_pagebits_test(&obj->pages, UF_PG_PRESENT, (x))))
 	while (q < b && !ret) {
 		size_t copied = 0;
 
@@ -539,12 +539,12 @@ static int __ahead_copy(struct serve_ahead_work *w, struct uf_vma *v, uint64_t a
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	while (q < b && q < w->cut && !ret) {
 		if (ahead_done(w, q) || region_removed(w->r, q) ||
-		    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
+		    !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q)) {
 			q++;
 			continue;
 		}
 		for (e = q + 1; e < b && !ahead_done(w, e) && !region_removed(w->r, e) &&
-				uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e); e++)
+				uf_pagebits_test(&obj->pages, UF_PG_PRESENT, e); e++)
 			;
 		if (!bounce) {
 			bounce = uf_bounce_get((size_t)(b - a) << PAGE_SHIFT, (void **)&buf);
@@ -652,7 +652,7 @@ static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 	uf_huge_busy(mm);		/* a restore: the collapses wait */
 	memset(w->done, 0, DIV_ROUND_UP(n, BITS_PER_LONG) * sizeof(unsigned long));
 	for (q = first; q < first + n; q++)
-		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) && !region_removed(w->r, q))
+		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q) && !region_removed(w->r, q))
 			break;
 	if (q < first + n) {
 		uf_reclaim(mm, (size_t)n);	/* room, as a fault makes it */
@@ -724,7 +724,7 @@ static bool huge_present(struct uf_object *obj, uint64_t pg)
 	uint64_t q;
 
 	for (q = pg; q < pg + UF_HUGE_PAGES; q++)
-		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q))
+		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q))
 			return false;
 	return true;
 }
@@ -1196,7 +1196,7 @@ static int serve_try(struct serve_fault_ctx *c, bool *again)
 	/* a removed page needs no fill (an unlocked look: a removal racing
 	 * it is seen under the lock, below) */
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	cached = region_removed(r, c->pg) || uf_pagemap_test(&obj->pages, UF_PG_PRESENT, c->pg);
+	cached = region_removed(r, c->pg) || uf_pagebits_test(&obj->pages, UF_PG_PRESENT, c->pg);
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	if (!cached) {
 		/* as for a mapping of the cache: only a miss reaches readahead
@@ -1440,11 +1440,11 @@ static int __push_vma(struct uf_vma *v, uint64_t a, uint64_t b)
 	while (q < b && !ret) {
 		size_t copied = 0;
 
-		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q)) {
+		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q)) {
 			q++;
 			continue;
 		}
-		for (e = q + 1; e < b && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e) &&
+		for (e = q + 1; e < b && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, e) &&
 				!region_removed(r, e); e++)
 			;
 		ret = cache_copy(obj, u, v->start + ((q - v->pgoff) << PAGE_SHIFT), q,

@@ -23,7 +23,7 @@
  * outside every VMA and before each sync.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "as/as.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,7 +66,7 @@ struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr)
 /*
  * Where an object's VMA lies, and the object's list of VMAs, change under
  * obj->rmap_lock exclusive too (besides mm->vma_lock): a fill reads them
- * under rmap_lock alone (see internal.h).
+ * under rmap_lock alone (see src/lib/lockorder.h, RMAP).
  */
 static void rmap_wrlock(struct uf_vma *v)
 {

@@ -21,7 +21,7 @@
  * under obj->rmap_lock shared and obj->page_lock (cache_insert()).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +31,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* the test switch of uf_protocol_broken() (cache.h), set by uf_mm_create() */
+int uf_break_protocol;
 
 /* ------------------------------------------------------------------ */
 /* Per-thread bounce buffers for store reads and writes                */
@@ -151,7 +154,7 @@ void uf_bounce_put(struct uf_bounce *b)
 static void mark_present(struct uf_object *obj, uint64_t pgoff, bool page_locked)
 {
 	/* (the caller reserved the page's leaf: this cannot fail) */
-	if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, pgoff) == 0) {
+	if (uf_pagebits_set(&obj->pages, UF_PG_PRESENT, pgoff) == 0) {
 		uf_add(&obj->npresent, 1);
 		if (obj->mm && obj->mm->budget_pages)
 			__uf_reclaim_note_fill(obj, pgoff, page_locked);
@@ -178,12 +181,12 @@ static uint64_t protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
 	if (__uf_object_tracked(obj)) {
 		pthread_mutex_lock(&obj->page_lock);
 		for (p = first; p < end; p = q) {
-			if (!all && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p)) {
+			if (!all && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, p)) {
 				q = p + 1;
 				continue;
 			}
 			for (q = p + 1; q < end && (all ||
-			     !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)); q++)
+			     !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q)); q++)
 				;
 			(void)__uf_object_protect_holes(obj, p, q - p, NULL);
 		}
@@ -301,7 +304,7 @@ __thread struct uf_fill_sink *uf_fill_sink;
  */
 static void cache_unknown(struct uf_object *obj, uint64_t pg, const char *src, bool tracked)
 {
-	if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg))
+	if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg))
 		return;
 	if (obj->readonly) {
 		if (pwrite(obj->memfd, src, PAGE_SIZE, (off_t)(pg << PAGE_SHIFT)) == PAGE_SIZE)
@@ -310,7 +313,7 @@ static void cache_unknown(struct uf_object *obj, uint64_t pg, const char *src, b
 	}
 	mark_present(obj, pg, tracked);
 	if (tracked)
-		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pg);
+		uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pg);
 }
 
 /* Pages copied at most per protect-and-copy step. */
@@ -368,7 +371,7 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		tracked = __uf_object_tracked(obj);
 		if (tracked) {
 			pthread_mutex_lock(&obj->page_lock);
-			for (k = 0; k < run && !uf_pagemap_test(&obj->pages, UF_PG_PRESENT,
+			for (k = 0; k < run && !uf_pagebits_test(&obj->pages, UF_PG_PRESENT,
 								 pgoff + i + k); k++)
 				;
 			run = k;
@@ -411,7 +414,7 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 		for (k = 0; k < copied >> PAGE_SHIFT; k++) {
 			mark_present(obj, pgoff + i + k, tracked);
 			if (unprotected)
-				uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff + i + k);
+				uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pgoff + i + k);
 		}
 		added += copied >> PAGE_SHIFT;
 		i += copied >> PAGE_SHIFT;
@@ -442,7 +445,7 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 			 * at once): past all it has marked present, not a
 			 * failing copy per page of them */
 			for (i++; i < npages && !uf_protocol_broken() &&
-				  uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff + i); i++)
+				  uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pgoff + i); i++)
 				;
 		} else if (ret) {
 			__uf_huge_filled(obj, pgoff, i);
@@ -483,12 +486,12 @@ static long fill_charge(struct uf_object *obj, uint64_t *first, uint64_t *last, 
 	if (!obj->mm->budget_pages)
 		return 0;
 	for (p = *first; p < *last; p++)
-		if (broken || !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+		if (broken || !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, p))
 			holes++;
 	if (must == UF_FILL_ALL)
 		need = holes;
 	else if (must < UF_FILL_ANY && must >= *first && must < *last &&
-		 !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, must))
+		 !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, must))
 		need = 1;
 	granted = uf_cache_charge(obj->mm, holes, need);
 	if (granted < 0 || (size_t)granted == holes)
@@ -500,7 +503,7 @@ static long fill_charge(struct uf_object *obj, uint64_t *first, uint64_t *last, 
 		return 1;
 	}
 	for (p = *first, holes = 0; p < *last && holes < (size_t)granted; p++)
-		if (broken || !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+		if (broken || !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, p))
 			holes++;
 	*last = p;
 	return granted;
@@ -539,7 +542,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	last = first + n < eof ? first + n : eof;
 	if (first >= last)
 		return 0;
-	if (uf_pagemap_reserve(&obj->pages, first, last - first))
+	if (uf_pagebits_reserve(&obj->pages, first, last - first))
 		return -ENOMEM;
 	charged = fill_charge(obj, &first, &last, must);
 	if (charged < 0)
@@ -558,7 +561,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		long added;
 		int ret;
 
-		if (!broken && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p)) {
+		if (!broken && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, p)) {
 			p++;
 			continue;
 		}
@@ -566,7 +569,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		 * FILL_GAP present pages (broken on purpose: the whole window
 		 * is read from the store and the copy skips what is present) */
 		for (end = q = p; q < last; q++) {
-			if (broken || !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
+			if (broken || !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q)) {
 				end = q + 1;
 				holes++;
 			} else if (q - end >= gap) {
@@ -596,12 +599,12 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		}
 		/* insert the span's holes, never over a present page */
 		for (q = p; !ret && q < end; q = h) {
-			if (!broken && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q)) {
+			if (!broken && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q)) {
 				h = q + 1;
 				continue;
 			}
 			for (h = q; h < end && (broken ||
-			     !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, h)); h++)
+			     !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, h)); h++)
 				;
 			added = cache_insert(obj, q, buf + ((q - p) << PAGE_SHIFT), h - q, vma);
 			if (added < 0)
@@ -626,7 +629,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	uf_bounce_put(bounce);
 	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was added is counted */
 	if (!err && must < UF_FILL_ANY && !(major && *major) &&
-	    !uf_pagemap_test(&obj->pages, UF_PG_PRESENT, must))
+	    !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, must))
 		err = -EIO;
 	return err;
 }
@@ -686,10 +689,10 @@ static long fill_holes(struct uf_object *obj, const struct uf_ws_run *runs, size
 
 		if (runs[i].start >= end)
 			continue;
-		if (uf_pagemap_reserve(&obj->pages, runs[i].start, end - runs[i].start))
+		if (uf_pagebits_reserve(&obj->pages, runs[i].start, end - runs[i].start))
 			return -ENOMEM;
 		for (p = runs[i].start; p < end && *total < UF_READV_PAGES; p++) {
-			if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+			if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, p))
 				continue;
 			if (nseg && seg[nseg - 1].pg + seg[nseg - 1].n == p)
 				seg[nseg - 1].n++;
@@ -832,7 +835,7 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 		goto out;
 	}
 	bounce = uf_bounce_get(PAGE_SIZE, (void **)&buf);
-	if (!bounce || uf_pagemap_reserve(&obj->pages, pgoff, 1)) {
+	if (!bounce || uf_pagebits_reserve(&obj->pages, pgoff, 1)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -882,7 +885,7 @@ static int fill_removed(struct uf_object *obj, uint64_t pgoff)
 	protect_holes(obj, pgoff, 1, true);
 	ret = uf_uffd_copy(&obj->mm->uffd, dst, zeros, PAGE_SIZE, UF_UFFD_DONTWAKE, &copied);
 	if (copied)
-		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
+		uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pgoff);
 	return ret == -EEXIST ? 0 : ret;
 }
 
@@ -1141,7 +1144,7 @@ static ssize_t write_chunk(struct uf_object *obj, void *buf, size_t len, uint64_
 		len = (size_t)(size - offset);
 	first = offset >> PAGE_SHIFT;
 	last = (offset + len - 1) >> PAGE_SHIFT;
-	if (uf_pagemap_reserve(&obj->pages, first, last - first + 1))
+	if (uf_pagebits_reserve(&obj->pages, first, last - first + 1))
 		return -ENOMEM;
 	/* a partly written page must hold the store's bytes around the write */
 	if (offset & (PAGE_SIZE - 1))
@@ -1152,7 +1155,7 @@ static ssize_t write_chunk(struct uf_object *obj, void *buf, size_t len, uint64_
 		return ret;
 	/* the pages the write adds to the memfd count against the budget */
 	for (p = first; p <= last; p++)
-		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, p))
+		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, p))
 			holes++;
 	charged = uf_cache_charge(obj->mm, holes, holes);
 	if (charged < 0)
@@ -1175,7 +1178,7 @@ static ssize_t write_chunk(struct uf_object *obj, void *buf, size_t len, uint64_
 			(void)__uf_object_protect_holes(obj, first, last - first + 1, NULL);
 		for (p = first; p <= last; p++) {
 			mark_present(obj, p, tracked);
-			uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
+			uf_pagebits_set(&obj->pages, UF_PG_DIRTY, p);
 		}
 		if (tracked)
 			pthread_mutex_unlock(&obj->page_lock);

@@ -35,7 +35,7 @@
  * never held across a system call that can wait.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -234,7 +234,7 @@ static bool __collapsible(struct uf_object *obj, uint64_t ext, uint64_t first)
 	return !uf_object_orphaned(obj) &&
 	       (first + UF_HUGE_PAGES) << PAGE_SHIFT <= obj->size &&
 	       !ext_is_huge(obj, ext) &&
-	       uf_pagemap_full(&obj->pages, UF_PG_PRESENT, first, UF_HUGE_PAGES);
+	       uf_pagebits_full(&obj->pages, UF_PG_PRESENT, first, UF_HUGE_PAGES);
 }
 
 /*
@@ -460,7 +460,7 @@ void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n)
 	size_ext = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) >> UF_HUGE_SHIFT;
 	last_ext = (first + n - 1) / UF_HUGE_PAGES;
 	for (ext = first / UF_HUGE_PAGES; ext <= last_ext && ext < size_ext; ext++)
-		if (uf_pagemap_full(&obj->pages, UF_PG_PRESENT, ext * UF_HUGE_PAGES,
+		if (uf_pagebits_full(&obj->pages, UF_PG_PRESENT, ext * UF_HUGE_PAGES,
 				    UF_HUGE_PAGES))
 			huge_queue(h, obj, ext);
 }
@@ -534,14 +534,14 @@ void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last)
 	__atomic_add_fetch(&obj->huge_gen, 1, __ATOMIC_RELAXED);
 	if (!ext_remove(obj, first, last) && !busy_in(obj, first, last))
 		return;
-	if (repunch(obj, first, last, 10) || uf_pagemap_reserve(&obj->pages, first, last - first))
+	if (repunch(obj, first, last, 10) || uf_pagebits_reserve(&obj->pages, first, last - first))
 		return;
 	for (p = first; p < last; p++) {
 		if (!memfd_has_data(obj, p, p + 1))
 			continue;
-		if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, p) == 0)
+		if (uf_pagebits_set(&obj->pages, UF_PG_PRESENT, p) == 0)
 			uf_add(&obj->npresent, 1);
-		if (uf_pagemap_full(&obj->pages, UF_PG_PRESENT, p / UF_HUGE_PAGES * UF_HUGE_PAGES,
+		if (uf_pagebits_full(&obj->pages, UF_PG_PRESENT, p / UF_HUGE_PAGES * UF_HUGE_PAGES,
 				    UF_HUGE_PAGES))
 			ext_add(obj, p / UF_HUGE_PAGES);
 	}
@@ -568,7 +568,7 @@ uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last)
 		return 0;
 	lo = first / UF_HUGE_PAGES * UF_HUGE_PAGES;
 	hi = (last + UF_HUGE_PAGES - 1) / UF_HUGE_PAGES * UF_HUGE_PAGES;
-	if (uf_pagemap_next(&obj->pages, UF_PG_DIRTY, lo, hi) < hi &&
+	if (uf_pagebits_next(&obj->pages, UF_PG_DIRTY, lo, hi) < hi &&
 	    __uf_object_writeback(obj, lo, hi - 1))
 		goto keep;
 	fallocate(obj->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -576,7 +576,7 @@ uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last)
 	if (!repunch(obj, lo, hi, 3))
 		goto keep;
 	for (p = lo; p < hi; p++)
-		if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, p)) {
+		if (uf_pagebits_clear(&obj->pages, UF_PG_PRESENT, p)) {
 			uf_add(&obj->npresent, (uint64_t)-1);
 			more++;
 		}
@@ -603,9 +603,9 @@ keep:
 		/* (a store that fails here too leaves the page dirty: the
 		 * program's next sync reports the store's error) */
 		if (pwrite(obj->memfd, buf, PAGE_SIZE, (off_t)(p << PAGE_SHIFT)) != PAGE_SIZE ||
-		    n < 0 || uf_pagemap_reserve(&obj->pages, p, 1))
+		    n < 0 || uf_pagebits_reserve(&obj->pages, p, 1))
 			continue;
-		if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, p) == 0)
+		if (uf_pagebits_set(&obj->pages, UF_PG_PRESENT, p) == 0)
 			uf_add(&obj->npresent, 1);
 	}
 	return 0;
@@ -657,11 +657,11 @@ void __uf_huge_grown(struct uf_object *obj, uint64_t first)
 	uint64_t end = (first / UF_HUGE_PAGES + 1) * UF_HUGE_PAGES, p;
 
 	if (!obj->mm || !obj->mm->huge || first % UF_HUGE_PAGES == 0 ||
-	    !memfd_has_data(obj, first, end) || uf_pagemap_reserve(&obj->pages, first, end - first))
+	    !memfd_has_data(obj, first, end) || uf_pagebits_reserve(&obj->pages, first, end - first))
 		return;
 	for (p = first; p < end; p++)
 		if (memfd_has_data(obj, p, p + 1) &&
-		    uf_pagemap_set(&obj->pages, UF_PG_PRESENT, p) == 0)
+		    uf_pagebits_set(&obj->pages, UF_PG_PRESENT, p) == 0)
 			uf_add(&obj->npresent, 1);
 }
 

@@ -6,10 +6,10 @@
  * frees.  An object is on its mm's list (mm->objects, under mm->obj_lock)
  * from its creation to its last put; reclaim and uf_mm_destroy() walk it.
  * The last put drops the object's reference to its mm through the mm's
- * ops (mm->as_ops, internal.h): the mm is the layer above.
+ * ops (mm->as_ops, mm_types.h): the mm is the layer above.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -87,7 +87,7 @@ static int object_new(struct uf_mm *mm, const struct uf_store_ops *ops, void *st
 	ret = uf_object_cache_map(obj, size);
 	if (ret)
 		goto fail;
-	ret = uf_pagemap_grow(&obj->pages, size_pages(size));
+	ret = uf_pagebits_grow(&obj->pages, size_pages(size));
 	if (ret)
 		goto fail;
 	mm_objects_add(mm, obj);
@@ -247,7 +247,7 @@ static void object_free_child(struct uf_object *obj)
 	uf_ws_free_child(obj);
 	if (obj->memfd >= 0)
 		close(obj->memfd);
-	uf_pagemap_free(&obj->pages);
+	uf_pagebits_free(&obj->pages);
 	free(obj->fifo);
 	if (obj->mm)
 		obj->mm->as_ops->put_child(obj->mm);
@@ -285,7 +285,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	}
 	if (obj->memfd >= 0)
 		close(obj->memfd);
-	uf_pagemap_free(&obj->pages);
+	uf_pagebits_free(&obj->pages);
 	free(obj->fifo);
 	pthread_rwlock_destroy(&obj->invalidate_lock);
 	pthread_mutex_destroy(&obj->page_lock);
@@ -370,17 +370,17 @@ static int __adopt_pages(struct uf_object *obj, int fd, uint64_t size)
 			q = npages;
 		if (p >= q)
 			break;
-		ret = uf_pagemap_reserve(&obj->pages, p, q - p);
+		ret = uf_pagebits_reserve(&obj->pages, p, q - p);
 		if (ret)
 			return ret;
 		for (uint64_t k = p; k < q; k++) {
-			if (uf_pagemap_set(&obj->pages, UF_PG_PRESENT, k) == 0) {
+			if (uf_pagebits_set(&obj->pages, UF_PG_PRESENT, k) == 0) {
 				uf_add(&obj->npresent, 1);
 				if (obj->mm->budget_pages)
 					__uf_reclaim_note_fill(obj, k, false);
 			}
 			if (!obj->readonly)
-				uf_pagemap_set(&obj->pages, UF_PG_DIRTY, k);
+				uf_pagebits_set(&obj->pages, UF_PG_DIRTY, k);
 		}
 		__uf_huge_filled(obj, p, q - p);
 		off = hole;
@@ -456,7 +456,7 @@ UF_EXPORT int uf_object_adopt_cache(struct uf_object *obj, int fd)
 	obj->cache_cap = 0;
 	ret = uf_object_cache_map(obj, cap);
 	if (!ret)
-		ret = uf_pagemap_grow(&obj->pages, size_pages(cap));
+		ret = uf_pagebits_grow(&obj->pages, size_pages(cap));
 	if (ret) {
 		if (obj->cache_map != MAP_FAILED) {
 			uf_uffd_unregister(&mm->uffd, (unsigned long)obj->cache_map, obj->cache_cap);

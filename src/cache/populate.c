@@ -29,7 +29,7 @@
  * of a present page is the kernel's own minor fault, never a userfault.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <sys/mman.h>
@@ -114,11 +114,11 @@ void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n
 		while (a < b) {
 			uint64_t e;
 
-			if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, a)) {
+			if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, a)) {
 				a++;
 				continue;
 			}
-			for (e = a + 1; e < b && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e); e++)
+			for (e = a + 1; e < b && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, e); e++)
 				;
 			if (madvise((void *)(vma->start + ((a - vma->pgoff) << PAGE_SHIFT)),
 				    (size_t)(e - a) << PAGE_SHIFT, MADV_POPULATE_READ) < 0 &&
@@ -187,12 +187,12 @@ void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs
 			while (a < b) {
 				uint64_t e;
 
-				if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, a)) {
+				if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, a)) {
 					a++;
 					continue;
 				}
 				for (e = a + 1; e < b &&
-				     uf_pagemap_test(&obj->pages, UF_PG_PRESENT, e); e++)
+				     uf_pagebits_test(&obj->pages, UF_PG_PRESENT, e); e++)
 					;
 				if (niov == POPULATE_IOV) {
 					populate_vec(iov, niov);

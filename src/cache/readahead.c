@@ -45,7 +45,7 @@
  * reads never hold up map and unmap.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <stdlib.h>

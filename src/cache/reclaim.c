@@ -39,7 +39,7 @@
  * only to list the objects.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +84,7 @@ out:
 }
 
 struct mapped {
-	struct uf_pagemap *map;
+	struct uf_pagebits *map;
 	uint64_t end;
 };
 
@@ -94,7 +94,7 @@ static void mark_mapped(void *arg, uint64_t pg)
 
 	/* (out of memory: the page looks unmapped) */
 	if (pg < m->end)
-		uf_pagemap_set(m->map, UF_PG_PRESENT, pg);
+		uf_pagebits_set(m->map, UF_PG_PRESENT, pg);
 }
 
 /*
@@ -102,7 +102,7 @@ static void mark_mapped(void *arg, uint64_t pg)
  * Locking: mm->vma_lock held shared, obj->invalidate_lock exclusive; takes
  * obj->rmap_lock shared.
  */
-static void __sample_mapped(struct uf_object *obj, struct uf_pagemap *mapped, uint64_t end)
+static void __sample_mapped(struct uf_object *obj, struct uf_pagebits *mapped, uint64_t end)
 {
 	struct mapped m = { mapped, end };
 	struct uf_mm *mm = obj->mm;
@@ -192,7 +192,7 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		while (n < want && obj->fifo_head < obj->fifo_tail) {
 			uint64_t pg = obj->fifo[obj->fifo_head++ % obj->fifo_cap];
 
-			if (pg < end && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg))
+			if (pg < end && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg))
 				vict[n++] = pg;
 		}
 		return n;
@@ -200,16 +200,16 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 
 	/* CLOCK: one turn of the hand at most: a page passed over now is
 	 * taken by a later call if nothing maps it again by then */
-	struct uf_pagemap mapped = { 0 };
+	struct uf_pagebits mapped = { 0 };
 	struct zap_list z = { 0 };
 	uint64_t from = obj->clock_hand % end;
 	bool second = false;
 
-	if (!uf_pagemap_grow(&mapped, end))
+	if (!uf_pagebits_grow(&mapped, end))
 		__sample_mapped(obj, &mapped, end);
 	while (n < want && scanned < end) {
 		uint64_t at = obj->clock_hand % end;
-		uint64_t pg = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, at, end);
+		uint64_t pg = uf_pagebits_next(&obj->pages, UF_PG_PRESENT, at, end);
 
 		/* the hand passes over what is not cached at once */
 		if (pg == end) {
@@ -219,13 +219,13 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		}
 		scanned += pg - at + 1;
 		obj->clock_hand += pg - at + 1;
-		if (uf_pagemap_test(&mapped, UF_PG_PRESENT, pg)) {
+		if (uf_pagebits_test(&mapped, UF_PG_PRESENT, pg)) {
 			second = true;	/* unmapped below */
 			continue;
 		}
 		vict[n++] = pg;
 	}
-	uf_pagemap_free(&mapped);
+	uf_pagebits_free(&mapped);
 	/*
 	 * Second chance: the pages passed over are unmapped, with one zap
 	 * per mapping over all the hand swept (the victims in it are punched
@@ -264,7 +264,7 @@ static uint64_t __evict_run(struct uf_object *obj, uint64_t lo, uint64_t hi)
 		      (off_t)(lo << PAGE_SHIFT), (off_t)((hi + 1 - lo) << PAGE_SHIFT)) < 0)
 		return 0;
 	for (k = lo; k <= hi; k++)
-		if (uf_pagemap_clear(&obj->pages, UF_PG_PRESENT, k)) {
+		if (uf_pagebits_clear(&obj->pages, UF_PG_PRESENT, k)) {
 			uf_add(&obj->npresent, (uint64_t)-1);
 			done++;
 		}
@@ -322,7 +322,7 @@ static uint64_t evict_object(struct uf_object *obj, size_t want, bool *wb_failed
 		if (hi > hi_all)
 			hi_all = hi;
 		/* dirty victims go to the store first */
-		k = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, lo, hi + 1);
+		k = uf_pagebits_next(&obj->pages, UF_PG_DIRTY, lo, hi + 1);
 		if (k > hi || !__uf_object_writeback(obj, lo, hi)) {
 			done += __evict_run(obj, lo, hi);
 			continue;
@@ -330,18 +330,18 @@ static uint64_t evict_object(struct uf_object *obj, size_t want, bool *wb_failed
 		/* the store refused: the dirty pages stay, the clean ones go */
 		*wb_failed = true;
 		for (a = lo; a <= hi; a = k + 1) {
-			k = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, a, hi + 1);
+			k = uf_pagebits_next(&obj->pages, UF_PG_DIRTY, a, hi + 1);
 			if (k > a)
 				done += __evict_run(obj, a, k - 1);
 		}
 		if (mm->policy == UF_RECLAIM_FIFO)
 			for (k = i; k < j; k++)
-				if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, vict[k]))
+				if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, vict[k]))
 					__uf_reclaim_note_fill(obj, vict[k], false);
 	}
 	/* the page state memory of what is left empty goes too */
 	if (n)
-		uf_pagemap_clear_range(&obj->pages, 0, lo_all, hi_all + 1);
+		uf_pagebits_clear_range(&obj->pages, 0, lo_all, hi_all + 1);
 	uf_add(&mm->stats.evicted_pages, done);
 out:
 	pthread_rwlock_unlock(&obj->invalidate_lock);

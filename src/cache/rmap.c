@@ -1,143 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * A mapping as the layers below the address space see it (the kernel's
- * vm_area_struct with its lifetime): which object page an address of a
- * VMA shows, the VMA's references, and the object's list of its mappings
- * (obj->vmas, the kernel's i_mmap), which every walk goes through
- * (uf_rmap_foreach, internal.h).  A handler thread serving a fault
- * in it, or background readahead for it, holds a reference; the table
- * (vma.c, as.c) holds one while it is mapped.  The last reference to a
- * VMA the program unmapped calls ->close, drops the object and frees it.
+ * The object's list of its mappings (obj->vmas, the kernel's i_mmap: the
+ * reverse map from an object's pages to the VMAs that show them), which
+ * every walk goes through (uf_rmap_foreach, cache.h): reclaim, writeback
+ * and truncate find the mappings of a page here.  A VMA's own lifetime is
+ * vm_area.c's.
  *
- * Locks (the order is in lockorder.h): vma->ref_lock for the references;
- * obj->vmas changes with mm->vma_lock and obj->rmap_lock held exclusive,
- * and is walked with either held.
+ * Locks (the order is in lockorder.h): obj->vmas changes with
+ * mm->vma_lock and obj->rmap_lock held exclusive, and is walked with
+ * either held.
  */
-#define _GNU_SOURCE
-#include "internal.h"
-
-#include <stdlib.h>
-
-/* The object page @addr of @vma shows.
- * Locking: mm->vma_lock held (any mode), for vma->nl_pgoff. */
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
-{
-	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
-}
-
-/*
- * Call @fn(@arg, pg) for the object page of each address of [start, end)
- * in @vma that the process's page tables map now (PAGEMAP_SCAN of the
- * pagemap @fd, PAGE_IS_PRESENT), in address order.  A scan that fails
- * ends it: the rest looks unmapped.
- * Locking: obj->rmap_lock held (any mode), for where @vma lies.
- */
-void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
-		    void (*fn)(void *arg, uint64_t pg), void *arg)
-{
-	struct page_region vec[64];
-	struct pm_scan_arg scan = {
-		.size = sizeof(scan),
-		.vec = (unsigned long)vec,
-		.vec_len = 64,
-		.category_mask = PAGE_IS_PRESENT,
-		.return_mask = PAGE_IS_PRESENT,
-	};
-
-	while (start < end) {
-		unsigned long a;
-		long n, i;
-
-		scan.start = start;
-		scan.end = end;
-		n = ioctl(fd, PAGEMAP_SCAN, &scan);
-		if (n < 0)
-			return;
-		for (i = 0; i < n; i++)
-			for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE)
-				fn(arg, __uf_vma_pgoff(vma, a));
-		if (scan.walk_end <= start)
-			return;
-		start = scan.walk_end;
-	}
-}
-
-struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot)
-{
-	struct uf_vma *vma = calloc(1, sizeof(*vma));
-
-	if (!vma)
-		return NULL;
-	vma->mm = mm;
-	vma->id = __atomic_add_fetch(&mm->next_vma_id, 1, __ATOMIC_RELAXED);
-	vma->prot = prot;
-	vma->refs = 1;
-	vma->end = len;		/* start is added once mapped */
-	pthread_mutex_init(&vma->ref_lock, NULL);
-	uf_lockdep_class(&vma->ref_lock, UF_LK_VMA_REF);
-	pthread_cond_init(&vma->ref_cond, NULL);
-	if (uf_readahead_init(vma)) {
-		free(vma);
-		return NULL;
-	}
-	return vma;
-}
-
-void uf_vma_free(struct uf_vma *vma)
-{
-	pthread_mutex_destroy(&vma->ref_lock);
-	pthread_cond_destroy(&vma->ref_cond);
-	uf_readahead_free(vma);
-	if (vma->as) {
-		/* another address space's: as.c's, made by uf_nocow_alloc() */
-		uf_nocow_free(vma->nl_pgoff);
-		uf_nocow_free(vma);
-		return;
-	}
-	free(vma->nl_pgoff);
-	free(vma);
-}
-
-static void vma_destroy(struct uf_vma *vma)
-{
-	if (vma->vm_ops->close)
-		vma->vm_ops->close(vma);
-	if (vma->obj)
-		uf_object_put(vma->obj);
-	uf_vma_free(vma);
-}
-
-/* Drop a reference; the last one frees a VMA the program unmapped. */
-void uf_vma_put(struct uf_vma *vma)
-{
-	bool last;
-
-	pthread_mutex_lock(&vma->ref_lock);
-	last = --vma->refs == 0;
-	if (last)
-		pthread_cond_broadcast(&vma->ref_cond);
-	last = last && vma->detached;
-	pthread_mutex_unlock(&vma->ref_lock);
-	if (last)
-		vma_destroy(vma);
-}
-
-/* Drop the reference the table held on a VMA the program unmapped. */
-void uf_vma_release(struct uf_vma *vma)
-{
-	bool last;
-
-	pthread_mutex_lock(&vma->ref_lock);
-	vma->detached = true;
-	last = --vma->refs == 0;
-	if (last)
-		pthread_cond_broadcast(&vma->ref_cond);
-	pthread_mutex_unlock(&vma->ref_lock);
-	if (last)
-		vma_destroy(vma);
-}
+#include "cache/cache.h"
 
 /* Put @vma on its object's list of mappings.
  * Locking: mm->vma_lock and obj->rmap_lock held exclusive. */

@@ -12,7 +12,7 @@
  * it) or starts after it (and sees the new i_size).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,7 +72,7 @@ int uf_object_cache_map(struct uf_object *obj, uint64_t size)
  * Locking: obj->invalidate_lock held exclusive. */
 static void clear_pages(struct uf_object *obj, uint64_t first, uint64_t last)
 {
-	uint64_t n = uf_pagemap_clear_range(&obj->pages, UF_PG_MASK_ALL, first, last);
+	uint64_t n = uf_pagebits_clear_range(&obj->pages, UF_PG_MASK_ALL, first, last);
 
 	uf_add(&obj->npresent, -n);
 	__uf_huge_punched(obj, first, last);	/* extents split */
@@ -111,9 +111,9 @@ static void reprotect(struct uf_object *obj, uint64_t first)
 	uint64_t end = DIV_ROUND_UP(obj->size, PAGE_SIZE), p, q;
 
 	pthread_rwlock_rdlock(&obj->rmap_lock);
-	for (p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, first, end); p < end;
-	     p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, q, end)) {
-		for (q = p + 1; q < end && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q); q++)
+	for (p = uf_pagebits_next(&obj->pages, UF_PG_PRESENT, first, end); p < end;
+	     p = uf_pagebits_next(&obj->pages, UF_PG_PRESENT, q, end)) {
+		for (q = p + 1; q < end && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q); q++)
 			;
 		__uf_object_protect(obj, p, q - p);
 	}
@@ -172,7 +172,7 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size)
 
 		ret = uf_object_cache_map(obj, size);
 		if (!ret)
-			ret = uf_pagemap_grow(&obj->pages, DIV_ROUND_UP(size, PAGE_SIZE));
+			ret = uf_pagebits_grow(&obj->pages, DIV_ROUND_UP(size, PAGE_SIZE));
 		/* cut whatever the store held past the old end, then extend */
 		if (!ret)
 			ret = store_truncate(obj, old);
@@ -186,7 +186,7 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size)
 		 * whole tail of that page, past the new EOF too: with the memfd
 		 * at the page's end first, so the zeroing does not extend it.
 		 */
-		if (tail && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, old >> PAGE_SHIFT)) {
+		if (tail && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, old >> PAGE_SHIFT)) {
 			uint64_t end = (old | (PAGE_SIZE - 1)) + 1;
 
 			if (ftruncate(obj->memfd, (off_t)end) < 0 || zero_memfd(obj, old, end - old)) {
@@ -297,14 +297,14 @@ UF_EXPORT int uf_object_punch_hole(struct uf_object *obj, uint64_t offset, uint6
 	}
 	/* partial pages at the edges are zeroed where cached */
 	if ((offset & (PAGE_SIZE - 1)) &&
-	    uf_pagemap_test(&obj->pages, UF_PG_PRESENT, offset >> PAGE_SHIFT)) {
+	    uf_pagebits_test(&obj->pages, UF_PG_PRESENT, offset >> PAGE_SHIFT)) {
 		uint64_t e = (offset | (PAGE_SIZE - 1)) + 1;
 
 		ret = zero_memfd(obj, offset, (e < end ? e : end) - offset);
 	}
 	if (!ret && (end & (PAGE_SIZE - 1)) && end < obj->size &&
 	    ((end >> PAGE_SHIFT) != (offset >> PAGE_SHIFT) || !(offset & (PAGE_SIZE - 1))) &&
-	    uf_pagemap_test(&obj->pages, UF_PG_PRESENT, end >> PAGE_SHIFT)) {
+	    uf_pagebits_test(&obj->pages, UF_PG_PRESENT, end >> PAGE_SHIFT)) {
 		uint64_t s = end & PAGE_MASK;
 
 		if (s < offset)

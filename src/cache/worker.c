@@ -12,7 +12,7 @@
  * Locking: worker->lock only guards the queue; nothing is taken under it.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <signal.h>

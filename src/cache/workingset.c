@@ -103,14 +103,14 @@
  *
  * Locking: ws->lock guards the record and ws->pf; pf->lock guards pf->obj
  * and pf->done.  Both are leaves, ws->lock taken before pf->lock (see
- * internal.h).  The prefetcher takes obj->invalidate_lock shared around
+ * src/lib/lockorder.h).  The prefetcher takes obj->invalidate_lock shared around
  * each piece's fill and mm->obj_lock (alone) to count the cache.  A
  * watched record's scans take obj->rmap_lock shared, and ws->lock inside
  * it; its start takes mm->vma_lock and obj->rmap_lock exclusive to
  * register the mappings, and ws->lock inside them.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -193,7 +193,7 @@ struct uf_ws {
 	int tmpfd;			/* the record's temporary file */
 	char *path, *tmppath;
 	struct ws_version ver;
-	struct uf_pagemap seen;		/* WS_SEEN, WS_PENDING */
+	struct uf_pagebits seen;		/* WS_SEEN, WS_PENDING */
 	uint64_t seen_cap;		/* pages the map was grown to */
 	bool watch;			/* readahead on, watched (atomic) */
 	uint64_t npend;			/* WS_PENDING pages (atomic read) */
@@ -317,11 +317,11 @@ static bool __ws_reserve(struct uf_ws *ws, uint64_t first, uint64_t n)
 	if (end > ws->seen_cap) {
 		uint64_t cap = end > 2 * ws->seen_cap ? end : 2 * ws->seen_cap;
 
-		if (uf_pagemap_grow(&ws->seen, cap))
+		if (uf_pagebits_grow(&ws->seen, cap))
 			return false;
 		ws->seen_cap = cap;
 	}
-	return uf_pagemap_reserve(&ws->seen, first, n) == 0;
+	return uf_pagebits_reserve(&ws->seen, first, n) == 0;
 }
 
 /* Note page @pg.  Locking: ws->lock held. */
@@ -333,9 +333,9 @@ static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 		ws->nomem = true;
 		return;
 	}
-	if (uf_pagemap_clear(&ws->seen, WS_PENDING, pg))
+	if (uf_pagebits_clear(&ws->seen, WS_PENDING, pg))
 		__atomic_store_n(&ws->npend, ws->npend - 1, __ATOMIC_RELAXED);
-	if (uf_pagemap_set(&ws->seen, WS_SEEN, pg) != 0)
+	if (uf_pagebits_set(&ws->seen, WS_SEEN, pg) != 0)
 		return;		/* seen before */
 	ws->npages++;
 	r = ws->nruns ? &ws->runs[ws->nruns - 1] : NULL;
@@ -348,7 +348,7 @@ static void __ws_note_page(struct uf_ws *ws, uint64_t pg)
 		struct uf_ws_run *n = realloc(ws->runs, cap * sizeof(*n));
 
 		if (!n) {
-			uf_pagemap_clear(&ws->seen, WS_SEEN, pg);
+			uf_pagebits_clear(&ws->seen, WS_SEEN, pg);
 			ws->npages--;
 			ws->nomem = true;
 			return;
@@ -378,9 +378,9 @@ static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n, bool fault)
 	if (!n || !__ws_reserve(ws, first, n))
 		return;		/* (out of memory: these are not watched) */
 	for (p = first; p < first + n; p++) {
-		if (uf_pagemap_test(&ws->seen, WS_SEEN, p))
+		if (uf_pagebits_test(&ws->seen, WS_SEEN, p))
 			continue;
-		if (uf_pagemap_set(&ws->seen, WS_PENDING, p) == 0)
+		if (uf_pagebits_set(&ws->seen, WS_PENDING, p) == 0)
 			__atomic_store_n(&ws->npend, ws->npend + 1, __ATOMIC_RELAXED);
 		if (p < lo)
 			lo = p;
@@ -463,7 +463,7 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 		struct uf_vma *vma;
 
 		pthread_mutex_lock(&ws->lock);
-		first = ws->recording ? uf_pagemap_next(&ws->seen, WS_PENDING, first, end) : end;
+		first = ws->recording ? uf_pagebits_next(&ws->seen, WS_PENDING, first, end) : end;
 		pthread_mutex_unlock(&ws->lock);
 		if (first >= end)
 			break;
@@ -487,7 +487,7 @@ static void ws_scan(struct uf_object *obj, struct uf_ws *ws, uint64_t first, uin
 		pthread_mutex_lock(&ws->lock);
 		for (p = first; ws->recording && p < stop; p++)
 			if ((st.bits[(p - first) / 64] >> ((p - first) % 64) & 1) &&
-			    uf_pagemap_test(&ws->seen, WS_PENDING, p))
+			    uf_pagebits_test(&ws->seen, WS_PENDING, p))
 				__ws_note_page(ws, p);
 		pthread_mutex_unlock(&ws->lock);
 		pthread_rwlock_unlock(&obj->rmap_lock);
@@ -512,7 +512,7 @@ static void ws_scan_recent(struct uf_object *obj, struct uf_ws *ws)
 	for (i = k = 0; i < ws->nrecent; i++) {
 		struct uf_ws_run *r = &ws->recent[i];
 
-		if (uf_pagemap_next(&ws->seen, WS_PENDING, r->start, r->start + r->len) <
+		if (uf_pagebits_next(&ws->seen, WS_PENDING, r->start, r->start + r->len) <
 		    r->start + r->len)
 			ws->recent[k++] = *r;
 	}
@@ -525,7 +525,7 @@ static void ws_scan_recent(struct uf_object *obj, struct uf_ws *ws)
  * windows touched since the last time.  A fault calls it before its fill,
  * whose copy may wake the faulting thread before the page is noted.
  * Locking: no ws->lock, page_lock or lock under rmap_lock held (see
- * internal.h); takes obj->rmap_lock shared and ws->lock.
+ * src/lib/lockorder.h); takes obj->rmap_lock shared and ws->lock.
  */
 void uf_ws_checkpoint(struct uf_object *obj)
 {
@@ -690,7 +690,7 @@ static void __ws_record_free(struct uf_ws *ws)
 	free(ws->runs);
 	ws->runs = NULL;
 	ws->nruns = ws->runs_cap = 0;
-	uf_pagemap_free(&ws->seen);
+	uf_pagebits_free(&ws->seen);
 	ws->seen_cap = 0;
 	ws->npages = 0;
 	ws->nomem = false;

@@ -26,7 +26,7 @@
  * obj->invalidate_lock, obj->rmap_lock, obj->page_lock.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -47,10 +47,10 @@ int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long l
  */
 static uint64_t next_cached_run(struct uf_object *obj, uint64_t *p, uint64_t end)
 {
-	uint64_t q = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, *p, end);
+	uint64_t q = uf_pagebits_next(&obj->pages, UF_PG_PRESENT, *p, end);
 
 	*p = q;
-	while (q < end && uf_pagemap_test(&obj->pages, UF_PG_PRESENT, q))
+	while (q < end && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q))
 		q++;
 	return q;
 }
@@ -186,17 +186,17 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 	if (!vma->nl_pgoff) {
 		uint64_t p = __uf_vma_pgoff(vma, start), e = p + ((end - start) >> PAGE_SHIFT);
 
-		for (p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, p, e); p < e;
-		     p = uf_pagemap_next(&obj->pages, UF_PG_PRESENT, p + 1, e))
-			uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p);
+		for (p = uf_pagebits_next(&obj->pages, UF_PG_PRESENT, p, e); p < e;
+		     p = uf_pagebits_next(&obj->pages, UF_PG_PRESENT, p + 1, e))
+			uf_pagebits_set(&obj->pages, UF_PG_DIRTY, p);
 		return;
 	}
 	for (a = start; a < end; a += PAGE_SIZE) {
 		uint64_t pgoff = __uf_vma_pgoff(vma, a);
 
 		/* a present page has its leaf: setting cannot fail */
-		if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff))
-			uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
+		if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pgoff))
+			uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pgoff);
 	}
 }
 
@@ -224,11 +224,11 @@ void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned lon
 		uint64_t pgoff = __uf_vma_pgoff(vma, a);
 		unsigned char vec = 0;
 
-		if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff) ||
+		if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pgoff) ||
 		    ((pgoff + 1) << PAGE_SHIFT <= obj->cache_cap &&
 		     mincore(obj->cache_map + (pgoff << PAGE_SHIFT), PAGE_SIZE, &vec) == 0 &&
 		     (vec & 1)))
-			(void)uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
+			(void)uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pgoff);
 	}
 }
 
@@ -327,7 +327,7 @@ static int __collect_dirty(struct uf_vma *vma, unsigned long start, unsigned lon
  * to its present bit, is taken once here so that every copy made before
  * the call counts (a write it had then would be lost to an unmap).
  * Locking: mm->vma_lock held (any mode), or the VMA is already unlinked.
- * Takes obj->invalidate_lock shared: the page state (pagemap.c) is not
+ * Takes obj->invalidate_lock shared: the page state (pagebits.c) is not
  * freed under it.
  */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end)
@@ -433,7 +433,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		int ret;
 
 		/* only the dirty pages are visited: cost what is cached */
-		p = uf_pagemap_next(&obj->pages, UF_PG_DIRTY, p, last + 1);
+		p = uf_pagebits_next(&obj->pages, UF_PG_DIRTY, p, last + 1);
 		if (p > last)
 			break;
 		if (sync_wp) {
@@ -441,7 +441,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 			pthread_mutex_lock(&obj->page_lock);
 		}
 		for (run = 0; p + run <= last && run < WB_BATCH &&
-		     uf_pagemap_clear(&obj->pages, UF_PG_DIRTY, p + run); run++)
+		     uf_pagebits_clear(&obj->pages, UF_PG_DIRTY, p + run); run++)
 			;
 		if (sync_wp) {
 			if (run)
@@ -467,7 +467,7 @@ int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last)
 		}
 		if (ret) {
 			for (i = 0; i < run; i++)
-				uf_pagemap_set(&obj->pages, UF_PG_DIRTY, p + i);
+				uf_pagebits_set(&obj->pages, UF_PG_DIRTY, p + i);
 			if (!err)
 				err = ret;
 		} else if (obj->mm) {
@@ -529,8 +529,8 @@ void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff)
 	}
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	pthread_mutex_lock(&obj->page_lock);
-	if (uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pgoff)) {
-		uf_pagemap_set(&obj->pages, UF_PG_DIRTY, pgoff);
+	if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pgoff)) {
+		uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pgoff);
 		/* lifting the protection wakes the writer */
 		if (uf_uffd_writeprotect(&vma->mm->uffd, page_addr, PAGE_SIZE, false, false) < 0)
 			uf_uffd_wake(&vma->mm->uffd, page_addr, PAGE_SIZE);

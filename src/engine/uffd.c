@@ -33,8 +33,7 @@
  * handler threads call the ops with no lock held.
  */
 #define _GNU_SOURCE
-#include "internal.h"
-#include "engine/uffd_holes.h"
+#include "engine/engine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -494,7 +493,7 @@ static void uffd_drain(struct uf_uffd *u)
 
 /* Serve a fault read from @u (the handler's engine or a guest of it).
  * No lock held. */
-static void serve_fault(struct uf_uffd_handler *h, struct uf_uffd *u, const struct uffd_msg *msg)
+static void deliver_fault(struct uf_uffd_handler *h, struct uf_uffd *u, const struct uffd_msg *msg)
 {
 	u->ops->fault(u->owner, h->slot, msg);
 }
@@ -559,7 +558,7 @@ static bool guests_pending(struct uf_uffd_handler *h)
 			did = true;
 		}
 		if (pending_pop(g, &msg)) {
-			serve_fault(h, g, &msg);
+			deliver_fault(h, g, &msg);
 			did = true;
 		}
 		guest_put(u, g);
@@ -576,7 +575,7 @@ static void guest_ready(struct uf_uffd_handler *h, const struct uf_uffd *which)
 	if (!g)
 		return;
 	if (uffd_read(g, &msg, 1, &n) == 1)
-		serve_fault(h, g, &msg);
+		deliver_fault(h, g, &msg);
 	if (__atomic_load_n(&g->nevq, __ATOMIC_RELAXED))
 		apply_events(g);
 	guest_put(u, g);
@@ -675,7 +674,7 @@ static void *handler_thread(void *arg)
 		if (__atomic_load_n(&u->nevq, __ATOMIC_RELAXED))
 			apply_events(u);
 		if (pending_pop(u, &msg)) {
-			serve_fault(h, u, &msg);
+			deliver_fault(h, u, &msg);
 			continue;
 		}
 		if (guests_pending(h))
@@ -723,7 +722,7 @@ static void *handler_thread(void *arg)
 		/* an event is queued (applied at the top of the loop); a
 		 * fault is served now; nothing: another handler took it */
 		if (pfd[0].revents && uffd_read(u, &msg, 1, &n) == 1)
-			serve_fault(h, u, &msg);
+			deliver_fault(h, u, &msg);
 	}
 	if (ep >= 0) {
 		pthread_mutex_lock(&u->guest_lock);

@@ -22,7 +22,7 @@
  * lock while ->fault() runs: the VMA is kept alive by a reference (rmap.c).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "fault/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -568,7 +568,7 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 	cur.installed = false;
 	ops = __atomic_load_n(&vma->vm_ops, __ATOMIC_ACQUIRE);
 	cached = as && as->owned && vma->obj &&
-		 uf_pagemap_test(&vma->obj->pages, UF_PG_PRESENT, pgoff);
+		 uf_pagebits_test(&vma->obj->pages, UF_PG_PRESENT, pgoff);
 	if (ops->fault)
 		page = ops->fault(vma, &fdata);
 	else
@@ -633,8 +633,8 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 		uf_reclaim(mm, 0);
 }
 
-static void serve(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
-		  const struct uffd_msg *msg)
+static void handle_fault_inflight(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
+				  const struct uffd_msg *msg)
 {
 	unsigned long page_addr = msg->arg.pagefault.address & PAGE_MASK;
 	pid_t tid = (pid_t)msg->arg.pagefault.feat.ptid;
@@ -651,7 +651,7 @@ static void serve(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
 /* ->fault of the mm's engine (mm.c). */
 void uf_fault_handle(void *owner, unsigned int slot, const struct uffd_msg *msg)
 {
-	serve(owner, NULL, slot, msg);
+	handle_fault_inflight(owner, NULL, slot, msg);
 }
 
 /* ->fault of a child's userfaultfd (as.c): served with the child's VMA. */
@@ -659,7 +659,7 @@ void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg)
 {
 	struct uf_as *as = owner;
 
-	serve(as->mm, as, slot, msg);
+	handle_fault_inflight(as->mm, as, slot, msg);
 }
 
 /*

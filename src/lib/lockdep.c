@@ -29,7 +29,7 @@
  */
 #define _GNU_SOURCE
 #define UF_LOCKDEP_SELF		/* the real pthread calls here */
-#include "internal.h"
+#include "lib/lib.h"
 
 #ifdef UF_LOCKDEP
 

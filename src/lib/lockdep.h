@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Lock classes, made from the one list (lockorder.h), and the checker's
- * calls (lockdep.c).  Included by internal.h, and by redis/internal.h so
+ * calls (lockdep.c).  Included by lib/lib.h, and by redis/internal.h so
  * that the Redis store's locks are checked in the same build.  In a build
  * with -DUF_LOCKDEP (`make LOCKDEP=1`) the pthread mutex and rwlock calls
  * of every file that includes this go through lockdep.c; otherwise

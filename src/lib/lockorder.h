@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The lock order: the one list.  Every lock of src/ and redis/ has a line
- * here, and nothing else writes the order down: lockdep.h makes the enum
- * of lock classes from it, lockdep.c its names and its rules, and comments
- * elsewhere (internal.h, docs/design.md, a file's "Locking:" lines) point
- * here.  A lock gets its class with uf_lockdep_class() after its init; in
+ * The lock order: the one list.  Every lock of src/, redis/, http/ and
+ * pack/ has a line here (tools/serve/ has none), and nothing else writes
+ * the order down: lockdep.h makes the enum of lock classes from it,
+ * lockdep.c its names and its rules, and comments elsewhere (the layers'
+ * headers, docs/design.md, a file's "Locking:" lines) point here.  A lock gets its class with uf_lockdep_class() after its init; in
  * a LOCKDEP=1 build a lock taken without one stops the process.
  *
  * UF_LOCK(class, name, kind, under, where, what)
@@ -54,7 +54,7 @@ UF_LOCK(INVALIDATE, "obj->invalidate_lock", UF_LK_ORDER, UF_LKB(INVALIDATE), \
 	"i_size and which pages are cached.  Shared: fills (the store's " \
 	"->read), pread, pwrite, writeback, populate, collapse; exclusive: " \
 	"truncate, punch, reclaim, a pwrite's extension, and only then may " \
-	"page-state memory be freed (pagemap.c).  Present/dirty bits are " \
+	"page-state memory be freed (pagebits.c).  Present/dirty bits are " \
 	"atomic, set and read in either mode.  Another object's may be taken " \
 	"under it: an overlay store's ->read of its lower object") \
 UF_LOCK(RMAP, "obj->rmap_lock", UF_LK_ORDER, 0, "rwlock rmap.c", \
@@ -72,10 +72,13 @@ UF_LOCK(HUGE, "huge->lock", UF_LK_ORDER, 0, "mutex huge.c", \
 	"the collapse queue; never held across a waiting call") \
 UF_LOCK(VMA_REF, "vma->ref_lock", UF_LK_ORDER, 0, "mutex rmap.c as.c", \
 	"a VMA's references (with ref_cond)") \
-UF_LOCK(STORE, "a store's lock", UF_LK_ORDER, 0, "mutex store_file.c redis/", \
-	"fs->lock (store_file.c); st->lock (redis/store.c), cl->map_lock, " \
-	"cl->pool_lock (redis/cluster.c).  Inside store methods only, never " \
-	"two at once, never across I/O") \
+UF_LOCK(STORE, "a store's lock", UF_LK_ORDER, 0, \
+	"mutex store/file.c redis/ http/ pack/", \
+	"fs->lock (store/file.c); st->lock (redis/store.c, http/store.c, " \
+	"pack/store.c), cl->map_lock, cl->pool_lock (redis/cluster.c), " \
+	"objects_lock (http/store.c: its list of objects).  Inside store " \
+	"methods and the store's own calls only, never two at once, never " \
+	"across I/O") \
 UF_LOCK(COPY, "u->copy_lock", UF_LK_ORDER, 0, "rwlock uffd.c", \
 	"shared: copies, write-protect and poison of the program's mappings; " \
 	"exclusive: a read of the fd") \
@@ -116,4 +119,6 @@ UF_LOCK(ATTACH, "mm->attach_lock, a->lock", UF_LK_ALONE, 0, "mutex attach.c", \
 	"the lists of attached objects and of clients served; an attached " \
 	"object's socket and table of mappings (one at a time)") \
 UF_LOCK(AHEAD, "ra->lock of a run-ahead", UF_LK_ALONE, 0, "mutex readahead.c", \
-	"a run-ahead of a sequential stream (a served region's)")
+	"a run-ahead of a sequential stream (a served region's)") \
+UF_LOCK(PACK_WRITE, "w->lock", UF_LK_ALONE, 0, "mutex pack/write.c", \
+	"a pack writer's frames and its compressing threads (with w->go, w->fin)")

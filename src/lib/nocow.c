@@ -27,7 +27,7 @@
  * Locking: st->lock, taken under any lock (lockorder.h).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "lib/lib.h"
 
 #include <stdint.h>
 #include <string.h>

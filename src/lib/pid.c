@@ -5,7 +5,7 @@
  * the library besides per-thread buffers (filemap.c).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "lib/lib.h"
 
 #include <unistd.h>
 
@@ -41,14 +41,4 @@ pid_t uf_pid(void)
 		__atomic_store_n(uf_self, pid, __ATOMIC_RELAXED);
 	}
 	return pid;
-}
-
-bool uf_forked(const struct uf_mm *mm)
-{
-	return mm && mm->pid != uf_pid();
-}
-
-bool uf_object_forked(const struct uf_object *obj)
-{
-	return obj->pid != uf_pid();
 }

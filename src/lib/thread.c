@@ -15,7 +15,7 @@
  * inherited for that fork (pthread_atfork).
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "lib/lib.h"
 
 #include <errno.h>
 #include <sys/mman.h>

@@ -16,7 +16,7 @@
  * not seen.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,15 +8,15 @@
  * height follows the object's size; the root pointer carries it in its
  * low bits, so one atomic load gives both.
  *
- * Locking (the caller's, see internal.h): setting, clearing and testing
+ * Locking (the caller's, see cache.h): setting, clearing and testing
  * bits needs obj->invalidate_lock held in any mode; they are atomic, and a
  * missing leaf or node is allocated without a lock (compare-and-swap, the
- * loser frees its copy).  Growing the tree (uf_pagemap_grow) and freeing
- * leaves (uf_pagemap_clear_range) need it exclusive: nothing else walks
+ * loser frees its copy).  Growing the tree (uf_pagebits_grow) and freeing
+ * leaves (uf_pagebits_clear_range) need it exclusive: nothing else walks
  * the tree then.
  */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "cache/cache.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -77,7 +77,7 @@ static void *install(void **slot, size_t size)
  * it is not there (or memory ran out); *skip_to is then the first page
  * after the empty subtree, for walks.
  */
-static struct pm_leaf *leaf_of(struct uf_pagemap *pm, uint64_t pg, bool alloc, uint64_t *skip_to)
+static struct pm_leaf *leaf_of(struct uf_pagebits *pm, uint64_t pg, bool alloc, uint64_t *skip_to)
 {
 	uintptr_t r = __atomic_load_n(&pm->root, __ATOMIC_ACQUIRE);
 	unsigned int h = r & HEIGHT_MASK, l;
@@ -127,7 +127,7 @@ static unsigned long *word_of(struct pm_leaf *lf, enum uf_pg map, uint64_t pg)
 	return &lf->w[map][(pg & (LEAF_PAGES - 1)) / BITS_PER_LONG];
 }
 
-bool uf_pagemap_test(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
+bool uf_pagebits_test(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
 {
 	uint64_t skip;
 	struct pm_leaf *lf = leaf_of(pm, pg, false, &skip);
@@ -136,7 +136,7 @@ bool uf_pagemap_test(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
 		      (pg % BITS_PER_LONG)) & 1;
 }
 
-int uf_pagemap_set(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
+int uf_pagebits_set(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
 {
 	unsigned long m = 1UL << (pg % BITS_PER_LONG);
 	uint64_t skip;
@@ -147,7 +147,7 @@ int uf_pagemap_set(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
 	return (__atomic_fetch_or(word_of(lf, map, pg), m, __ATOMIC_ACQ_REL) & m) != 0;
 }
 
-bool uf_pagemap_clear(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
+bool uf_pagebits_clear(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
 {
 	unsigned long m = 1UL << (pg % BITS_PER_LONG);
 	uint64_t skip;
@@ -156,7 +156,7 @@ bool uf_pagemap_clear(struct uf_pagemap *pm, enum uf_pg map, uint64_t pg)
 	return lf && (__atomic_fetch_and(word_of(lf, map, pg), ~m, __ATOMIC_ACQ_REL) & m);
 }
 
-int uf_pagemap_reserve(struct uf_pagemap *pm, uint64_t first, uint64_t n)
+int uf_pagebits_reserve(struct uf_pagebits *pm, uint64_t first, uint64_t n)
 {
 	uint64_t pg, skip;
 
@@ -168,7 +168,7 @@ int uf_pagemap_reserve(struct uf_pagemap *pm, uint64_t first, uint64_t n)
 	return 0;
 }
 
-uint64_t uf_pagemap_next(struct uf_pagemap *pm, enum uf_pg map, uint64_t from, uint64_t end)
+uint64_t uf_pagebits_next(struct uf_pagebits *pm, enum uf_pg map, uint64_t from, uint64_t end)
 {
 	while (from < end) {
 		uint64_t skip, base, lend, i;
@@ -195,7 +195,7 @@ uint64_t uf_pagemap_next(struct uf_pagemap *pm, enum uf_pg map, uint64_t from, u
 	return end;
 }
 
-bool uf_pagemap_full(struct uf_pagemap *pm, enum uf_pg map, uint64_t first, uint64_t n)
+bool uf_pagebits_full(struct uf_pagebits *pm, enum uf_pg map, uint64_t first, uint64_t n)
 {
 	uint64_t pg = first, end = first + n;
 
@@ -284,7 +284,7 @@ static bool clear_subtree(void **slot, unsigned int level, uint64_t base, unsign
 	return true;
 }
 
-uint64_t uf_pagemap_clear_range(struct uf_pagemap *pm, unsigned int mask, uint64_t first,
+uint64_t uf_pagebits_clear_range(struct uf_pagebits *pm, unsigned int mask, uint64_t first,
 				uint64_t end)
 {
 	uintptr_t r = pm->root;
@@ -302,7 +302,7 @@ uint64_t uf_pagemap_clear_range(struct uf_pagemap *pm, unsigned int mask, uint64
 	return cleared;
 }
 
-int uf_pagemap_grow(struct uf_pagemap *pm, uint64_t pages)
+int uf_pagebits_grow(struct uf_pagebits *pm, uint64_t pages)
 {
 	uintptr_t r = pm->root;
 	unsigned int h = r & HEIGHT_MASK;
@@ -335,7 +335,7 @@ static void free_subtree(void *p, unsigned int level)
 	free(p);
 }
 
-void uf_pagemap_free(struct uf_pagemap *pm)
+void uf_pagebits_free(struct uf_pagebits *pm)
 {
 	free_subtree((void *)(pm->root & ~HEIGHT_MASK), pm->root & HEIGHT_MASK);
 	pm->root = 0;

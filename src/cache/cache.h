@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The page cache's private header (src/cache/): each file's calls, for
+ * the cache itself and the layers above it (fault/, as/).  Its structures
+ * are in mm_types.h.
+ */
+#ifndef UF_CACHE_H
+#define UF_CACHE_H
+
+#include "cache/mm_types.h"
+#include "store/store.h"
+
+/*
+ * vm_area.c: a VMA as the layers below the address space see it: its
+ * lifetime and references, the object page an address shows, and (these
+ * two) the engine and table lock of the address space it belongs to.
+ */
+struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot);
+void uf_vma_free(struct uf_vma *vma);
+void uf_vma_put(struct uf_vma *vma);
+void uf_vma_release(struct uf_vma *vma);
+uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
+void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
+		    void (*fn)(void *arg, uint64_t pg), void *arg);
+/*
+ * rmap.c: the object's mappings (obj->vmas): the mm's own VMAs of it; a child's
+ * are in the child's table only.  Linked and unlinked with mm->vma_lock
+ * and obj->rmap_lock held exclusive; every walk is uf_rmap_foreach(),
+ * with obj->rmap_lock held (any mode), as the kernel walks i_mmap under
+ * i_mmap_rwsem; a LOCKDEP build checks that it is.
+ */
+void __uf_rmap_link(struct uf_vma *vma);
+void __uf_rmap_unlink(struct uf_vma *vma);
+#define uf_rmap_foreach(vma, obj)						\
+	for (uf_lockdep_assert_held(&(obj)->rmap_lock, "obj->vmas"),		\
+	     (vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
+
+/* A fault answered with SIGBUS for @why: counted in @mm's and @vma's stats. */
+static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
+					 enum uf_sigbus_cause why)
+{
+	size_t at = why == UF_SIGBUS_STORE   ? offsetof(struct uf_counters, sigbus_store) :
+		    why == UF_SIGBUS_ROOM    ? offsetof(struct uf_counters, sigbus_room) :
+		    why == UF_SIGBUS_OUTSIDE ? offsetof(struct uf_counters, sigbus_outside) :
+					       offsetof(struct uf_counters, sigbus_other);
+
+	uf_add((uint64_t *)((char *)&mm->stats + at), 1);
+	if (vma)
+		uf_add((uint64_t *)((char *)&vma->stats + at), 1);
+}
+
+static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
+{
+	return vma->as ? &vma->as->uffd : &vma->mm->uffd;
+}
+
+static inline pthread_rwlock_t *uf_vma_table_lock(const struct uf_vma *vma)
+{
+	return vma->as ? &vma->as->vma_lock : &vma->mm->vma_lock;
+}
+
+/* object.c: object lifetime, and the mm's list of objects (mm->obj_lock) */
+bool uf_object_tryget(struct uf_object *obj);
+/* Was the object's mm destroyed (object calls other than sync fail)? */
+static inline bool uf_object_orphaned(const struct uf_object *obj)
+{
+	return !obj->mm || __atomic_load_n(&obj->mm->dead, __ATOMIC_ACQUIRE);
+}
+
+/* filemap.c */
+#define UF_FILL_ALL	UINT64_MAX		/* uf_object_fill: every page */
+#define UF_FILL_ANY	(UINT64_MAX - 1)	/* uf_object_fill: best effort */
+int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t must,
+		   size_t *filled, bool *major, struct uf_vma *vma);
+/*
+ * While this thread's uf_fill_sink is set, each run of @obj's pages one of
+ * its fills has just inserted into the cache is handed to ->fn from the
+ * fill's own buffer (the pages' bytes as inserted), with
+ * obj->invalidate_lock held shared and no other ufault lock: serve.c
+ * copies a fault's pages into the other process from there, with no read
+ * back from the memfd.
+ */
+struct uf_fill_sink {
+	struct uf_object *obj;
+	void (*fn)(struct uf_fill_sink *sink, uint64_t pgoff, const char *buf, size_t npages);
+};
+extern __thread struct uf_fill_sink *uf_fill_sink;
+struct uf_ws_run;
+#define UF_READV_PAGES	512	/* pages of one ->readv call at most */
+int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
+			size_t *filled, struct uf_vma *vma);
+bool uf_object_batched_reads(struct uf_object *obj);
+int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
+uint64_t uf_object_cache_pages(struct uf_object *obj);
+struct uf_bounce;
+struct uf_bounce *uf_bounce_get(size_t len, void **bufp);
+void uf_bounce_put(struct uf_bounce *b);
+
+/* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
+ * kernel raises SIGBUS itself on the retry) */
+#define UF_FAULT_FLAG_EOF	0x80000000u
+/* ... its copy woke the faulting thread (no wake is due) */
+#define UF_FAULT_FLAG_WOKEN	0x40000000u
+
+/*
+ * pagebits.c: the present and dirty bits of an object's pages, sparse.
+ * Bit operations need obj->invalidate_lock held (any mode); growing the
+ * map and freeing its empty parts (uf_pagebits_grow, uf_pagebits_clear_range)
+ * need it exclusive.
+ */
+enum uf_pg { UF_PG_PRESENT, UF_PG_DIRTY, UF_PG_NMAPS };
+#define UF_PG_MASK_ALL	((1U << UF_PG_PRESENT) | (1U << UF_PG_DIRTY))
+bool uf_pagebits_test(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
+/* 1: was set, 0: newly set, -ENOMEM (no leaf; uf_pagebits_reserve() first) */
+int uf_pagebits_set(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
+bool uf_pagebits_clear(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
+/* Make sure setting bits of [first, first + n) needs no allocation. */
+int uf_pagebits_reserve(struct uf_pagebits *pm, uint64_t first, uint64_t n);
+/* The first page in [from, end) whose bit is set, or @end. */
+uint64_t uf_pagebits_next(struct uf_pagebits *pm, enum uf_pg map, uint64_t from, uint64_t end);
+/* Are the bits of all of [first, first + n) set (e.g. a 2 MiB extent)? */
+bool uf_pagebits_full(struct uf_pagebits *pm, enum uf_pg map, uint64_t first, uint64_t n);
+/* Clear the maps in @mask over [first, end) and free the parts left
+ * empty; return how many present bits were cleared.  @mask 0: only free. */
+uint64_t uf_pagebits_clear_range(struct uf_pagebits *pm, unsigned int mask, uint64_t first,
+				uint64_t end);
+int uf_pagebits_grow(struct uf_pagebits *pm, uint64_t pages);
+void uf_pagebits_free(struct uf_pagebits *pm);
+
+/* writeback.c */
+int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
+void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
+int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
+int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);
+bool __uf_object_tracked(struct uf_object *obj);
+int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
+			      const struct uf_vma *skip);
+int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);
+int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, bool collect);
+void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
+
+/* reclaim.c */
+long uf_reclaim(struct uf_mm *mm, size_t room);
+long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need);
+void uf_cache_uncharge(struct uf_mm *mm, size_t n);
+void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff, bool page_locked);
+
+/* worker.c: background work of an mm, one thread */
+struct uf_work {
+	void (*fn)(struct uf_work *work, bool run);	/* run, or drop */
+	struct uf_work *next;
+};
+int uf_worker_start(struct uf_mm *mm);
+void uf_worker_stop(struct uf_mm *mm);
+bool uf_worker_queue(struct uf_mm *mm, struct uf_work *work);
+
+/* readahead.c */
+struct uf_ra_req {
+	uint64_t first;			/* fill [first, first + n) now */
+	size_t n;
+	uint64_t bg_first;		/* then [bg_first, bg_first + bg_n) */
+	size_t bg_n;			/* in the background (0: none) */
+	int idx;
+	uint64_t gen;
+};
+int uf_readahead_init(struct uf_vma *vma);
+void uf_readahead_free(struct uf_vma *vma);
+void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *req);
+void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req);
+
+/*
+ * A run-ahead (readahead.c): readahead's windows for a stream whose pages
+ * go somewhere other than a mapping of the cache -- a served process's
+ * region (serve.c).  readahead.c decides the windows and runs the worker;
+ * a sink delivers each window.
+ */
+#define UF_RA_AHEAD	2	/* windows run ahead past the stream's */
+#define UF_RA_MARKS	(UF_RA_AHEAD + 2)	/* markers remembered */
+
+enum uf_ra_where { UF_RA_NO, UF_RA_MARK, UF_RA_IN, UF_RA_NEXT };
+
+struct uf_runahead {
+	pthread_mutex_t lock;		/* UF_LK_AHEAD: taken alone */
+	uint64_t end;			/* the stream's limit (a page) */
+	/* pages [lo, hi) are delivered, or queued to be; the worker goes
+	 * on up to want */
+	uint64_t lo, hi, want;
+	const void *owner;		/* whose stream (a process) */
+	uint64_t mark[UF_RA_MARKS];	/* the last windows' first pages */
+	unsigned int nmark;
+	bool busy;			/* a sink is queued or running */
+	bool gone;			/* the owner is gone */
+};
+
+struct uf_ra_sink;
+/*
+ * ->window - deliver pages [first, first + n) but the marker (the
+ *	window's first page, left to the owner's fault).  Called from the
+ *	mm's worker with no lock held.  Return 0, or -ESRCH when the owner
+ *	is gone (the run-ahead stops for it).
+ * ->release - the run-ahead is done with the sink: drop what it holds
+ *	and free it.  Called with no lock held.
+ */
+struct uf_ra_sink_ops {
+	int (*window)(struct uf_ra_sink *sink, uint64_t first, uint64_t n);
+	void (*release)(struct uf_ra_sink *sink);
+};
+
+struct uf_ra_sink {
+	struct uf_work work;		/* readahead.c's */
+	const struct uf_ra_sink_ops *ops;
+	struct uf_runahead *ra;
+	struct uf_mm *mm;
+	const void *owner;
+	size_t win;			/* pages per window */
+};
+
+void uf_runahead_init(struct uf_runahead *ra, uint64_t end);
+void uf_runahead_destroy(struct uf_runahead *ra);
+enum uf_ra_where uf_runahead_check(struct uf_runahead *ra, const void *owner, uint64_t pg,
+				   size_t win, uint64_t *hi);
+bool uf_runahead_kick(struct uf_runahead *ra, const void *owner, uint64_t pg, uint64_t end,
+		      size_t win, bool start, bool claimed);
+void uf_runahead_start(struct uf_runahead *ra, struct uf_ra_sink *sink);
+
+/* huge.c: 2 MiB extents of a cache collapsed into huge folios */
+#define UF_HUGE_SHIFT	21
+#define UF_HUGE_SIZE	(1UL << UF_HUGE_SHIFT)
+#define UF_HUGE_PAGES	(UF_HUGE_SIZE >> PAGE_SHIFT)
+void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off);
+int uf_huge_init(struct uf_mm *mm);
+void uf_huge_stop(struct uf_mm *mm);
+void uf_huge_free(struct uf_mm *mm, bool child);
+void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
+void uf_huge_busy(struct uf_mm *mm);
+void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
+uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last);
+void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last);
+void __uf_huge_grown(struct uf_object *obj, uint64_t first);
+void __uf_huge_widen(struct uf_object *obj, uint64_t *first, uint64_t *last);
+void uf_huge_forget(struct uf_object *obj);
+uint64_t uf_object_huge_extents(struct uf_object *obj);
+
+/* populate.c */
+void uf_vma_populate_cached(struct uf_vma *vma);
+void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
+#define UF_WS_BATCH_FIRST 32	/* pages of a replay's first batch */
+#define UF_WS_BATCH_LOCAL 64	/* ... and at most, but from a ->readv store */
+size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint64_t *off,
+		 uint64_t piece, uint64_t room, struct uf_ws_run *pc, uint64_t *pages);
+void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n);
+
+
+/* object.c: the cache's inode mode (read-only clients cannot reopen it
+ * writable) */
+int uf_cache_fd_restrict(int fd);
+
+/* truncate.c */
+int uf_object_cache_map(struct uf_object *obj, uint64_t size);
+int __uf_object_set_size(struct uf_object *obj, uint64_t size);
+
+/* workingset.c: recording what is touched, prefetching it again */
+struct uf_ra_req;
+bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgoff,
+		  struct uf_ra_req *req);
+void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault);
+bool uf_ws_watching(struct uf_object *obj);
+void uf_ws_unwatch(struct uf_object *obj);
+void uf_ws_checkpoint(struct uf_object *obj);
+void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n, bool checked);
+void uf_ws_release(struct uf_object *obj);
+void uf_ws_free_child(struct uf_object *obj);
+
+/* A working set read from a record file (uf_object_serve_prefetch):
+ * shared by the processes it is pushed into, freed by its last put. */
+struct uf_ws_run {
+	uint64_t start, len;
+};
+struct uf_ws_set {
+	int refs;			/* atomic */
+	struct uf_ws_run *runs;		/* in recorded order */
+	struct uf_ws_run *sorted;	/* by first page */
+	size_t nruns;
+};
+uint64_t uf_ws_serve_claim(struct uf_object *obj, struct uf_ws_set **setp);
+void uf_ws_serve_unclaim(struct uf_object *obj, uint64_t rec);
+bool uf_ws_serve_recording(struct uf_object *obj, uint64_t rec);
+void uf_ws_serve_note(struct uf_object *obj, uint64_t rec, uint64_t pg);
+const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg);
+void uf_ws_set_put(struct uf_ws_set *set);
+
+/* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip
+ * the invalidate lock, so that ufault-stress can show it finds the race. */
+extern int uf_break_protocol;
+static inline bool uf_protocol_broken(void)
+{
+	return __atomic_load_n(&uf_break_protocol, __ATOMIC_RELAXED);
+}
+
+#endif /* UF_CACHE_H */
