@@ -212,6 +212,19 @@ int uf_uffd_zeropage_mapped(struct uf_uffd *u, unsigned long addr, size_t len,
 
 struct uf_as;
 struct uf_object;
+struct uf_vma;
+
+/* table.c: an address space's VMAs, sorted by start, under its table lock */
+struct uf_vma_table {
+	struct uf_vma **vmas;
+	size_t n, cap;
+	bool nocow;			/* in memory a fork does not copy */
+};
+size_t __uf_table_index(const struct uf_vma_table *t, unsigned long addr);
+struct uf_vma *__uf_table_find(const struct uf_vma_table *t, unsigned long addr);
+int __uf_table_insert(struct uf_vma_table *t, struct uf_vma *v);
+void __uf_table_remove_at(struct uf_vma_table *t, size_t i);
+void uf_table_free(struct uf_vma_table *t);
 
 /*
  * What the fault path and the page cache ask of the address spaces above
@@ -260,8 +273,7 @@ struct uf_mm {
 	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
 
 	pthread_rwlock_t vma_lock;
-	struct uf_vma **vmas;		/* sorted by start */
-	size_t nvmas, vmas_cap;
+	struct uf_vma_table vt;		/* the program's own VMAs (table.c) */
 
 	pthread_mutex_t obj_lock;
 	struct uf_object *objects;	/* list through obj->mm_next */
@@ -396,8 +408,7 @@ struct uf_as {
 	struct uf_mm *mm;
 	struct uf_uffd uffd;
 	pthread_rwlock_t vma_lock;
-	struct uf_vma **vmas;		/* sorted by start, under vma_lock */
-	size_t nvmas, vmas_cap;
+	struct uf_vma_table vt;		/* under vma_lock, nocow */
 	struct uf_as *next;		/* mm->children, under mm->as_lock */
 	bool owned;			/* an attached client's (attach.c): freed
 					   by its owner, never reaped */

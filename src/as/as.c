@@ -76,45 +76,19 @@ static uint64_t now_ns(void)
 /* Locking: as->vma_lock held (either mode). */
 static size_t __as_index(struct uf_as *as, unsigned long addr)
 {
-	size_t lo = 0, hi = as->nvmas;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (as->vmas[mid]->end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;	/* the first VMA whose end is above addr */
+	return __uf_table_index(&as->vt, addr);	/* the first VMA whose end is above addr */
 }
 
 /* Locking: as->vma_lock held exclusive (or the table is not shared yet). */
 static int __as_link(struct uf_as *as, struct uf_vma *v)
 {
-	size_t i;
-
-	if (as->nvmas == as->vmas_cap) {
-		size_t cap = as->vmas_cap ? 2 * as->vmas_cap : 16;
-		struct uf_vma **p = uf_nocow_realloc(as->vmas, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		as->vmas = p;
-		as->vmas_cap = cap;
-	}
-	i = __as_index(as, v->start);
-	memmove(&as->vmas[i + 1], &as->vmas[i], (as->nvmas - i) * sizeof(*as->vmas));
-	as->vmas[i] = v;
-	as->nvmas++;
-	return 0;
+	return __uf_table_insert(&as->vt, v);
 }
 
 /* Locking: as->vma_lock held exclusive. */
 static void __as_unlink_at(struct uf_as *as, size_t i)
 {
-	memmove(&as->vmas[i], &as->vmas[i + 1], (as->nvmas - i - 1) * sizeof(*as->vmas));
-	as->nvmas--;
+	__uf_table_remove_at(&as->vt, i);
 }
 
 /*
@@ -232,9 +206,9 @@ static void __as_unmap_range(struct uf_as *as, unsigned long s, unsigned long e,
 		size_t i = __as_index(as, s);
 		struct uf_vma *v;
 
-		if (i >= as->nvmas || as->vmas[i]->start >= e)
+		if (i >= as->vt.n || as->vt.vmas[i]->start >= e)
 			return;
-		v = as->vmas[i];
+		v = as->vt.vmas[i];
 		__as_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
 		if (v->start < s && v->end > e && !__as_split(as, v, e, opened))
 			__as_lost_writes(v, e, v->end);	/* no memory: all of it goes */
@@ -266,17 +240,17 @@ static void __as_move(struct uf_as *as, unsigned long from, unsigned long to, un
 
 	__as_unmap_range(as, to, to + len, opened, released);
 	i = __as_index(as, from);
-	if (i < as->nvmas && as->vmas[i]->start < from && !__as_split(as, as->vmas[i], from, opened))
+	if (i < as->vt.n && as->vt.vmas[i]->start < from && !__as_split(as, as->vt.vmas[i], from, opened))
 		return;
 	i = __as_index(as, from + len - 1);
-	if (i < as->nvmas && as->vmas[i]->start < from + len && as->vmas[i]->end > from + len &&
-	    !__as_split(as, as->vmas[i], from + len, opened))
+	if (i < as->vt.n && as->vt.vmas[i]->start < from + len && as->vt.vmas[i]->end > from + len &&
+	    !__as_split(as, as->vt.vmas[i], from + len, opened))
 		return;
 	for (;;) {
 		i = __as_index(as, from);
-		if (i >= as->nvmas || as->vmas[i]->start >= from + len)
+		if (i >= as->vt.n || as->vt.vmas[i]->start >= from + len)
 			break;
-		v = as->vmas[i];
+		v = as->vt.vmas[i];
 		__as_unlink_at(as, i);
 		v->ev_next = moved;
 		moved = v;
@@ -321,10 +295,10 @@ struct uf_vma *uf_as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *
 
 	pthread_rwlock_rdlock(&as->vma_lock);
 	i = __as_index(as, addr);
-	if (i < as->nvmas && as->vmas[i]->start <= addr) {
+	if (i < as->vt.n && as->vt.vmas[i]->start <= addr) {
 		uint64_t idx;
 
-		v = as->vmas[i];
+		v = as->vt.vmas[i];
 		idx = (addr - v->start) >> PAGE_SHIFT;
 		*pgoff = __uf_vma_pgoff(v, addr);
 		*nonlinear = v->nl_pgoff && (v->nl_pgoff[idx] & NL_WINDOW);
@@ -365,8 +339,8 @@ void uf_as_event(void *owner, const struct uffd_msg *msg)
 		unsigned long s = msg->arg.remove.start, e = msg->arg.remove.end;
 		size_t i;
 
-		for (i = __as_index(as, s); i < as->nvmas && as->vmas[i]->start < e; i++) {
-			struct uf_vma *v = as->vmas[i];
+		for (i = __as_index(as, s); i < as->vt.n && as->vt.vmas[i]->start < e; i++) {
+			struct uf_vma *v = as->vt.vmas[i];
 
 			__as_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
 		}
@@ -389,8 +363,8 @@ static void __as_mark_all(struct uf_as *as, const struct uf_object *only)
 {
 	size_t i;
 
-	for (i = 0; i < as->nvmas; i++) {
-		struct uf_vma *v = as->vmas[i];
+	for (i = 0; i < as->vt.n; i++) {
+		struct uf_vma *v = as->vt.vmas[i];
 
 		if ((!only || v->obj == only) && may_write(v))
 			__as_lost_writes(v, v->start, v->end);
@@ -414,10 +388,10 @@ static int as_free(struct uf_as *as, bool poison, bool wait)
 		/* the child's events first: its table is the kernel's */
 		uf_uffd_settle(&as->uffd);
 		pthread_rwlock_rdlock(&as->vma_lock);
-		for (i = 0; i < as->nvmas; i++)
-			uf_uffd_poison_holes(&as->uffd, as->vmas[i]->start,
-					     as->vmas[i]->end - as->vmas[i]->start,
-					     as->vmas[i]->flags & VMA_HUGETLB ? UF_HUGE_SIZE
+		for (i = 0; i < as->vt.n; i++)
+			uf_uffd_poison_holes(&as->uffd, as->vt.vmas[i]->start,
+					     as->vt.vmas[i]->end - as->vt.vmas[i]->start,
+					     as->vt.vmas[i]->flags & VMA_HUGETLB ? UF_HUGE_SIZE
 									      : PAGE_SIZE);
 		pthread_rwlock_unlock(&as->vma_lock);
 	}
@@ -428,15 +402,15 @@ static int as_free(struct uf_as *as, bool poison, bool wait)
 	uf_uffd_quiesce(&as->uffd);
 	pthread_rwlock_wrlock(&as->vma_lock);
 	__as_mark_all(as, NULL);
-	for (i = 0; i < as->nvmas; i++) {
-		as->vmas[i]->ev_next = released;
-		released = as->vmas[i];
+	for (i = 0; i < as->vt.n; i++) {
+		as->vt.vmas[i]->ev_next = released;
+		released = as->vt.vmas[i];
 	}
-	as->nvmas = 0;
+	as->vt.n = 0;
 	pthread_rwlock_unlock(&as->vma_lock);
 	uf_uffd_close(&as->uffd);
 	as_lists_finish(NULL, released);
-	uf_nocow_free(as->vmas);
+	uf_table_free(&as->vt);
 	pthread_rwlock_destroy(&as->vma_lock);
 	uf_nocow_free(as);
 	return 0;
@@ -489,7 +463,7 @@ static bool __as_overlaps(struct uf_as *as, unsigned long start, unsigned long e
 {
 	size_t i = __as_index(as, start);
 
-	return i < as->nvmas && as->vmas[i]->start < end;
+	return i < as->vt.n && as->vt.vmas[i]->start < end;
 }
 
 /* Link a copy of @v into the new @as; false without memory.  Locking: the
@@ -540,12 +514,13 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 	}
 	as->mm = mm;
 	pthread_rwlock_init(&as->vma_lock, NULL);
+	as->vt.nocow = true;
 	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, &uf_as_uffd_ops, as);
 
 	pthread_rwlock_rdlock(lock);
-	src = parent ? parent->vmas : mm->vmas;
-	n = parent ? parent->nvmas : mm->nvmas;
+	src = parent ? parent->vt.vmas : mm->vt.vmas;
+	n = parent ? parent->vt.n : mm->vt.n;
 	for (i = 0; i < n && ok; i++)
 		ok = as_fork_copy(as, src[i], &opened);
 	/* and the mm's own mappings a uf_mmap() or uf_munmap() is making or
@@ -634,10 +609,10 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
 			done = false;
 			break;
 		}
-		for (i = 0; i < as->nvmas; i++)
-			if (as->vmas[i]->obj == obj && may_write(as->vmas[i]))
-				__uf_vma_mark_written(as->vmas[i], as->vmas[i]->start,
-						      as->vmas[i]->end);
+		for (i = 0; i < as->vt.n; i++)
+			if (as->vt.vmas[i]->obj == obj && may_write(as->vt.vmas[i]))
+				__uf_vma_mark_written(as->vt.vmas[i], as->vt.vmas[i]->start,
+						      as->vt.vmas[i]->end);
 		pthread_rwlock_unlock(&as->vma_lock);
 	}
 	pthread_mutex_unlock(&mm->as_lock);
@@ -678,6 +653,7 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 	as->mm = mm;
 	as->owned = asp != NULL;
 	pthread_rwlock_init(&as->vma_lock, NULL);
+	as->vt.nocow = true;
 	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, ops, as);
 	for (i = 0; i < n && ok; i++) {
@@ -814,15 +790,15 @@ int uf_as_protect(struct uf_as *as, unsigned long start, unsigned long end, int 
 
 	pthread_rwlock_wrlock(&as->vma_lock);
 	i = __as_index(as, start);
-	if (i < as->nvmas && as->vmas[i]->start < start &&
-	    !__as_split(as, as->vmas[i], start, &opened))
+	if (i < as->vt.n && as->vt.vmas[i]->start < start &&
+	    !__as_split(as, as->vt.vmas[i], start, &opened))
 		ret = -ENOMEM;
 	i = __as_index(as, end - 1);
-	if (!ret && i < as->nvmas && as->vmas[i]->start < end && as->vmas[i]->end > end &&
-	    !__as_split(as, as->vmas[i], end, &opened))
+	if (!ret && i < as->vt.n && as->vt.vmas[i]->start < end && as->vt.vmas[i]->end > end &&
+	    !__as_split(as, as->vt.vmas[i], end, &opened))
 		ret = -ENOMEM;
-	for (i = __as_index(as, start); !ret && i < as->nvmas && as->vmas[i]->start < end; i++)
-		as->vmas[i]->prot = prot;
+	for (i = __as_index(as, start); !ret && i < as->vt.n && as->vt.vmas[i]->start < end; i++)
+		as->vt.vmas[i]->prot = prot;
 	pthread_rwlock_unlock(&as->vma_lock);
 	as_lists_finish(opened, NULL);
 	return ret;

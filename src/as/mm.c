@@ -209,7 +209,7 @@ void uf_mm_put(struct uf_mm *mm)
 	uf_uffd_close(&mm->uffd);
 	if (mm->pagemap_fd >= 0)
 		close(mm->pagemap_fd);
-	free(mm->vmas);
+	uf_table_free(&mm->vt);
 	uf_huge_free(mm, false);
 	pthread_rwlock_destroy(&mm->vma_lock);
 	pthread_mutex_destroy(&mm->obj_lock);
@@ -247,7 +247,7 @@ void uf_mm_put_child(struct uf_mm *mm)
 	if (mm->pagemap_fd >= 0)
 		close(mm->pagemap_fd);
 	uf_nocow_free(mm->uffd.pending);	/* (its parent's: nothing here) */
-	free(mm->vmas);
+	uf_table_free(&mm->vt);
 	uf_huge_free(mm, true);
 	free(mm);
 }
@@ -262,9 +262,9 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 		/* the child's copies of the VMAs hold object references */
 		size_t i;
 
-		for (i = 0; i < mm->nvmas; i++)
-			uf_vma_free_child(mm->vmas[i]);
-		mm->nvmas = 0;
+		for (i = 0; i < mm->vt.n; i++)
+			uf_vma_free_child(mm->vt.vmas[i]);
+		mm->vt.n = 0;
 		uf_mm_put_child(mm);
 		return;
 	}

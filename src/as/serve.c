@@ -625,8 +625,8 @@ static bool ahead_next_vma(struct serve_ahead_work *w, size_t *i, uint64_t first
 {
 	struct uf_as *as = w->as;
 
-	for (; *i < as->nvmas; (*i)++) {
-		struct uf_vma *v = as->vmas[*i];
+	for (; *i < as->vt.n; (*i)++) {
+		struct uf_vma *v = as->vt.vmas[*i];
 
 		*a = v->pgoff;
 		*b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
@@ -1200,8 +1200,8 @@ static void serve_event(void *owner, const struct uffd_msg *msg)
 		size_t i;
 
 		pthread_rwlock_wrlock(&as->vma_lock);
-		for (i = 0; i < as->nvmas; i++) {
-			struct uf_vma *v = as->vmas[i];
+		for (i = 0; i < as->vt.n; i++) {
+			struct uf_vma *v = as->vt.vmas[i];
 			unsigned long a;
 
 			if (v->vm_ops != &serve_vm_ops)
@@ -1303,8 +1303,8 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
 		pthread_rwlock_rdlock(&as->vma_lock);
-		for (i = 0, ret = 0; i < as->nvmas && !ret; i++) {
-			struct uf_vma *v = as->vmas[i];
+		for (i = 0, ret = 0; i < as->vt.n && !ret; i++) {
+			struct uf_vma *v = as->vt.vmas[i];
 			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
 
 			if (v->vm_ops != &serve_vm_ops || v->obj != p->obj ||

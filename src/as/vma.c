@@ -40,27 +40,13 @@
 /* Locking: mm->vma_lock held (either mode). */
 static size_t __vma_index(struct uf_mm *mm, unsigned long addr)
 {
-	size_t lo = 0, hi = mm->nvmas;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (mm->vmas[mid]->end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;	/* first VMA whose end is above addr */
+	return __uf_table_index(&mm->vt, addr);	/* first VMA whose end is above addr */
 }
 
 /* Locking: mm->vma_lock held (either mode). */
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr)
 {
-	size_t i = __vma_index(mm, addr);
-
-	if (i < mm->nvmas && mm->vmas[i]->start <= addr)
-		return mm->vmas[i];
-	return NULL;
+	return __uf_table_find(&mm->vt, addr);
 }
 
 /*
@@ -83,21 +69,10 @@ static void rmap_unlock(struct uf_vma *v)
 /* Locking: mm->vma_lock held exclusive, obj->rmap_lock exclusive. */
 static int __vma_link(struct uf_mm *mm, struct uf_vma *vma)
 {
-	size_t i;
+	int ret = __uf_table_insert(&mm->vt, vma);
 
-	if (mm->nvmas == mm->vmas_cap) {
-		size_t cap = mm->vmas_cap ? 2 * mm->vmas_cap : 16;
-		struct uf_vma **v = realloc(mm->vmas, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		mm->vmas = v;
-		mm->vmas_cap = cap;
-	}
-	i = __vma_index(mm, vma->start);
-	memmove(&mm->vmas[i + 1], &mm->vmas[i], (mm->nvmas - i) * sizeof(*mm->vmas));
-	mm->vmas[i] = vma;
-	mm->nvmas++;
+	if (ret)
+		return ret;
 	if (vma->obj)
 		__uf_rmap_link(vma);
 	return 0;
@@ -106,10 +81,7 @@ static int __vma_link(struct uf_mm *mm, struct uf_vma *vma)
 /* Locking: mm->vma_lock held exclusive. */
 static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
 {
-	size_t i = __vma_index(mm, vma->start);
-
-	memmove(&mm->vmas[i], &mm->vmas[i + 1], (mm->nvmas - i - 1) * sizeof(*mm->vmas));
-	mm->nvmas--;
+	__uf_table_remove_at(&mm->vt, __vma_index(mm, vma->start));
 	__atomic_store_n(&vma->dead, true, __ATOMIC_RELEASE);
 	if (vma->obj) {
 		rmap_wrlock(vma);
@@ -350,9 +322,9 @@ static void __vma_unmap_range(struct uf_mm *mm, unsigned long s, unsigned long e
 		size_t i = __vma_index(mm, s);
 		struct uf_vma *v;
 
-		if (i >= mm->nvmas || mm->vmas[i]->start >= e)
+		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= e)
 			return;
-		v = mm->vmas[i];
+		v = mm->vt.vmas[i];
 		__vma_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
 		if (v->start < s && v->end > e && !__vma_split(mm, v, e, l)) {
 			/* no memory for the tail: it is dropped too (its
@@ -476,20 +448,19 @@ static void __vma_move(struct uf_mm *mm, unsigned long from, unsigned long to, u
 	__vma_unmap_range(mm, to, to + len, l);
 	/* whole VMAs only */
 	i = __vma_index(mm, from);
-	if (i < mm->nvmas && mm->vmas[i]->start < from && !__vma_split(mm, mm->vmas[i], from, l))
+	if (i < mm->vt.n && mm->vt.vmas[i]->start < from && !__vma_split(mm, mm->vt.vmas[i], from, l))
 		return;
 	i = __vma_index(mm, from + len - 1);
-	if (i < mm->nvmas && mm->vmas[i]->start < from + len && mm->vmas[i]->end > from + len &&
-	    !__vma_split(mm, mm->vmas[i], from + len, l))
+	if (i < mm->vt.n && mm->vt.vmas[i]->start < from + len && mm->vt.vmas[i]->end > from + len &&
+	    !__vma_split(mm, mm->vt.vmas[i], from + len, l))
 		return;
 	/* out of the array, then back in at their new place */
 	for (;;) {
 		i = __vma_index(mm, from);
-		if (i >= mm->nvmas || mm->vmas[i]->start >= from + len)
+		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= from + len)
 			break;
-		v = mm->vmas[i];
-		memmove(&mm->vmas[i], &mm->vmas[i + 1], (mm->nvmas - i - 1) * sizeof(*mm->vmas));
-		mm->nvmas--;
+		v = mm->vt.vmas[i];
+		__uf_table_remove_at(&mm->vt, i);
 		v->ev_next = moved;
 		moved = v;
 	}
@@ -499,10 +470,7 @@ static void __vma_move(struct uf_mm *mm, unsigned long from, unsigned long to, u
 		v->start += delta;
 		v->end += delta;
 		rmap_unlock(v);
-		i = __vma_index(mm, v->start);
-		memmove(&mm->vmas[i + 1], &mm->vmas[i], (mm->nvmas - i) * sizeof(*mm->vmas));
-		mm->vmas[i] = v;
-		mm->nvmas++;
+		__uf_table_insert(&mm->vt, v);	/* (room: it was in) */
 	}
 }
 
@@ -552,8 +520,8 @@ void uf_vma_event(void *owner, const struct uffd_msg *msg)
 
 		if (zap_noted(mm, s, e))
 			break;		/* ufault's own: nothing was written */
-		for (i = __vma_index(mm, s); i < mm->nvmas && mm->vmas[i]->start < e; i++) {
-			struct uf_vma *v = mm->vmas[i];
+		for (i = __vma_index(mm, s); i < mm->vt.n && mm->vt.vmas[i]->start < e; i++) {
+			struct uf_vma *v = mm->vt.vmas[i];
 			unsigned long a = v->start > s ? v->start : s, b = v->end < e ? v->end : e;
 
 			if (v->obj && (v->flags & VMA_SHARED) && !v->obj->readonly)
@@ -830,9 +798,9 @@ static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e
 		unsigned long b, live;
 		struct uf_vma *v;
 
-		if (i >= mm->nvmas || mm->vmas[i]->start >= e)
+		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= e)
 			return;
-		v = mm->vmas[i];
+		v = mm->vt.vmas[i];
 		if (v->start > a)
 			a = v->start;
 		b = v->end < e ? v->end : e;
@@ -854,8 +822,8 @@ static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e
  */
 static int __vma_refresh_one(struct uf_mm *mm, size_t i, struct kview *kv, unsigned long addr)
 {
-	struct uf_vma *v = mm->vmas[i], *b;
-	unsigned long limit = i + 1 < mm->nvmas ? mm->vmas[i + 1]->start : ULONG_MAX, a;
+	struct uf_vma *v = mm->vt.vmas[i], *b;
+	unsigned long limit = i + 1 < mm->vt.n ? mm->vt.vmas[i + 1]->start : ULONG_MAX, a;
 	struct kmap km, kp;
 	int changed = 0;
 
@@ -899,7 +867,7 @@ int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end)
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	/* from the VMA before @start too: it may have grown into the range */
 	i = __vma_index(mm, start);
-	for (i = i ? i - 1 : 0; i < mm->nvmas && mm->vmas[i]->start < end; i++)
+	for (i = i ? i - 1 : 0; i < mm->vt.n && mm->vt.vmas[i]->start < end; i++)
 		changed += __vma_refresh_one(mm, i, &kv, 0);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);
@@ -970,7 +938,7 @@ int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr)
 		return 0;
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	i = __vma_index(mm, addr);	/* the first VMA above addr */
-	if (i > 0 && mm->vmas[i - 1]->end <= addr)
+	if (i > 0 && mm->vt.vmas[i - 1]->end <= addr)
 		changed = __vma_refresh_one(mm, i - 1, &kv, addr);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);
@@ -1075,7 +1043,7 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 		uf_uffd_quiesce(&mm->uffd);
 		pthread_rwlock_wrlock(&mm->vma_lock);
 		i = __vma_index(mm, vma->start);
-		if (i >= mm->nvmas || mm->vmas[i]->start >= vma->end || tries >= 2000 ||
+		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= vma->end || tries >= 2000 ||
 		    !(mm->uffd.features & UFFD_FEATURE_EVENT_UNMAP))
 			break;
 		/* the event for what was there is on its way */
@@ -1513,8 +1481,8 @@ void uf_unmap_all(struct uf_mm *mm)
 		struct uf_vma *vma = NULL;
 
 		pthread_rwlock_wrlock(&mm->vma_lock);
-		if (mm->nvmas) {
-			vma = mm->vmas[mm->nvmas - 1];
+		if (mm->vt.n) {
+			vma = mm->vt.vmas[mm->vt.n - 1];
 			__vma_unlink(mm, vma);
 			__vma_busy(mm, vma, true);
 		}
