@@ -227,27 +227,22 @@ void __uf_table_remove_at(struct uf_vma_table *t, size_t i);
 void uf_table_free(struct uf_vma_table *t);
 
 /*
- * What the fault path and the page cache ask of the address spaces above
- * them (docs/design.md, Layers): mm.c fills it in, and a lower layer
- * reaches a VMA table, the fork children or the mm's lifetime only
- * through mm->as_ops.  Each member is the function of vma.c, as.c or mm.c
- * named beside it, whose comment says what it does and which locks.
+ * What the fault path and the page cache ask of the mm above them
+ * (docs/design.md, Layers): mm.c fills it in, and a lower layer reaches
+ * the program's own VMA table, the other address spaces or the mm's
+ * lifetime only through mm->ops.  Each member is the function of vma.c,
+ * as.c or mm.c named beside it, whose comment says what it does and which
+ * locks.
  */
-struct uf_as_ops {
-	/* uf_vma_lookup_get(), uf_as_lookup_get(): the VMA at @addr of the
-	 * mm's own table or of a child's, with a reference, and its page */
-	struct uf_vma *(*lookup_get)(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
-				     bool *nonlinear);
-	struct uf_vma *(*as_lookup_get)(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
-					bool *nonlinear);
+struct uf_mm_ops {
 	/* __uf_vma_find(): the mm's own VMA at @addr; mm->vma_lock held */
 	struct uf_vma *(*find)(struct uf_mm *mm, unsigned long addr);
 	/* uf_vma_zap(): take pages out of the mm's own mappings */
 	int (*zap)(struct uf_mm *mm, const struct uf_range *r, size_t n);
 	/* uf_vma_refresh_object(): the object's mappings as the kernel has them */
 	int (*refresh_object)(struct uf_object *obj);
-	/* uf_as_collect_writes(), __uf_as_collect_writes_try(): what fork
-	 * children wrote to the object */
+	/* uf_as_collect_writes(), __uf_as_collect_writes_try(): what other
+	 * address spaces wrote to the object */
 	void (*collect_writes)(struct uf_object *obj);
 	bool (*collect_writes_try)(struct uf_object *obj);
 	/* uf_mm_put(), uf_mm_put_child(): an object drops its reference */
@@ -255,9 +250,86 @@ struct uf_as_ops {
 	void (*put_child)(struct uf_mm *mm);
 };
 
+/*
+ * An address space an mm serves (as.c): the program's own (mm->self, ops
+ * uf_own_as_ops, vma.c), a fork child's or a served process's
+ * (uf_child_as_ops), an attached client's (uf_client_as_ops).  Each has
+ * its userfaultfd, its table lock and its VMA table (table.c, one
+ * implementation for all); what differs between them is in its ops.
+ * Another process's (ops->remote) has a userfaultfd of its own, a guest of
+ * the mm's engine, and VMAs that are its own copies: in nocow memory, in
+ * its table only, never on obj->vmas, so the program's walks never see
+ * them.
+ */
+struct uf_as_ops {
+	/* another process's: its VMAs are not on obj->vmas, live in nocow
+	 * memory, and the program cannot touch its pages */
+	bool remote;
+	/* A copy of [start, end) of @src for @as (a split, a fork), not
+	 * linked, with no object reference; NULL without memory.  Table
+	 * lock of @src held. */
+	struct uf_vma *(*copy)(struct uf_as *as, const struct uf_vma *src, unsigned long start,
+			       unsigned long end);
+	/* The page tables of [s, e) of @vma are going or gone with what they
+	 * knew of writes: how lost writes are judged.  Table lock held. */
+	void (*lost_writes)(struct uf_vma *vma, unsigned long s, unsigned long e);
+	/* The fault path (fault.c), no lock held: the VMA at @addr with a
+	 * reference and the object page it shows, or NULL, after which
+	 * ->no_vma answers the fault. */
+	struct uf_vma *(*lookup_get)(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				     bool *nonlinear);
+	void (*no_vma)(struct uf_as *as, unsigned long page_addr);
+	/* a write to a write-protected page of @vma */
+	void (*wp_fault)(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
+	/* the access of thread @tid at @addr cannot be served: what an
+	 * error does (the page is inside EOF) */
+	void (*sigbus)(struct uf_vma *vma, unsigned long addr, pid_t tid);
+	/* NULL, or: a fault on a page the cache held already (@cached) that
+	 * a wake would not resolve -- true when it is to get SIGBUS */
+	bool (*unresolved)(struct uf_as *as, pid_t tid, unsigned long page_addr, bool cached);
+};
+
+struct uf_as {
+	struct uf_mm *mm;		/* whose cache and threads serve it */
+	const struct uf_as_ops *ops;
+	struct uf_uffd *uffd;		/* the mm's engine, or &@guest */
+	pthread_rwlock_t *vma_lock;	/* &mm->vma_lock, or &@guest_lock */
+	struct uf_vma_table vt;		/* under *vma_lock */
+
+	/* another process's (ops->remote) */
+	struct uf_uffd guest;		/* its userfaultfd, a guest of the engine */
+	pthread_rwlock_t guest_lock;
+	struct uf_as *next;		/* mm->children, under mm->as_lock */
+	bool owned;			/* an attached client's (attach.c): freed
+					   by its owner, never reaped */
+	/* the last fault on a page the cache held already (as.c:
+	 * as_unresolved), by thread and address, and how many in a row
+	 * (atomic: handlers race, which only blurs the count) */
+	unsigned long stuck_addr;
+	pid_t stuck_tid;
+	unsigned int stuck_n;
+};
+
+/* VMAs to open (made by a split) and to release, once the table lock is
+ * dropped: ->open, ->close and the last object put must not run under it
+ * (table.c). */
+struct uf_vma_lists {
+	struct uf_vma *opened, *released;
+};
+int __uf_as_link(struct uf_as *as, struct uf_vma *v);
+void __uf_as_unlink(struct uf_as *as, struct uf_vma *v);
+struct uf_vma *__uf_as_split(struct uf_as *as, struct uf_vma *v, unsigned long addr,
+			     struct uf_vma_lists *l);
+void __uf_as_unmap_range(struct uf_as *as, unsigned long s, unsigned long e,
+			 struct uf_vma_lists *l);
+void __uf_as_move(struct uf_as *as, unsigned long from, unsigned long to, unsigned long len,
+		  struct uf_vma_lists *l);
+void uf_vma_lists_finish(struct uf_vma_lists *l);
+
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
-	const struct uf_as_ops *as_ops;	/* calls up from below (mm.c) */
+	const struct uf_mm_ops *ops;	/* calls up from below (mm.c) */
+	struct uf_as self;		/* the program's own address space */
 	pid_t pid;			/* the process that created it */
 	/*
 	 * UFFD_FEATURE_EVENT_FORK granted: regions are inherited, and each
@@ -272,8 +344,7 @@ struct uf_mm {
 	bool wp_sync;			/* dirty tracking by write-protect faults */
 	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
 
-	pthread_rwlock_t vma_lock;
-	struct uf_vma_table vt;		/* the program's own VMAs (table.c) */
+	pthread_rwlock_t vma_lock;	/* self's table lock */
 
 	pthread_mutex_t obj_lock;
 	struct uf_object *objects;	/* list through obj->mm_next */
@@ -363,8 +434,7 @@ struct uf_mm {
 
 struct uf_vma {
 	struct uf_mm *mm;		/* whose cache and threads serve it */
-	struct uf_as *as;		/* a child's address space, or NULL:
-					   the mm's own (mm->vmas) */
+	struct uf_as *as;		/* the address space it is in */
 	unsigned long start, end;
 	uint64_t pgoff;
 	int prot;
@@ -397,28 +467,6 @@ struct uf_vma {
 	struct uf_counters stats;
 };
 #define NL_WINDOW	(1ULL << 63)
-
-/*
- * Another process's address space served by an mm (as.c): a fork child's.
- * Its VMAs (vma->as set, vma->mm the serving mm) are its own copies: in
- * its table only, never on obj->vmas, so the parent's walks never see
- * them.  Its userfaultfd is a guest of the mm's engine.
- */
-struct uf_as {
-	struct uf_mm *mm;
-	struct uf_uffd uffd;
-	pthread_rwlock_t vma_lock;
-	struct uf_vma_table vt;		/* under vma_lock, nocow */
-	struct uf_as *next;		/* mm->children, under mm->as_lock */
-	bool owned;			/* an attached client's (attach.c): freed
-					   by its owner, never reaped */
-	/* the last fault on a page the cache held already (fault.c:
-	 * as_unresolved), by thread and address, and how many in a row
-	 * (atomic: handlers race, which only blurs the count) */
-	unsigned long stuck_addr;
-	pid_t stuck_tid;
-	unsigned int stuck_n;
-};
 
 /*
  * rmap.c: a VMA as the layers below the address space see it: its
@@ -461,20 +509,25 @@ static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
 
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
 {
-	return vma->as ? &vma->as->uffd : &vma->mm->uffd;
+	return vma->as->uffd;
 }
 
 static inline pthread_rwlock_t *uf_vma_table_lock(const struct uf_vma *vma)
 {
-	return vma->as ? &vma->as->vma_lock : &vma->mm->vma_lock;
+	return vma->as->vma_lock;
+}
+
+/* Is @vma another process's (as.c)? */
+static inline bool uf_vma_remote(const struct uf_vma *vma)
+{
+	return vma->as->ops->remote;
 }
 
 /* as.c */
+extern const struct uf_as_ops uf_child_as_ops, uf_client_as_ops;
 extern const struct uf_uffd_ops uf_as_uffd_ops;
-void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *msg);
+void uf_as_fork(struct uf_as *parent, const struct uffd_msg *msg);
 void uf_as_event(void *owner, const struct uffd_msg *msg);
-struct uf_vma *uf_as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
-				bool *nonlinear);
 void uf_as_reap(struct uf_mm *mm, bool force);
 void uf_as_destroy_all(struct uf_mm *mm);
 void uf_as_collect_writes(struct uf_object *obj);
@@ -603,6 +656,7 @@ void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);
 
 /* vma.c */
+extern const struct uf_as_ops uf_own_as_ops;
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
 				 bool *nonlinear);
 void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
@@ -623,6 +677,8 @@ int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
 void uf_fault_handle(void *owner, unsigned int slot, const struct uffd_msg *msg);
 void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg);
 int uf_fault_idle_ms(struct uf_mm *mm);
+void uf_fault_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid);
+int uf_fault_poison_page(struct uf_vma *vma, unsigned long page_addr);
 void uf_fault_idle(struct uf_mm *mm);
 struct uf_vma *uf_fault_vma(void);
 /* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the

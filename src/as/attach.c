@@ -377,9 +377,9 @@ static bool srv_table_full(struct uf_attach_srv *c, size_t more)
 {
 	size_t n;
 
-	pthread_rwlock_rdlock(&c->as->vma_lock);
+	pthread_rwlock_rdlock(c->as->vma_lock);
 	n = c->as->vt.n;
-	pthread_rwlock_unlock(&c->as->vma_lock);
+	pthread_rwlock_unlock(c->as->vma_lock);
 	return n + more > ATT_MAX_MAPS;
 }
 

@@ -275,15 +275,15 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 {
 	static const char zeros[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
 	struct uf_object *obj = vma->obj;
-	struct uf_uffd *u = &vma->as->uffd;
+	struct uf_uffd *u = vma->as->uffd;
 	size_t n, copied;
 	int ret;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		pthread_rwlock_rdlock(vma->as->vma_lock);
 		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
 		    addr >= vma->end) {
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+			pthread_rwlock_unlock(vma->as->vma_lock);
 			return 0;
 		}
 		if (region_removed(r, pg)) {
@@ -291,7 +291,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 			ret = write ? uf_uffd_copy_mapped(u, addr, zeros, PAGE_SIZE,
 							  UF_UFFD_DONTWAKE, NULL)
 				    : uf_uffd_zeropage_mapped(u, addr, PAGE_SIZE, UF_UFFD_DONTWAKE);
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+			pthread_rwlock_unlock(vma->as->vma_lock);
 			if (ret == -EAGAIN) {
 				uf_uffd_settle(u);
 				continue;
@@ -302,7 +302,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		if (!uf_pagemap_test(&obj->pages, UF_PG_PRESENT, pg)) {
 			pthread_rwlock_unlock(&obj->invalidate_lock);
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+			pthread_rwlock_unlock(vma->as->vma_lock);
 			return -ENOENT;
 		}
 		if (max > (vma->end - addr) >> PAGE_SHIFT)
@@ -317,7 +317,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 		copied = 0;
 		ret = cache_copy(obj, u, addr, pg, n, UF_UFFD_DONTWAKE, &copied);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
-		pthread_rwlock_unlock(&vma->as->vma_lock);
+		pthread_rwlock_unlock(vma->as->vma_lock);
 		if (ret == -EAGAIN && !copied) {
 			uf_uffd_settle(u);	/* an event first */
 			continue;
@@ -371,7 +371,7 @@ static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 	uint64_t a, b, e, vend;
 	int ret = 0;
 
-	if (pthread_rwlock_tryrdlock(&as->vma_lock))
+	if (pthread_rwlock_tryrdlock(as->vma_lock))
 		return;
 	vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 	a = q > vma->pgoff ? q : vma->pgoff;
@@ -387,7 +387,7 @@ static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 		}
 		for (e = a + 1; e < b && !region_removed(k->r, e); e++)
 			;
-		ret = uf_uffd_copy_mapped(&as->uffd, vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
+		ret = uf_uffd_copy_mapped(as->uffd, vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
 					  buf + ((a - q) << PAGE_SHIFT), (size_t)(e - a) << PAGE_SHIFT,
 					  UF_UFFD_DONTWAKE, &copied);
 		if (k->pg >= a && k->pg < a + (copied >> PAGE_SHIFT))
@@ -400,7 +400,7 @@ static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 			ret = 0;
 		}
 	}
-	pthread_rwlock_unlock(&as->vma_lock);
+	pthread_rwlock_unlock(as->vma_lock);
 }
 
 /*
@@ -556,7 +556,7 @@ static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64
 		}
 		for (e = q + 1; e < b && AHEAD_OK(e); e++)
 			;
-		ret = uf_uffd_copy_mapped(&w->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+		ret = uf_uffd_copy_mapped(w->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
 					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
 					  0, &copied);
 		ahead_set_done(w, q, copied >> PAGE_SHIFT);
@@ -668,11 +668,11 @@ static void ahead_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 	size_t i = 0;
 	int ret = 0;
 
-	if (k->gone || pthread_rwlock_tryrdlock(&w->as->vma_lock))
+	if (k->gone || pthread_rwlock_tryrdlock(w->as->vma_lock))
 		return;
 	while (!ret && ahead_next_vma(w, &i, q, n, &v, &a, &b))
 		ret = __ahead_copy_buf(w, v, a, b, buf + ((a - q) << PAGE_SHIFT), false);
-	pthread_rwlock_unlock(&w->as->vma_lock);
+	pthread_rwlock_unlock(w->as->vma_lock);
 	if (ret == -ESRCH)
 		k->gone = true;
 }
@@ -716,13 +716,13 @@ static int ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 			return -ESRCH;
 	}
 	for (tries = 0; tries < SERVE_TRIES && n > 1; tries++) {
-		pthread_rwlock_rdlock(&as->vma_lock);
+		pthread_rwlock_rdlock(as->vma_lock);
 		for (i = 0, ret = 0; !ret && ahead_next_vma(w, &i, first, n, &v, &a, &b);)
 			ret = __ahead_copy(w, v, a, b);
-		pthread_rwlock_unlock(&as->vma_lock);
+		pthread_rwlock_unlock(as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(&as->uffd);	/* an event first (what is done stays) */
+		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
 	}
 	return ret == -ESRCH ? ret : 0;
 }
@@ -817,7 +817,7 @@ static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, 
 		w->done = calloc(DIV_ROUND_UP(win, BITS_PER_LONG), sizeof(unsigned long));
 	}
 	if (w && w->done) {
-		uf_uffd_guest_hold(&vma->as->uffd);
+		uf_uffd_guest_hold(vma->as->uffd);
 		uf_object_get(vma->obj);
 		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 		if (uf_worker_queue(mm, &w->work))
@@ -876,16 +876,16 @@ static int huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long a
 		     bool probe)
 {
 	struct uf_object *obj = vma->obj;
-	struct uf_uffd *u = &vma->as->uffd;
+	struct uf_uffd *u = vma->as->uffd;
 	struct uf_bounce *bounce = NULL;
 	char *buf = NULL;
 	int ret;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		pthread_rwlock_rdlock(vma->as->vma_lock);
 		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
 		    addr + UF_HUGE_SIZE > vma->end) {
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+			pthread_rwlock_unlock(vma->as->vma_lock);
 			ret = 0;
 			break;
 		}
@@ -907,7 +907,7 @@ static int huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long a
 		}
 		if (ret == -EEXIST && probe && !uf_uffd_poison_mapped(u, addr, UF_HUGE_SIZE))
 			ret = -ENOMEM;
-		pthread_rwlock_unlock(&vma->as->vma_lock);
+		pthread_rwlock_unlock(vma->as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
 		uf_uffd_settle(u);	/* an event first */
@@ -956,14 +956,14 @@ static int huge_serve(struct uf_vma *vma, struct serve_region *r, unsigned long 
  */
 static int huge_poison(struct uf_vma *vma, unsigned long addr)
 {
-	struct uf_uffd *u = &vma->as->uffd;
+	struct uf_uffd *u = vma->as->uffd;
 	int ret;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		pthread_rwlock_rdlock(vma->as->vma_lock);
 		ret = __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
 		      addr + UF_HUGE_SIZE > vma->end ? 0 : uf_uffd_poison_mapped(u, addr, UF_HUGE_SIZE);
-		pthread_rwlock_unlock(&vma->as->vma_lock);
+		pthread_rwlock_unlock(vma->as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
 		uf_uffd_settle(u);
@@ -1199,7 +1199,7 @@ static void serve_event(void *owner, const struct uffd_msg *msg)
 		void *arg = NULL;
 		size_t i;
 
-		pthread_rwlock_wrlock(&as->vma_lock);
+		pthread_rwlock_wrlock(as->vma_lock);
 		for (i = 0; i < as->vt.n; i++) {
 			struct uf_vma *v = as->vt.vmas[i];
 			unsigned long a;
@@ -1214,7 +1214,7 @@ static void serve_event(void *owner, const struct uffd_msg *msg)
 			for (a = v->start > s ? v->start : s; a < v->end && a < e; a += PAGE_SIZE)
 				region_remove(v->private_data, __uf_vma_pgoff(v, a));
 		}
-		pthread_rwlock_unlock(&as->vma_lock);
+		pthread_rwlock_unlock(as->vma_lock);
 		if (report && e > s)
 			report(arg, s, ((e + PAGE_SIZE - 1) & PAGE_MASK) - s);
 	}
@@ -1261,7 +1261,7 @@ static int __push_vma(struct uf_vma *v, uint64_t a, uint64_t b)
 {
 	struct serve_region *r = v->private_data;
 	struct uf_object *obj = v->obj;
-	struct uf_uffd *u = &v->as->uffd;
+	struct uf_uffd *u = v->as->uffd;
 	uint64_t q = a, e;
 	int ret = 0;
 
@@ -1302,7 +1302,7 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 	size_t i;
 
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
-		pthread_rwlock_rdlock(&as->vma_lock);
+		pthread_rwlock_rdlock(as->vma_lock);
 		for (i = 0, ret = 0; i < as->vt.n && !ret; i++) {
 			struct uf_vma *v = as->vt.vmas[i];
 			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
@@ -1315,10 +1315,10 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 			if (a < b)
 				ret = __push_vma(v, a, b);
 		}
-		pthread_rwlock_unlock(&as->vma_lock);
+		pthread_rwlock_unlock(as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(&as->uffd);	/* an event first (what is done stays) */
+		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
 	}
 	return ret == -ESRCH ? ret : 0;
 }

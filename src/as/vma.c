@@ -40,13 +40,13 @@
 /* Locking: mm->vma_lock held (either mode). */
 static size_t __vma_index(struct uf_mm *mm, unsigned long addr)
 {
-	return __uf_table_index(&mm->vt, addr);	/* first VMA whose end is above addr */
+	return __uf_table_index(&mm->self.vt, addr);	/* first VMA whose end is above addr */
 }
 
 /* Locking: mm->vma_lock held (either mode). */
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr)
 {
-	return __uf_table_find(&mm->vt, addr);
+	return __uf_table_find(&mm->self.vt, addr);
 }
 
 /*
@@ -64,30 +64,6 @@ static void rmap_unlock(struct uf_vma *v)
 {
 	if (v->obj)
 		pthread_rwlock_unlock(&v->obj->rmap_lock);
-}
-
-/* Locking: mm->vma_lock held exclusive, obj->rmap_lock exclusive. */
-static int __vma_link(struct uf_mm *mm, struct uf_vma *vma)
-{
-	int ret = __uf_table_insert(&mm->vt, vma);
-
-	if (ret)
-		return ret;
-	if (vma->obj)
-		__uf_rmap_link(vma);
-	return 0;
-}
-
-/* Locking: mm->vma_lock held exclusive. */
-static void __vma_unlink(struct uf_mm *mm, struct uf_vma *vma)
-{
-	__uf_table_remove_at(&mm->vt, __vma_index(mm, vma->start));
-	__atomic_store_n(&vma->dead, true, __ATOMIC_RELEASE);
-	if (vma->obj) {
-		rmap_wrlock(vma);
-		__uf_rmap_unlink(vma);
-		rmap_unlock(vma);
-	}
 }
 
 /*
@@ -138,7 +114,7 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	 */
 	bool wp = (vma->flags & VMA_WP) ||
 		  (vma->mm->budget_pages && vma->mm->wp_sync && (vma->flags & VMA_SHARED)) ||
-		  (vma->obj && !vma->as && uf_ws_watching(vma->obj));
+		  (vma->obj && !uf_vma_remote(vma) && uf_ws_watching(vma->obj));
 	int ret = uf_uffd_register(&vma->mm->uffd, start, len, wp);
 
 	if (ret)
@@ -196,28 +172,6 @@ static void __vma_busy(struct uf_mm *mm, struct uf_vma *vma, bool on)
 	}
 }
 
-/* VMAs to open (made by a split) and to release, once vma_lock is dropped:
- * ->open, ->close and the last object put must not run under it. */
-struct vma_lists {
-	struct uf_vma *opened, *released;
-};
-
-static void vma_lists_finish(struct vma_lists *l)
-{
-	struct uf_vma *v;
-
-	while ((v = l->opened)) {
-		l->opened = v->ev_next;
-		if (v->vm_ops->open)
-			v->vm_ops->open(v);
-		uf_vma_put(v);		/* held since the split */
-	}
-	while ((v = l->released)) {
-		l->released = v->ev_next;
-		uf_vma_release(v);
-	}
-}
-
 /*
  * Can the page tables of @vma hold writes that the object's dirty bits
  * (obj->pages, UF_PG_DIRTY) do not know?
@@ -241,111 +195,70 @@ static void __vma_mark_dirty(struct uf_vma *vma, unsigned long s, unsigned long 
 	pthread_rwlock_unlock(&vma->obj->invalidate_lock);
 }
 
-/* The page tables of [s, e) of @vma are going or gone with what they knew
- * of writes.  Locking: mm->vma_lock held. */
-static void __vma_lost_writes(struct uf_vma *vma, unsigned long s, unsigned long e)
+/* ->lost_writes of the program's own address space: the page tables of
+ * [s, e) of @vma are going or gone with what they knew of writes.
+ * Locking: mm->vma_lock held. */
+static void own_lost_writes(struct uf_vma *vma, unsigned long s, unsigned long e)
 {
 	if (may_hold_writes(vma))
 		__vma_mark_dirty(vma, s, e);
 }
 
 /*
- * Split @vma at @addr: @vma keeps [start, addr); a new VMA with the same
- * object, ops and private data gets [addr, end), is linked, and goes on
- * l->opened (its ->open is called later; the list holds a reference).
- * Return it, or NULL without memory (nothing changed).
- * Locking: mm->vma_lock held exclusive.
+ * ->copy of the program's own address space: a VMA with the object, ops
+ * and private data of @src for [start, end) of it (a split).  NULL
+ * without memory.  Locking: mm->vma_lock held exclusive.
  */
-static struct uf_vma *__vma_split(struct uf_mm *mm, struct uf_vma *vma, unsigned long addr,
-				  struct vma_lists *l)
+static struct uf_vma *own_copy(struct uf_as *as, const struct uf_vma *src, unsigned long start,
+			       unsigned long end)
 {
-	size_t idx = (addr - vma->start) >> PAGE_SHIFT, n = (vma->end - addr) >> PAGE_SHIFT;
-	struct uf_vma *nv = uf_vma_alloc(mm, 0, vma->prot);
+	size_t idx = (start - src->start) >> PAGE_SHIFT, n = (end - start) >> PAGE_SHIFT;
+	struct uf_vma *nv = uf_vma_alloc(as->mm, 0, src->prot);
 
 	if (!nv)
 		return NULL;
-	if (vma->nl_pgoff) {
+	if (src->nl_pgoff) {
 		nv->nl_pgoff = malloc(n * sizeof(*nv->nl_pgoff));
 		if (!nv->nl_pgoff) {
 			uf_vma_free(nv);
 			return NULL;
 		}
-		memcpy(nv->nl_pgoff, vma->nl_pgoff + idx, n * sizeof(*nv->nl_pgoff));
+		memcpy(nv->nl_pgoff, src->nl_pgoff + idx, n * sizeof(*nv->nl_pgoff));
 	}
-	nv->start = addr;
-	nv->end = vma->end;
-	nv->pgoff = vma->pgoff + idx;
-	nv->flags = vma->flags;
-	nv->vm_ops = vma->vm_ops;
-	nv->private_data = vma->private_data;
-	nv->obj = vma->obj;
-	nv->ino = vma->ino;
-	rmap_wrlock(vma);
-	vma->end = addr;
-	if (__vma_link(mm, nv)) {
-		vma->end = nv->end;
-		rmap_unlock(vma);
-		uf_vma_free(nv);
-		return NULL;
-	}
-	rmap_unlock(vma);
-	if (nv->obj)
-		uf_object_get(nv->obj);
-	nv->refs++;		/* for l->opened */
-	nv->ev_next = l->opened;
-	l->opened = nv;
+	nv->start = start;
+	nv->end = end;
+	nv->pgoff = src->pgoff + idx;
+	nv->flags = src->flags;
+	nv->vm_ops = src->vm_ops;
+	nv->private_data = src->private_data;
+	nv->obj = src->obj;
+	nv->ino = src->ino;
 	return nv;
 }
 
-/* @vma now starts at @addr.  Locking: mm->vma_lock held exclusive. */
-static void __vma_trim_head(struct uf_vma *vma, unsigned long addr)
+/* ->lookup_get of the program's own address space (uf_vma_lookup_get). */
+static struct uf_vma *own_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				     bool *nonlinear)
 {
-	size_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-	if (vma->nl_pgoff)
-		memmove(vma->nl_pgoff, vma->nl_pgoff + idx,
-			((vma->end - addr) >> PAGE_SHIFT) * sizeof(*vma->nl_pgoff));
-	vma->pgoff += idx;
-	vma->start = addr;
+	return uf_vma_lookup_get(as->mm, addr, pgoff, nonlinear);
 }
 
-/*
- * [s, e) is no longer mapped: cut it out of the table (trim, split, drop);
- * the cached pages it showed count as dirty where writes may have gone
- * with the page tables.
- * Locking: mm->vma_lock held exclusive.
- */
-static void __vma_unmap_range(struct uf_mm *mm, unsigned long s, unsigned long e,
-			      struct vma_lists *l)
+/* ->no_vma: unmapped meanwhile: the retry meets the placeholder. */
+static void own_no_vma(struct uf_as *as, unsigned long page_addr)
 {
-	for (;;) {
-		size_t i = __vma_index(mm, s);
-		struct uf_vma *v;
-
-		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= e)
-			return;
-		v = mm->vt.vmas[i];
-		__vma_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
-		if (v->start < s && v->end > e && !__vma_split(mm, v, e, l)) {
-			/* no memory for the tail: it is dropped too (its
-			 * pages were marked dirty above only in part) */
-			__vma_lost_writes(v, e, v->end);
-		}
-		if (v->start < s) {
-			rmap_wrlock(v);
-			v->end = s;			/* keep the head */
-			rmap_unlock(v);
-		} else if (v->end > e) {
-			rmap_wrlock(v);
-			__vma_trim_head(v, e);		/* keep the tail */
-			rmap_unlock(v);
-		} else {
-			__vma_unlink(mm, v);
-			v->ev_next = l->released;
-			l->released = v;
-		}
-	}
+	uf_uffd_wake(as->uffd, page_addr, PAGE_SIZE);
 }
+
+/* The program's own address space (mm->self). */
+const struct uf_as_ops uf_own_as_ops = {
+	.remote		= false,
+	.copy		= own_copy,
+	.lost_writes	= own_lost_writes,
+	.lookup_get	= own_lookup_get,
+	.no_vma		= own_no_vma,
+	.wp_fault	= uf_handle_wp_fault,	/* writeback.c */
+	.sigbus		= uf_fault_sigbus,	/* fault.c */
+};
 
 /* Is [s, e) a range ufault mapped over itself?  Consume the note.
  * Locking: mm->vma_lock held exclusive. */
@@ -432,49 +345,6 @@ static bool zap_noted(struct uf_mm *mm, unsigned long s, unsigned long e)
 }
 
 /*
- * mremap() moved [from, from + len) to @to (registration and page tables
- * went along: UFFD_FEATURE_EVENT_REMAP).  A part grown with the move is
- * found by uf_vma_refresh().
- * Locking: mm->vma_lock held exclusive.
- */
-static void __vma_move(struct uf_mm *mm, unsigned long from, unsigned long to, unsigned long len,
-		       struct vma_lists *l)
-{
-	unsigned long delta = to - from;
-	struct uf_vma *moved = NULL, *v;
-	size_t i;
-
-	/* what the table still shows at the target is stale */
-	__vma_unmap_range(mm, to, to + len, l);
-	/* whole VMAs only */
-	i = __vma_index(mm, from);
-	if (i < mm->vt.n && mm->vt.vmas[i]->start < from && !__vma_split(mm, mm->vt.vmas[i], from, l))
-		return;
-	i = __vma_index(mm, from + len - 1);
-	if (i < mm->vt.n && mm->vt.vmas[i]->start < from + len && mm->vt.vmas[i]->end > from + len &&
-	    !__vma_split(mm, mm->vt.vmas[i], from + len, l))
-		return;
-	/* out of the array, then back in at their new place */
-	for (;;) {
-		i = __vma_index(mm, from);
-		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= from + len)
-			break;
-		v = mm->vt.vmas[i];
-		__uf_table_remove_at(&mm->vt, i);
-		v->ev_next = moved;
-		moved = v;
-	}
-	while ((v = moved)) {
-		moved = v->ev_next;
-		rmap_wrlock(v);
-		v->start += delta;
-		v->end += delta;
-		rmap_unlock(v);
-		__uf_table_insert(&mm->vt, v);	/* (room: it was in) */
-	}
-}
-
-/*
  * ->event of the engine: the program unmapped (munmap, mmap MAP_FIXED,
  * mremap shrinking), moved (mremap) or zapped (madvise MADV_DONTNEED or
  * MADV_REMOVE) part of a registered range.  The kernel has let the
@@ -486,12 +356,12 @@ struct kview;
 static int kview_open(struct uf_mm *mm, struct kview *kv);
 static void kview_close(struct kview *kv);
 static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e,
-			      struct kview *kv, struct vma_lists *l);
+			      struct kview *kv, struct uf_vma_lists *l);
 
 void uf_vma_event(void *owner, const struct uffd_msg *msg)
 {
 	struct uf_mm *mm = owner;
-	struct vma_lists l = { NULL, NULL };
+	struct uf_vma_lists l = { NULL, NULL };
 	struct kview *kv = NULL;
 	char kvbuf[64] __attribute__((aligned(16)));
 
@@ -520,8 +390,8 @@ void uf_vma_event(void *owner, const struct uffd_msg *msg)
 
 		if (zap_noted(mm, s, e))
 			break;		/* ufault's own: nothing was written */
-		for (i = __vma_index(mm, s); i < mm->vt.n && mm->vt.vmas[i]->start < e; i++) {
-			struct uf_vma *v = mm->vt.vmas[i];
+		for (i = __vma_index(mm, s); i < mm->self.vt.n && mm->self.vt.vmas[i]->start < e; i++) {
+			struct uf_vma *v = mm->self.vt.vmas[i];
 			unsigned long a = v->start > s ? v->start : s, b = v->end < e ? v->end : e;
 
 			if (v->obj && (v->flags & VMA_SHARED) && !v->obj->readonly)
@@ -530,7 +400,7 @@ void uf_vma_event(void *owner, const struct uffd_msg *msg)
 		break;
 	}
 	case UFFD_EVENT_REMAP:
-		__vma_move(mm, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len, &l);
+		__uf_as_move(&mm->self, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len, &l);
 		break;
 	default:
 		break;
@@ -538,7 +408,7 @@ void uf_vma_event(void *owner, const struct uffd_msg *msg)
 	pthread_rwlock_unlock(&mm->vma_lock);
 	if (kv)
 		kview_close(kv);
-	vma_lists_finish(&l);
+	uf_vma_lists_finish(&l);
 }
 
 /* ------------------------------------------------------------------ */
@@ -789,7 +659,7 @@ static unsigned long __vma_live_until(struct uf_mm *mm, struct uf_vma *v, unsign
  * Locking: mm->vma_lock held exclusive.
  */
 static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e,
-			      struct kview *kv, struct vma_lists *l)
+			      struct kview *kv, struct uf_vma_lists *l)
 {
 	unsigned long a = s;
 
@@ -798,9 +668,9 @@ static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e
 		unsigned long b, live;
 		struct uf_vma *v;
 
-		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= e)
+		if (i >= mm->self.vt.n || mm->self.vt.vmas[i]->start >= e)
 			return;
-		v = mm->vt.vmas[i];
+		v = mm->self.vt.vmas[i];
 		if (v->start > a)
 			a = v->start;
 		b = v->end < e ? v->end : e;
@@ -809,7 +679,7 @@ static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e
 			a = live;
 			continue;
 		}
-		__vma_unmap_range(mm, a, b, l);
+		__uf_as_unmap_range(&mm->self, a, b, l);
 		a = b;
 	}
 }
@@ -822,8 +692,8 @@ static void __vma_unmap_event(struct uf_mm *mm, unsigned long s, unsigned long e
  */
 static int __vma_refresh_one(struct uf_mm *mm, size_t i, struct kview *kv, unsigned long addr)
 {
-	struct uf_vma *v = mm->vt.vmas[i], *b;
-	unsigned long limit = i + 1 < mm->vt.n ? mm->vt.vmas[i + 1]->start : ULONG_MAX, a;
+	struct uf_vma *v = mm->self.vt.vmas[i], *b;
+	unsigned long limit = i + 1 < mm->self.vt.n ? mm->self.vt.vmas[i + 1]->start : ULONG_MAX, a;
 	struct kmap km, kp;
 	int changed = 0;
 
@@ -867,7 +737,7 @@ int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end)
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	/* from the VMA before @start too: it may have grown into the range */
 	i = __vma_index(mm, start);
-	for (i = i ? i - 1 : 0; i < mm->vt.n && mm->vt.vmas[i]->start < end; i++)
+	for (i = i ? i - 1 : 0; i < mm->self.vt.n && mm->self.vt.vmas[i]->start < end; i++)
 		changed += __vma_refresh_one(mm, i, &kv, 0);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);
@@ -938,7 +808,7 @@ int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr)
 		return 0;
 	pthread_rwlock_wrlock(&mm->vma_lock);
 	i = __vma_index(mm, addr);	/* the first VMA above addr */
-	if (i > 0 && mm->vt.vmas[i - 1]->end <= addr)
+	if (i > 0 && mm->self.vt.vmas[i - 1]->end <= addr)
 		changed = __vma_refresh_one(mm, i - 1, &kv, addr);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	kview_close(&kv);
@@ -1011,7 +881,7 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	int ret;
 
 	const struct uf_vm_operations *ops;
-	struct vma_lists l = { NULL, NULL };
+	struct uf_vma_lists l = { NULL, NULL };
 	unsigned int tries;
 
 	/* an object mapping at file offset modulo 2 MiB: huge extents map
@@ -1043,14 +913,14 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 		uf_uffd_quiesce(&mm->uffd);
 		pthread_rwlock_wrlock(&mm->vma_lock);
 		i = __vma_index(mm, vma->start);
-		if (i >= mm->vt.n || mm->vt.vmas[i]->start >= vma->end || tries >= 2000 ||
+		if (i >= mm->self.vt.n || mm->self.vt.vmas[i]->start >= vma->end || tries >= 2000 ||
 		    !(mm->uffd.features & UFFD_FEATURE_EVENT_UNMAP))
 			break;
 		/* the event for what was there is on its way */
 		pthread_rwlock_unlock(&mm->vma_lock);
 		usleep(1000);
 	}
-	__vma_unmap_range(mm, vma->start, vma->end, &l);
+	__uf_as_unmap_range(&mm->self, vma->start, vma->end, &l);
 	/*
 	 * Linked under rmap_lock: a fill either copied before (its page is
 	 * present, and protected here) or sees the VMA and protects its holes
@@ -1058,14 +928,14 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	 * mapping before uf_mmap() returns.
 	 */
 	rmap_wrlock(vma);
-	ret = __vma_link(mm, vma);
+	ret = __uf_as_link(&mm->self, vma);
 	if (!ret && (vma->flags & VMA_WP))
 		vma->obj->rmap_gen++;
 	rmap_unlock(vma);
 	if (!ret && (vma->flags & VMA_WP)) {
 		ret = uf_vma_protect_cached(vma, vma->start, vma->end);
 		if (ret)
-			__vma_unlink(mm, vma);
+			__uf_as_unlink(&mm->self, vma);
 	}
 	if (!ret)
 		__vma_busy(mm, vma, false);
@@ -1073,7 +943,7 @@ static int vma_install(struct uf_mm *mm, struct uf_vma *vma, int mflags, int fd,
 	if (!ret)
 		uf_vma_inherit(vma, vma->start, len);
 	pthread_rwlock_unlock(&mm->vma_lock);
-	vma_lists_finish(&l);
+	uf_vma_lists_finish(&l);
 	if (ret)
 		goto fail;
 	if (ops->open)
@@ -1276,7 +1146,7 @@ UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 	}
 	for (a = start; a < start + len; a = vma->end) {
 		vma = __uf_vma_find(mm, a);
-		__vma_unlink(mm, vma);
+		__uf_as_unlink(&mm->self, vma);
 		__vma_busy(mm, vma, true);
 		vma->ev_next = gone;
 		gone = vma;
@@ -1339,7 +1209,7 @@ static int __vma_mprotect(struct uf_vma *v, int prot)
 UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 {
 	unsigned long s = (unsigned long)addr, e, a;
-	struct vma_lists l = { NULL, NULL };
+	struct uf_vma_lists l = { NULL, NULL };
 	struct uf_vma *v;
 	int ret = 0;
 
@@ -1374,12 +1244,12 @@ UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 	}
 	/* whole VMAs (a split alone changes nothing a program sees) */
 	v = __uf_vma_find(mm, s);
-	if (v->start < s && !__vma_split(mm, v, s, &l)) {
+	if (v->start < s && !__uf_as_split(&mm->self, v, s, &l)) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	v = __uf_vma_find(mm, e - 1);
-	if (v->end > e && !__vma_split(mm, v, e, &l)) {
+	if (v->end > e && !__uf_as_split(&mm->self, v, e, &l)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -1389,7 +1259,7 @@ UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 	}
 out:
 	pthread_rwlock_unlock(&mm->vma_lock);
-	vma_lists_finish(&l);
+	uf_vma_lists_finish(&l);
 	return ret;
 }
 
@@ -1481,9 +1351,9 @@ void uf_unmap_all(struct uf_mm *mm)
 		struct uf_vma *vma = NULL;
 
 		pthread_rwlock_wrlock(&mm->vma_lock);
-		if (mm->vt.n) {
-			vma = mm->vt.vmas[mm->vt.n - 1];
-			__vma_unlink(mm, vma);
+		if (mm->self.vt.n) {
+			vma = mm->self.vt.vmas[mm->self.vt.n - 1];
+			__uf_as_unlink(&mm->self, vma);
 			__vma_busy(mm, vma, true);
 		}
 		pthread_rwlock_unlock(&mm->vma_lock);
