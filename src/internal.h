@@ -408,6 +408,11 @@ struct uf_mm {
 	pthread_cond_t attach_cond;
 	struct uf_attach *attached;
 	struct uf_attach_srv *served;
+	/* set by the first uf_object_attach() (atomic): the object served
+	 * by another process with a mapping in [start, end), with a
+	 * reference, or NULL; its obj->remote does the mapping calls */
+	struct uf_object *(*remote_find)(struct uf_mm *mm, unsigned long start,
+					 unsigned long end);
 
 	size_t ra_max;			/* readahead pages */
 	struct uf_worker *worker;	/* background work (worker.c) */
@@ -621,18 +626,19 @@ struct uf_remote_ops {
 	int (*truncate)(struct uf_object *obj, uint64_t size);
 	int (*punch_hole)(struct uf_object *obj, uint64_t off, uint64_t len);
 	int (*sync)(struct uf_object *obj);
+	/* uf_mmap() of the object; uf_munmap(), uf_mprotect(), uf_msync()
+	 * of [start, end), where a mapping of the object is (vma.c finds it
+	 * through mm->remote_find) */
+	int (*mmap)(struct uf_object *obj, size_t len, int prot, int flags, uint64_t offset,
+		    void **addrp);
+	int (*munmap)(struct uf_object *obj, unsigned long start, unsigned long end);
+	int (*mprotect)(struct uf_object *obj, unsigned long start, unsigned long end, int prot);
+	int (*msync)(struct uf_object *obj, unsigned long start, unsigned long end);
 };
 
 /* attach.c: objects served by another process, and serving them */
 struct uf_attach;
 struct uf_attach_srv;
-int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_object *obj,
-		   uint64_t offset, void **addrp);
-/* the calls on addresses: 1 when no attached mapping is in the range
- * (the caller goes on), else 0 or -errno */
-int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
-int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
-int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
 
 /* thread.c: ufault's own threads, on stacks fork children do not inherit */

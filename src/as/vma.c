@@ -960,6 +960,16 @@ fail:
 	return ret;
 }
 
+/* The object served by another process (attach.c) with a mapping in
+ * [s, e), with a reference, or NULL: its obj->remote does the call. */
+static struct uf_object *remote_at(struct uf_mm *mm, unsigned long s, unsigned long e)
+{
+	struct uf_object *(*find)(struct uf_mm *, unsigned long, unsigned long) =
+		__atomic_load_n(&mm->remote_find, __ATOMIC_ACQUIRE);
+
+	return find ? find(mm, s, e) : NULL;
+}
+
 static const struct uf_vm_operations uf_file_vm_ops = {
 	.fault	= uf_filemap_fault,
 };
@@ -990,8 +1000,8 @@ UF_EXPORT int uf_mmap(struct uf_mm *mm, size_t len, int prot, int flags,
 		return -EOVERFLOW;
 	if (obj->readonly && flags == UF_MAP_SHARED && (prot & PROT_WRITE))
 		return -EACCES;
-	if (obj->attach)
-		return uf_attach_mmap(mm, len, prot, flags, obj, offset, addrp);
+	if (obj->remote)
+		return obj->remote->mmap(obj, len, prot, flags, offset, addrp);
 
 	vma = uf_vma_alloc(mm, len, prot);
 	if (!vma)
@@ -1109,6 +1119,7 @@ UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 {
 	unsigned long start = (unsigned long)addr, a;
 	struct uf_vma *vma, *gone = NULL;
+	struct uf_object *obj;
 	int ret;
 
 	if (!mm || !PAGE_ALIGNED(start) || !len)
@@ -1120,9 +1131,12 @@ UF_EXPORT int uf_munmap(struct uf_mm *mm, void *addr, size_t len)
 	len = PAGE_ALIGN(len);
 	if (start + len < start)
 		return -EINVAL;
-	ret = uf_attach_munmap(mm, start, start + len);
-	if (ret != 1)
+	obj = remote_at(mm, start, start + len);
+	if (obj) {
+		ret = obj->remote->munmap(obj, start, start + len);
+		uf_object_put(obj);
 		return ret;
+	}
 
 	/* what the program did to the range with the system's calls first:
 	 * never unmap what is no longer ufault's */
@@ -1210,6 +1224,7 @@ UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 {
 	unsigned long s = (unsigned long)addr, e, a;
 	struct uf_vma_lists l = { NULL, NULL };
+	struct uf_object *obj;
 	struct uf_vma *v;
 	int ret = 0;
 
@@ -1222,10 +1237,12 @@ UF_EXPORT int uf_mprotect(struct uf_mm *mm, void *addr, size_t len, int prot)
 	if (len > ULONG_MAX - PAGE_SIZE || s + PAGE_ALIGN(len) < s)
 		return -ENOMEM;
 	e = s + PAGE_ALIGN(len);
-	ret = uf_attach_mprotect(mm, s, e, prot);
-	if (ret != 1)
+	obj = remote_at(mm, s, e);
+	if (obj) {
+		ret = obj->remote->mprotect(obj, s, e, prot);
+		uf_object_put(obj);
 		return ret;
-	ret = 0;
+	}
 
 	uf_uffd_quiesce(&mm->uffd);
 	uf_vma_refresh(mm, s, e);
@@ -1274,6 +1291,7 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 {
 	unsigned long start = (unsigned long)addr, end, a;
 	struct msync_part *parts = NULL;
+	struct uf_object *obj;
 	size_t nparts = 0, i;
 	int ret = 0;
 
@@ -1288,10 +1306,12 @@ UF_EXPORT int uf_msync(struct uf_mm *mm, void *addr, size_t len, int flags)
 	end = start + PAGE_ALIGN(len);
 	if (end < start)
 		return -ENOMEM;
-	ret = uf_attach_msync(mm, start, end);
-	if (ret != 1)
+	obj = remote_at(mm, start, end);
+	if (obj) {
+		ret = obj->remote->msync(obj, start, end);
+		uf_object_put(obj);
 		return ret;
-	ret = 0;
+	}
 
 	uf_uffd_quiesce(&mm->uffd);
 	uf_vma_refresh(mm, start, end);
