@@ -287,6 +287,10 @@ struct uf_as_ops {
 	/* NULL, or: a fault on a page the cache held already (@cached) that
 	 * a wake would not resolve -- true when it is to get SIGBUS */
 	bool (*unresolved)(struct uf_as *as, pid_t tid, unsigned long page_addr, bool cached);
+	/* uf_mm_destroy(): let go of it (the program's own: unmap every
+	 * mapping; another process's: SIGBUS for every page it has not
+	 * received, then free it).  No lock held; @as off mm->children. */
+	void (*destroy)(struct uf_as *as);
 };
 
 struct uf_as {
@@ -534,7 +538,7 @@ extern const struct uf_uffd_ops uf_as_uffd_ops;
 void uf_as_fork(struct uf_as *parent, const struct uffd_msg *msg);
 void uf_as_event(void *owner, const struct uffd_msg *msg);
 void uf_as_reap(struct uf_mm *mm, bool force);
-void uf_as_destroy_all(struct uf_mm *mm);
+struct uf_as *uf_as_next_gone(struct uf_mm *mm);
 void uf_as_collect_writes(struct uf_object *obj);
 bool __uf_as_collect_writes_try(struct uf_object *obj);
 int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,

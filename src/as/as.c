@@ -267,6 +267,8 @@ static bool as_unresolved(struct uf_as *as, pid_t tid, unsigned long page_addr, 
 	return n >= AS_MAX_UNRESOLVED;
 }
 
+static void as_destroy(struct uf_as *as);
+
 /* A fork child's, a VMM's, a served process's address space. */
 const struct uf_as_ops uf_child_as_ops = {
 	.remote		= true,
@@ -276,6 +278,7 @@ const struct uf_as_ops uf_child_as_ops = {
 	.no_vma		= as_no_vma,
 	.wp_fault	= as_wp_fault,
 	.sigbus		= as_sigbus,
+	.destroy	= as_destroy,
 };
 
 /* An attached client's (attach.c): a child's, and a lying client's
@@ -289,6 +292,7 @@ const struct uf_as_ops uf_client_as_ops = {
 	.wp_fault	= as_wp_fault,
 	.sigbus		= as_sigbus,
 	.unresolved	= as_unresolved,
+	.destroy	= as_destroy,
 };
 
 /* ->fault and ->event of another process's userfaultfd. */
@@ -537,26 +541,28 @@ void uf_as_fork(struct uf_as *parent, const struct uffd_msg *msg)
 }
 
 /*
- * uf_as_destroy_all - the mm is being destroyed: every child still alive
- * gets SIGBUS for what it has not received (see as_free), and lets go.
- * Locking: takes mm->as_lock; none held; not from a handler.
+ * uf_as_next_gone - the mm is being destroyed: take the next address
+ * space of another process off its list (NULL: none left), for its
+ * ->destroy.  Locking: takes mm->as_lock; none held; not from a handler.
  */
-void uf_as_destroy_all(struct uf_mm *mm)
+struct uf_as *uf_as_next_gone(struct uf_mm *mm)
 {
 	struct uf_as *as;
 
-	for (;;) {
-		pthread_mutex_lock(&mm->as_lock);
-		as = mm->children;
-		if (as) {
-			mm->children = as->next;
-			__atomic_sub_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
-		}
-		pthread_mutex_unlock(&mm->as_lock);
-		if (!as)
-			return;
-		as_free(as, true, true);
+	pthread_mutex_lock(&mm->as_lock);
+	as = mm->children;
+	if (as) {
+		mm->children = as->next;
+		__atomic_sub_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
 	}
+	pthread_mutex_unlock(&mm->as_lock);
+	return as;
+}
+
+/* ->destroy: SIGBUS for what it has not received (see as_free); let go. */
+static void as_destroy(struct uf_as *as)
+{
+	as_free(as, true, true);
 }
 
 /*

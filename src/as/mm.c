@@ -258,6 +258,7 @@ void uf_mm_put_child(struct uf_mm *mm)
 UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 {
 	struct uf_object *obj;
+	struct uf_as *as;
 
 	if (!mm)
 		return;
@@ -275,9 +276,11 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
 	/* attached clients let go, attached objects' mappings unmapped */
 	uf_attach_destroy_all(mm);
-	/* fork children still alive: SIGBUS for what they have not got */
-	uf_as_destroy_all(mm);
-	uf_unmap_all(mm);
+	/* its address spaces let go: other processes' first (SIGBUS for
+	 * what they have not got), then the program's own (unmapped) */
+	while ((as = uf_as_next_gone(mm)))
+		as->ops->destroy(as);
+	mm->self.ops->destroy(&mm->self);
 	uf_worker_stop(mm);	/* after the mappings: its items hold them */
 	uf_huge_stop(mm);
 

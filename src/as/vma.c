@@ -249,6 +249,12 @@ static void own_no_vma(struct uf_as *as, unsigned long page_addr)
 	uf_uffd_wake(as->uffd, page_addr, PAGE_SIZE);
 }
 
+/* ->destroy: uf_mm_destroy() unmaps the program's own mappings. */
+static void own_destroy(struct uf_as *as)
+{
+	uf_unmap_all(as->mm);
+}
+
 /* The program's own address space (mm->self). */
 const struct uf_as_ops uf_own_as_ops = {
 	.remote		= false,
@@ -258,6 +264,7 @@ const struct uf_as_ops uf_own_as_ops = {
 	.no_vma		= own_no_vma,
 	.wp_fault	= uf_handle_wp_fault,	/* writeback.c */
 	.sigbus		= uf_fault_sigbus,	/* fault.c */
+	.destroy	= own_destroy,
 };
 
 /* Is [s, e) a range ufault mapped over itself?  Consume the note.
