@@ -665,22 +665,25 @@ void *uf_nocow_map(size_t len);
 void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);
 
-/* vma.c */
-extern const struct uf_as_ops uf_own_as_ops;
+/* vma.c: the mappings of the program's own address space */
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
 				 bool *nonlinear);
-void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_vma_inherit(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_unmap_all(struct uf_mm *mm);
+void uf_vma_free_child(struct uf_vma *vma);
+
+/* self.c: the program's own address space's ops, and its events */
+extern const struct uf_as_ops uf_own_as_ops;
 void uf_vma_event(void *owner, const struct uffd_msg *msg);
+void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
+int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
+
+/* procmaps.c: what raises no event, from /proc/self/maps */
 int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr);
 int uf_vma_refresh_object(struct uf_object *obj);
-void uf_vma_free_child(struct uf_vma *vma);
-void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
-int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
 
 /* fault.c: ->fault of the mm's engine and of a child's (as.c); between
  * faults, lifting poison markers (uf_fault_idle, uf_fault_idle_ms) */
@@ -766,6 +769,7 @@ void uf_pagemap_free(struct uf_pagemap *pm);
 
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
+void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
 int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);
