@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Address spaces other than the mm's own: fork children.
+ * Address spaces other than the mm's own: fork children, processes served
+ * (serve.c) and attached clients (attach.c).  The program's own is
+ * mm->self (vma.c); all share one VMA table implementation (table.c) and
+ * differ in their struct uf_as_ops (below).
  *
  * The kernel keeps the page cache (inode, address_space) apart from the
  * address spaces that map it (mm_struct); a driver's ->fault() serves a
@@ -72,11 +75,6 @@ struct uf_as_family {
 /* How often the handlers' idle tick looks for children gone. */
 #define REAP_EVERY_NS	(100 * 1000 * 1000)
 
-const struct uf_uffd_ops uf_as_uffd_ops = {
-	.fault	= uf_fault_as,
-	.event	= uf_as_event,
-};
-
 static uint64_t now_ns(void)
 {
 	struct timespec t;
@@ -86,57 +84,13 @@ static uint64_t now_ns(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* A child's VMA table                                                 */
+/* Another process's VMAs                                              */
 /* ------------------------------------------------------------------ */
 
-/* Locking: as->vma_lock held (either mode). */
-static size_t __as_index(struct uf_as *as, unsigned long addr)
-{
-	size_t lo = 0, hi = as->nvmas;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (as->vmas[mid]->end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;	/* the first VMA whose end is above addr */
-}
-
-/* Locking: as->vma_lock held exclusive (or the table is not shared yet). */
-static int __as_link(struct uf_as *as, struct uf_vma *v)
-{
-	size_t i;
-
-	if (as->nvmas == as->vmas_cap) {
-		size_t cap = as->vmas_cap ? 2 * as->vmas_cap : 16;
-		struct uf_vma **p = uf_nocow_realloc(as->vmas, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		as->vmas = p;
-		as->vmas_cap = cap;
-	}
-	i = __as_index(as, v->start);
-	memmove(&as->vmas[i + 1], &as->vmas[i], (as->nvmas - i) * sizeof(*as->vmas));
-	as->vmas[i] = v;
-	as->nvmas++;
-	return 0;
-}
-
-/* Locking: as->vma_lock held exclusive. */
-static void __as_unlink_at(struct uf_as *as, size_t i)
-{
-	memmove(&as->vmas[i], &as->vmas[i + 1], (as->nvmas - i - 1) * sizeof(*as->vmas));
-	as->nvmas--;
-}
-
 /*
- * A copy of @src (of the parent, or of a part of a child's VMA) for @as,
- * covering [start, end) of it.  Its object gains a reference; the caller
- * calls ->open once no lock is held.  NULL without memory.
+ * ->copy: a copy of @src (of the parent, of a part of a child's VMA, or a
+ * client's template) for @as, covering [start, end) of it, in nocow
+ * memory, unlinked, with no object reference.  NULL without memory.
  */
 static struct uf_vma *as_vma_copy(struct uf_as *as, const struct uf_vma *src,
 				  unsigned long start, unsigned long end)
@@ -181,8 +135,6 @@ static struct uf_vma *as_vma_copy(struct uf_as *as, const struct uf_vma *src,
 	pthread_mutex_init(&v->ref_lock, NULL);
 	uf_lockdep_class(&v->ref_lock, UF_LK_VMA_REF);
 	pthread_cond_init(&v->ref_cond, NULL);
-	if (v->obj)
-		uf_object_get(v->obj);
 	return v;
 }
 
@@ -219,17 +171,26 @@ static void as_family_leave(struct uf_as *as)
 		free(f);
 }
 
-/*
- * Drop the table's reference: the last uf_vma_put() calls ->close and
- * frees the VMA (vma.c).  No lock held.
- */
-static void as_vma_release(struct uf_vma *v)
+/* Link a copy of [start, end) of @src into @as, to be opened (l->opened);
+ * false without memory.  Locking: as->vma_lock held exclusive (or @as not
+ * yet seen by anyone), and the table lock of @src. */
+static bool __as_copy_link(struct uf_as *as, const struct uf_vma *src, unsigned long start,
+			   unsigned long end, struct uf_vma_lists *l)
 {
-	__atomic_store_n(&v->dead, true, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&v->ref_lock);
-	v->detached = true;
-	pthread_mutex_unlock(&v->ref_lock);
-	uf_vma_put(v);
+	struct uf_vma *v = as_vma_copy(as, src, start, end);
+
+	if (!v)
+		return false;
+	if (__uf_as_link(as, v)) {
+		uf_vma_free(v);
+		return false;
+	}
+	if (v->obj)
+		uf_object_get(v->obj);
+	v->refs++;		/* for l->opened */
+	v->ev_next = l->opened;
+	l->opened = v;
+	return true;
 }
 
 /* Can the child have written cached pages of @v that the mm does not
@@ -240,9 +201,9 @@ static bool may_write(const struct uf_vma *v)
 	       !v->obj->readonly;
 }
 
-/* [s, e) of @v goes from the child's table: what it may have written
- * there is dirty.  Locking: as->vma_lock held. */
-static void __as_lost_writes(struct uf_vma *v, unsigned long s, unsigned long e)
+/* ->lost_writes: what the child may have written in [s, e) of @v is
+ * dirty.  Locking: as->vma_lock held. */
+static void as_lost_writes(struct uf_vma *v, unsigned long s, unsigned long e)
 {
 	if (!may_write(v))
 		return;
@@ -251,139 +212,143 @@ static void __as_lost_writes(struct uf_vma *v, unsigned long s, unsigned long e)
 	pthread_rwlock_unlock(&v->obj->invalidate_lock);
 }
 
-/* Split @v at @addr: @v keeps [start, addr), a new VMA (on *opened, to be
- * opened) gets the rest.  Locking: as->vma_lock held exclusive. */
-static struct uf_vma *__as_split(struct uf_as *as, struct uf_vma *v, unsigned long addr,
-				 struct uf_vma **opened)
-{
-	struct uf_vma *nv = as_vma_copy(as, v, addr, v->end);
-
-	if (!nv)
-		return NULL;
-	v->end = addr;
-	if (__as_link(as, nv)) {
-		v->end = nv->end;
-		as_vma_release(nv);
-		return NULL;
-	}
-	nv->refs++;		/* for *opened */
-	nv->ev_next = *opened;
-	*opened = nv;
-	return nv;
-}
-
-/* [s, e) is unmapped in the child: cut it out of its table; VMAs dropped
- * go on *released.  Locking: as->vma_lock held exclusive. */
-static void __as_unmap_range(struct uf_as *as, unsigned long s, unsigned long e,
-			     struct uf_vma **opened, struct uf_vma **released)
-{
-	for (;;) {
-		size_t i = __as_index(as, s);
-		struct uf_vma *v;
-
-		if (i >= as->nvmas || as->vmas[i]->start >= e)
-			return;
-		v = as->vmas[i];
-		__as_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
-		if (v->start < s && v->end > e && !__as_split(as, v, e, opened))
-			__as_lost_writes(v, e, v->end);	/* no memory: all of it goes */
-		if (v->start < s) {
-			v->end = s;
-		} else if (v->end > e) {
-			size_t idx = (e - v->start) >> PAGE_SHIFT;
-
-			if (v->nl_pgoff)
-				memmove(v->nl_pgoff, v->nl_pgoff + idx,
-					((v->end - e) >> PAGE_SHIFT) * sizeof(*v->nl_pgoff));
-			v->pgoff += idx;
-			v->start = e;
-		} else {
-			__as_unlink_at(as, i);
-			v->ev_next = *released;
-			*released = v;
-		}
-	}
-}
-
-/* mremap() in the child moved [from, from + len) to @to.
- * Locking: as->vma_lock held exclusive. */
-static void __as_move(struct uf_as *as, unsigned long from, unsigned long to, unsigned long len,
-		      struct uf_vma **opened, struct uf_vma **released)
-{
-	struct uf_vma *moved = NULL, *v;
-	size_t i;
-
-	__as_unmap_range(as, to, to + len, opened, released);
-	i = __as_index(as, from);
-	if (i < as->nvmas && as->vmas[i]->start < from && !__as_split(as, as->vmas[i], from, opened))
-		return;
-	i = __as_index(as, from + len - 1);
-	if (i < as->nvmas && as->vmas[i]->start < from + len && as->vmas[i]->end > from + len &&
-	    !__as_split(as, as->vmas[i], from + len, opened))
-		return;
-	for (;;) {
-		i = __as_index(as, from);
-		if (i >= as->nvmas || as->vmas[i]->start >= from + len)
-			break;
-		v = as->vmas[i];
-		__as_unlink_at(as, i);
-		v->ev_next = moved;
-		moved = v;
-	}
-	while ((v = moved)) {
-		moved = v->ev_next;
-		v->start += to - from;
-		v->end += to - from;
-		if (__as_link(as, v)) {		/* no memory: it is gone */
-			v->ev_next = *released;
-			*released = v;
-		}
-	}
-}
-
-static void as_lists_finish(struct uf_vma *opened, struct uf_vma *released)
+/* The child's VMA at @addr with a reference, and the object page the
+ * address shows; NULL if its table has none there.
+ * Locking: takes as->vma_lock shared. */
+static struct uf_vma *as_lookup(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				bool *nonlinear)
 {
 	struct uf_vma *v;
 
-	while ((v = opened)) {
-		opened = v->ev_next;
-		if (v->vm_ops->open)
-			v->vm_ops->open(v);
-		uf_vma_put(v);
-	}
-	while ((v = released)) {
-		released = v->ev_next;
-		as_vma_release(v);
-	}
-}
+	pthread_rwlock_rdlock(as->vma_lock);
+	v = __uf_table_find(&as->vt, addr);
+	if (v) {
+		uint64_t idx = (addr - v->start) >> PAGE_SHIFT;
 
-/*
- * uf_as_lookup_get - the child's VMA at @addr with a reference, and the
- * object page the address shows; NULL if its table has none there.
- * Locking: takes as->vma_lock shared.
- */
-struct uf_vma *uf_as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
-				bool *nonlinear)
-{
-	struct uf_vma *v = NULL;
-	size_t i;
-
-	pthread_rwlock_rdlock(&as->vma_lock);
-	i = __as_index(as, addr);
-	if (i < as->nvmas && as->vmas[i]->start <= addr) {
-		uint64_t idx;
-
-		v = as->vmas[i];
-		idx = (addr - v->start) >> PAGE_SHIFT;
 		*pgoff = __uf_vma_pgoff(v, addr);
 		*nonlinear = v->nl_pgoff && (v->nl_pgoff[idx] & NL_WINDOW);
 		pthread_mutex_lock(&v->ref_lock);
 		v->refs++;
 		pthread_mutex_unlock(&v->ref_lock);
 	}
-	pthread_rwlock_unlock(&as->vma_lock);
+	pthread_rwlock_unlock(as->vma_lock);
 	return v;
 }
+
+/* ->lookup_get: as_lookup(), again once the events read are applied (a
+ * move not yet applied?).  Locking: none held. */
+static struct uf_vma *as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				    bool *nonlinear)
+{
+	struct uf_vma *v = as_lookup(as, addr, pgoff, nonlinear);
+
+	if (v)
+		return v;
+	uf_uffd_quiesce(as->uffd);
+	return as_lookup(as, addr, pgoff, nonlinear);
+}
+
+/*
+ * ->no_vma: a child's fault at @page_addr that its table does not cover,
+ * once its events are applied: not a mapping ufault knows of in that
+ * process (one uf_munmap() took away as it forked).  SIGBUS, never a
+ * fault served for ever.
+ */
+static void as_no_vma(struct uf_as *as, unsigned long page_addr)
+{
+	uf_add(&as->mm->stats.sigbus, 1);
+	uf_count_sigbus_cause(as->mm, NULL, UF_SIGBUS_OUTSIDE);
+	if (uf_uffd_poison_holes(as->uffd, page_addr, PAGE_SIZE, PAGE_SIZE))
+		uf_uffd_wake(as->uffd, page_addr, PAGE_SIZE);
+}
+
+/* ->wp_fault: a child's writes are all taken as dirty (see above): let
+ * it write. */
+static void as_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff)
+{
+	unsigned long page_addr = addr & PAGE_MASK;
+
+	(void)pgoff;
+	if (uf_uffd_writeprotect(vma->as->uffd, page_addr, PAGE_SIZE, false, false))
+		uf_uffd_wake(vma->as->uffd, page_addr, PAGE_SIZE);
+}
+
+/*
+ * ->sigbus: an object page keeps its poison marker in another process,
+ * as an operation mapping's does: its page tables cannot be zapped from
+ * here.  Without the poison ioctl, or when the page is there already, a
+ * wake: the child's pid is not known, and its retry faults again.
+ */
+static void as_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid)
+{
+	(void)tid;
+	if (uf_fault_poison_page(vma, addr & PAGE_MASK))
+		uf_uffd_wake(vma->as->uffd, addr & PAGE_MASK, PAGE_SIZE);
+}
+
+/* Faults in a row one thread of an attached client may take at one
+ * address whose page the cache held already, before that access gets
+ * SIGBUS (as_unresolved). */
+#define AS_MAX_UNRESOLVED	8
+
+/*
+ * ->unresolved of an attached client: its fault (a hole of its own
+ * mapping of the cache) at @page_addr, by @tid, on a page its table says
+ * the cache held before this fault was served (@cached).  The wake cannot
+ * resolve it when the table names another page than the client maps (a
+ * client that lies about its offsets): the same thread faults at the same
+ * address again, for ever.  Honest faults meet a cached page only when it
+ * came or went meanwhile, never many times in a row.  Return true when
+ * the access is to get SIGBUS instead of another wake.
+ */
+static bool as_unresolved(struct uf_as *as, pid_t tid, unsigned long page_addr, bool cached)
+{
+	unsigned int n;
+
+	if (!cached || __atomic_load_n(&as->stuck_addr, __ATOMIC_RELAXED) != page_addr ||
+	    __atomic_load_n(&as->stuck_tid, __ATOMIC_RELAXED) != tid) {
+		__atomic_store_n(&as->stuck_addr, cached ? page_addr : 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&as->stuck_tid, tid, __ATOMIC_RELAXED);
+		__atomic_store_n(&as->stuck_n, cached ? 1 : 0, __ATOMIC_RELAXED);
+		return false;
+	}
+	n = __atomic_add_fetch(&as->stuck_n, 1, __ATOMIC_RELAXED);
+	return n >= AS_MAX_UNRESOLVED;
+}
+
+static void as_destroy(struct uf_as *as);
+
+/* A fork child's, a VMM's, a served process's address space. */
+const struct uf_as_ops uf_child_as_ops = {
+	.remote		= true,
+	.copy		= as_vma_copy,
+	.lost_writes	= as_lost_writes,
+	.lookup_get	= as_lookup_get,
+	.no_vma		= as_no_vma,
+	.wp_fault	= as_wp_fault,
+	.sigbus		= as_sigbus,
+	.destroy	= as_destroy,
+};
+
+/* An attached client's (attach.c): a child's, and a lying client's
+ * faults end. */
+const struct uf_as_ops uf_client_as_ops = {
+	.remote		= true,
+	.copy		= as_vma_copy,
+	.lost_writes	= as_lost_writes,
+	.lookup_get	= as_lookup_get,
+	.no_vma		= as_no_vma,
+	.wp_fault	= as_wp_fault,
+	.sigbus		= as_sigbus,
+	.unresolved	= as_unresolved,
+	.destroy	= as_destroy,
+};
+
+/* ->fault and ->event of another process's userfaultfd. */
+const struct uf_uffd_ops uf_as_uffd_ops = {
+	.fault	= uf_fault_as,
+	.event	= uf_as_event,
+};
 
 /*
  * ->event of a child's userfaultfd: the child unmapped, moved, zapped
@@ -393,20 +358,19 @@ struct uf_vma *uf_as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *
 void uf_as_event(void *owner, const struct uffd_msg *msg)
 {
 	struct uf_as *as = owner;
-	struct uf_vma *opened = NULL, *released = NULL;
+	struct uf_vma_lists l = { NULL, NULL };
 
 	if (msg->event == UFFD_EVENT_FORK) {
-		uf_as_fork(as->mm, as, msg);
+		uf_as_fork(as, msg);
 		return;
 	}
-	pthread_rwlock_wrlock(&as->vma_lock);
+	pthread_rwlock_wrlock(as->vma_lock);
 	switch (msg->event) {
 	case UFFD_EVENT_UNMAP:
-		__as_unmap_range(as, msg->arg.remove.start, msg->arg.remove.end, &opened, &released);
+		__uf_as_unmap_range(as, msg->arg.remove.start, msg->arg.remove.end, &l);
 		break;
 	case UFFD_EVENT_REMAP:
-		__as_move(as, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len,
-			  &opened, &released);
+		__uf_as_move(as, msg->arg.remap.from, msg->arg.remap.to, msg->arg.remap.len, &l);
 		break;
 	case UFFD_EVENT_REMOVE: {
 		/* zapped page tables or a punched cache: the cache's bytes
@@ -414,18 +378,19 @@ void uf_as_event(void *owner, const struct uffd_msg *msg)
 		unsigned long s = msg->arg.remove.start, e = msg->arg.remove.end;
 		size_t i;
 
-		for (i = __as_index(as, s); i < as->nvmas && as->vmas[i]->start < e; i++) {
-			struct uf_vma *v = as->vmas[i];
+		for (i = __uf_table_index(&as->vt, s); i < as->vt.n && as->vt.vmas[i]->start < e;
+		     i++) {
+			struct uf_vma *v = as->vt.vmas[i];
 
-			__as_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
+			as_lost_writes(v, v->start > s ? v->start : s, v->end < e ? v->end : e);
 		}
 		break;
 	}
 	default:
 		break;
 	}
-	pthread_rwlock_unlock(&as->vma_lock);
-	as_lists_finish(opened, released);
+	pthread_rwlock_unlock(as->vma_lock);
+	uf_vma_lists_finish(&l);
 }
 
 /* ------------------------------------------------------------------ */
@@ -438,12 +403,65 @@ static void __as_mark_all(struct uf_as *as, const struct uf_object *only)
 {
 	size_t i;
 
-	for (i = 0; i < as->nvmas; i++) {
-		struct uf_vma *v = as->vmas[i];
+	for (i = 0; i < as->vt.n; i++) {
+		struct uf_vma *v = as->vt.vmas[i];
 
-		if ((!only || v->obj == only) && may_write(v))
-			__as_lost_writes(v, v->start, v->end);
+		if (!only || v->obj == only)
+			as_lost_writes(v, v->start, v->end);
 	}
+}
+
+/*
+ * A new address space of another process for @mm, served through its
+ * userfaultfd @fd (events and faults to @uffd_ops), with @ops; its table
+ * empty.  NULL without memory.
+ */
+static struct uf_as *as_new(struct uf_mm *mm, int fd, const struct uf_as_ops *ops,
+			    const struct uf_uffd_ops *uffd_ops)
+{
+	struct uf_as *as = uf_nocow_alloc(sizeof(*as));
+
+	if (!as)
+		return NULL;
+	as->mm = mm;
+	as->ops = ops;
+	as->uffd = &as->guest;
+	as->vma_lock = &as->guest_lock;
+	as->vt.nocow = true;
+	pthread_rwlock_init(&as->guest_lock, NULL);
+	uf_lockdep_class(&as->guest_lock, UF_LK_AS_VMA);
+	uf_uffd_guest_init(&as->guest, fd, &mm->uffd, uffd_ops, as);
+	return as;
+}
+
+/* Put @as on the mm's list of address spaces.  Locking: takes mm->as_lock. */
+static void as_list_add(struct uf_as *as)
+{
+	struct uf_mm *mm = as->mm;
+
+	pthread_mutex_lock(&mm->as_lock);
+	as->next = mm->children;
+	mm->children = as;
+	__atomic_add_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&mm->as_lock);
+}
+
+/* Every page of @as's mappings it has not received gets the poison
+ * marker.  Locking: takes as->vma_lock shared. */
+static void as_poison_all(struct uf_as *as)
+{
+	size_t i;
+
+	/* the child's events first: its table is the kernel's */
+	uf_uffd_settle(as->uffd);
+	pthread_rwlock_rdlock(as->vma_lock);
+	for (i = 0; i < as->vt.n; i++) {
+		struct uf_vma *v = as->vt.vmas[i];
+
+		uf_uffd_poison_holes(as->uffd, v->start, v->end - v->start,
+				     v->flags & VMA_HUGETLB ? UF_HUGE_SIZE : PAGE_SIZE);
+	}
+	pthread_rwlock_unlock(as->vma_lock);
 }
 
 /*
@@ -456,38 +474,30 @@ static void __as_mark_all(struct uf_as *as, const struct uf_object *only)
  */
 static int as_free(struct uf_as *as, bool poison, bool wait)
 {
-	struct uf_vma *released = NULL;
+	struct uf_vma_lists l = { NULL, NULL };
 	size_t i;
 
-	if (poison) {
-		/* the child's events first: its table is the kernel's */
-		uf_uffd_settle(&as->uffd);
-		pthread_rwlock_rdlock(&as->vma_lock);
-		for (i = 0; i < as->nvmas; i++)
-			uf_uffd_poison_holes(&as->uffd, as->vmas[i]->start,
-					     as->vmas[i]->end - as->vmas[i]->start,
-					     as->vmas[i]->flags & VMA_HUGETLB ? UF_HUGE_SIZE
-									      : PAGE_SIZE);
-		pthread_rwlock_unlock(&as->vma_lock);
-	}
-	if (uf_uffd_detach(&as->uffd, wait))
+	if (poison)
+		as_poison_all(as);
+	if (uf_uffd_detach(as->uffd, wait))
 		return -EBUSY;
 	/* events read and not applied: a grandchild's fork is applied (its
 	 * userfaultfd must not be lost), the rest no longer matters */
-	uf_uffd_quiesce(&as->uffd);
-	pthread_rwlock_wrlock(&as->vma_lock);
+	uf_uffd_quiesce(as->uffd);
+	pthread_rwlock_wrlock(as->vma_lock);
 	__as_mark_all(as, NULL);
-	for (i = 0; i < as->nvmas; i++) {
-		as->vmas[i]->ev_next = released;
-		released = as->vmas[i];
+	for (i = 0; i < as->vt.n; i++) {
+		__atomic_store_n(&as->vt.vmas[i]->dead, true, __ATOMIC_RELEASE);
+		as->vt.vmas[i]->ev_next = l.released;
+		l.released = as->vt.vmas[i];
 	}
-	as->nvmas = 0;
-	pthread_rwlock_unlock(&as->vma_lock);
-	uf_uffd_close(&as->uffd);
-	as_lists_finish(NULL, released);
+	as->vt.n = 0;
+	pthread_rwlock_unlock(as->vma_lock);
+	uf_uffd_close(as->uffd);
+	uf_vma_lists_finish(&l);
 	as_family_leave(as);
-	uf_nocow_free(as->vmas);
-	pthread_rwlock_destroy(&as->vma_lock);
+	uf_table_free(&as->vt);
+	pthread_rwlock_destroy(&as->guest_lock);
 	uf_nocow_free(as);
 	return 0;
 }
@@ -511,7 +521,7 @@ void uf_as_reap(struct uf_mm *mm, bool force)
 		return;
 	pthread_mutex_lock(&mm->as_lock);
 	for (pp = &mm->children; (as = *pp);) {
-		if (!as->owned && !uf_uffd_alive(&as->uffd)) {
+		if (!as->owned && !uf_uffd_alive(as->uffd)) {
 			*pp = as->next;
 			__atomic_sub_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
 			as->next = gone;
@@ -523,80 +533,46 @@ void uf_as_reap(struct uf_mm *mm, bool force)
 	pthread_mutex_unlock(&mm->as_lock);
 	while ((as = gone)) {
 		gone = as->next;
-		if (as_free(as, false, false) == 0)
-			continue;
-		/* in use by a handler (maybe this one): back on the list */
-		pthread_mutex_lock(&mm->as_lock);
-		as->next = mm->children;
-		mm->children = as;
-		__atomic_add_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
-		pthread_mutex_unlock(&mm->as_lock);
+		if (as_free(as, false, false) != 0)
+			as_list_add(as);  /* in use by a handler (maybe this one) */
 	}
-}
-
-/* Does [start, end) overlap a VMA of @as?  Locking: as->vma_lock held. */
-static bool __as_overlaps(struct uf_as *as, unsigned long start, unsigned long end)
-{
-	size_t i = __as_index(as, start);
-
-	return i < as->nvmas && as->vmas[i]->start < end;
-}
-
-/* Link a copy of @v into the new @as; false without memory.  Locking: the
- * table @v is on held shared; @as not yet seen by anyone. */
-static bool as_fork_copy(struct uf_as *as, const struct uf_vma *v, struct uf_vma **opened)
-{
-	struct uf_vma *c = as_vma_copy(as, v, v->start, v->end);
-
-	if (!c || __as_link(as, c)) {
-		if (c)
-			as_vma_release(c);
-		return false;
-	}
-	c->refs++;
-	c->ev_next = *opened;
-	*opened = c;
-	return true;
 }
 
 /*
- * uf_as_fork - a UFFD_EVENT_FORK read from the mm's userfaultfd (@parent
- * NULL) or from a child's: the new process's address space is a copy of
- * the parent's table now -- events read before the fork are applied
- * before this one, in order -- and of the mappings another thread's
- * uf_mmap() or uf_munmap() has out of the table meanwhile (the kernel's
- * fork may have copied them while they were registered); served from now
- * on through the new userfaultfd in the message.  A child no memory can
- * be found for gets its holes poisoned and is let go (SIGBUS, not zeros).
+ * uf_as_fork - a UFFD_EVENT_FORK read from the userfaultfd of @parent (the
+ * mm's own address space, or another process's): the new process's
+ * address space is a copy of the parent's table now -- events read before
+ * the fork are applied before this one, in order -- and of the mappings
+ * another thread's uf_mmap() or uf_munmap() has out of the table
+ * meanwhile (the kernel's fork may have copied them while they were
+ * registered); served from now on through the new userfaultfd in the
+ * message.  A child no memory can be found for gets its holes poisoned
+ * and is let go (SIGBUS, not zeros).
  * Locking: takes the parent's table lock shared; none held.
  */
-void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *msg)
+void uf_as_fork(struct uf_as *parent, const struct uffd_msg *msg)
 {
-	int fd = (int)msg->arg.fork.ufd;
-	struct uf_vma **src, *b, *opened = NULL;
-	pthread_rwlock_t *lock = parent ? &parent->vma_lock : &mm->vma_lock;
-	struct uf_as_family *fam = NULL;
+	struct uf_mm *mm = parent->mm;
+	struct uf_vma_lists l = { NULL, NULL };
+	struct uf_vma *b;
 	struct uf_as *as;
-	size_t n, i;
+	size_t i;
+	struct uf_as_family *fam = NULL;
 	bool ok = true, over = false;
 
 	/* (children gone are not reaped here: the last put of an object
 	 * they held syncs it, and a sync waits for the events being applied,
 	 * this one among them) */
-	as = uf_nocow_alloc(sizeof(*as));
+	as = as_new(mm, (int)msg->arg.fork.ufd, &uf_child_as_ops, &uf_as_uffd_ops);
 	if (!as) {
 		/* nobody can serve it: its faults would wait for ever */
-		close(fd);
+		close((int)msg->arg.fork.ufd);
 		return;
 	}
-	as->mm = mm;
-	pthread_rwlock_init(&as->vma_lock, NULL);
-	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
-	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, &uf_as_uffd_ops, as);
 	/* a served process's child: counted, and past the limit failed
 	 * closed (below, once its table is known); the program's own
 	 * descendants are the program's */
-	if (parent && parent->adopted) {
+	if (parent->adopted) {
 		as->adopted = true;
 		fam = as_family(parent);
 		if (fam) {
@@ -609,57 +585,56 @@ void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *m
 		over = over || !fam;
 	}
 
-	pthread_rwlock_rdlock(lock);
-	src = parent ? parent->vmas : mm->vmas;
-	n = parent ? parent->nvmas : mm->nvmas;
-	for (i = 0; i < n && ok; i++)
-		ok = as_fork_copy(as, src[i], &opened);
+	pthread_rwlock_rdlock(parent->vma_lock);
+	for (i = 0; i < parent->vt.n && ok; i++)
+		ok = __as_copy_link(as, parent->vt.vmas[i], parent->vt.vmas[i]->start,
+				    parent->vt.vmas[i]->end, &l);
 	/* and the mm's own mappings a uf_mmap() or uf_munmap() is making or
 	 * taking away: the kernel's fork may have copied them, registered */
-	for (b = parent ? NULL : mm->busy; b && ok; b = b->busy_next)
-		if (!__as_overlaps(as, b->start, b->end))
-			ok = as_fork_copy(as, b, &opened);
-	pthread_rwlock_unlock(lock);
-	as_lists_finish(opened, NULL);	/* ->open, as the kernel's fork */
+	for (b = parent == &mm->self ? mm->busy : NULL; b && ok; b = b->busy_next) {
+		i = __uf_table_index(&as->vt, b->start);
+		if (i >= as->vt.n || as->vt.vmas[i]->start >= b->end)
+			ok = __as_copy_link(as, b, b->start, b->end, &l);
+	}
+	pthread_rwlock_unlock(parent->vma_lock);
+	uf_vma_lists_finish(&l);	/* ->open, as the kernel's fork */
 
 	if (over) {
 		/* never read: no fault of it is served meanwhile */
 		as_free(as, true, true);
 		return;
 	}
-	uf_uffd_attach(&as->uffd);
+	uf_uffd_attach(as->uffd);
 	if (!ok || __atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
 		as_free(as, true, true);
 		return;
 	}
-	pthread_mutex_lock(&mm->as_lock);
-	as->next = mm->children;
-	mm->children = as;
-	__atomic_add_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&mm->as_lock);
+	as_list_add(as);
 }
 
 /*
- * uf_as_destroy_all - the mm is being destroyed: every child still alive
- * gets SIGBUS for what it has not received (see as_free), and lets go.
- * Locking: takes mm->as_lock; none held; not from a handler.
+ * uf_as_next_gone - the mm is being destroyed: take the next address
+ * space of another process off its list (NULL: none left), for its
+ * ->destroy.  Locking: takes mm->as_lock; none held; not from a handler.
  */
-void uf_as_destroy_all(struct uf_mm *mm)
+struct uf_as *uf_as_next_gone(struct uf_mm *mm)
 {
 	struct uf_as *as;
 
-	for (;;) {
-		pthread_mutex_lock(&mm->as_lock);
-		as = mm->children;
-		if (as) {
-			mm->children = as->next;
-			__atomic_sub_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
-		}
-		pthread_mutex_unlock(&mm->as_lock);
-		if (!as)
-			return;
-		as_free(as, true, true);
+	pthread_mutex_lock(&mm->as_lock);
+	as = mm->children;
+	if (as) {
+		mm->children = as->next;
+		__atomic_sub_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
 	}
+	pthread_mutex_unlock(&mm->as_lock);
+	return as;
+}
+
+/* ->destroy: SIGBUS for what it has not received (see as_free); let go. */
+static void as_destroy(struct uf_as *as)
+{
+	as_free(as, true, true);
 }
 
 /*
@@ -676,9 +651,9 @@ void uf_as_collect_writes(struct uf_object *obj)
 		return;
 	pthread_mutex_lock(&mm->as_lock);
 	for (as = mm->children; as; as = as->next) {
-		pthread_rwlock_rdlock(&as->vma_lock);
+		pthread_rwlock_rdlock(as->vma_lock);
 		__as_mark_all(as, obj);
-		pthread_rwlock_unlock(&as->vma_lock);
+		pthread_rwlock_unlock(as->vma_lock);
 	}
 	pthread_mutex_unlock(&mm->as_lock);
 }
@@ -701,15 +676,15 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
 	if (pthread_mutex_trylock(&mm->as_lock))
 		return false;
 	for (as = mm->children; as && done; as = as->next) {
-		if (pthread_rwlock_tryrdlock(&as->vma_lock)) {
+		if (pthread_rwlock_tryrdlock(as->vma_lock)) {
 			done = false;
 			break;
 		}
-		for (i = 0; i < as->nvmas; i++)
-			if (as->vmas[i]->obj == obj && may_write(as->vmas[i]))
-				__uf_vma_mark_written(as->vmas[i], as->vmas[i]->start,
-						      as->vmas[i]->end);
-		pthread_rwlock_unlock(&as->vma_lock);
+		for (i = 0; i < as->vt.n; i++)
+			if (as->vt.vmas[i]->obj == obj && may_write(as->vt.vmas[i]))
+				__uf_vma_mark_written(as->vt.vmas[i], as->vt.vmas[i]->start,
+						      as->vt.vmas[i]->end);
+		pthread_rwlock_unlock(as->vma_lock);
 	}
 	pthread_mutex_unlock(&mm->as_lock);
 	return done;
@@ -726,9 +701,9 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
  * -ECANCELED.  At most one of these:
  *  - with @heldp, *@heldp is the address space, held: it is not freed
  *    until uf_as_unhold() (NULL if the mm was destroyed meanwhile);
- *  - with @asp it is the caller's instead (an attached client, attach.c):
- *    never reaped, freed by uf_as_release(), which the caller must call
- *    before uf_mm_destroy() frees the children.
+ *  - with @asp it is the caller's instead (an attached client, attach.c,
+ *    with uf_client_as_ops): never reaped, freed by uf_as_release(),
+ *    which the caller must call before uf_mm_destroy() frees the children.
  * Return: 0, -ENODEV (the mm is being destroyed), -ENOMEM, -ECANCELED
  * (with @asp: the mm was destroyed meanwhile, and @fd closed).
  * Locking: none held.
@@ -736,41 +711,27 @@ bool __uf_as_collect_writes_try(struct uf_object *obj)
 int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 		const struct uf_uffd_ops *ops, struct uf_as **heldp, struct uf_as **asp)
 {
-	struct uf_vma *opened = NULL;
+	struct uf_vma_lists l = { NULL, NULL };
 	struct uf_as *as;
 	bool ok = true;
 	size_t i;
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -ENODEV;
-	as = uf_nocow_alloc(sizeof(*as));
+	as = as_new(mm, fd, asp ? &uf_client_as_ops : &uf_child_as_ops, ops);
 	if (!as)
 		return -ENOMEM;
-	as->mm = mm;
 	as->owned = asp != NULL;
 	as->adopted = true;
-	pthread_rwlock_init(&as->vma_lock, NULL);
-	uf_lockdep_class(&as->vma_lock, UF_LK_AS_VMA);
-	uf_uffd_guest_init(&as->uffd, fd, &mm->uffd, ops, as);
-	for (i = 0; i < n && ok; i++) {
-		struct uf_vma *v = as_vma_copy(as, tmpl[i], tmpl[i]->start, tmpl[i]->end);
-
-		ok = v && __as_link(as, v) == 0;
-		if (v && !ok)
-			as_vma_release(v);
-		if (ok) {
-			v->refs++;
-			v->ev_next = opened;
-			opened = v;
-		}
-	}
-	as_lists_finish(opened, NULL);
+	for (i = 0; i < n && ok; i++)
+		ok = __as_copy_link(as, tmpl[i], tmpl[i]->start, tmpl[i]->end, &l);
+	uf_vma_lists_finish(&l);
 	if (!ok) {
-		as->uffd.fd = -1;	/* the caller's still */
+		as->guest.fd = -1;	/* the caller's still */
 		as_free(as, false, true);
 		return -ENOMEM;
 	}
-	uf_uffd_attach(&as->uffd);
+	uf_uffd_attach(as->uffd);
 	if (heldp)
 		*heldp = NULL;
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
@@ -779,14 +740,10 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
 	}
 	if (heldp) {
 		/* before anyone can find it to free it */
-		uf_uffd_guest_hold(&as->uffd);
+		uf_uffd_guest_hold(as->uffd);
 		*heldp = as;
 	}
-	pthread_mutex_lock(&mm->as_lock);
-	as->next = mm->children;
-	mm->children = as;
-	__atomic_add_fetch(&mm->nchildren, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&mm->as_lock);
+	as_list_add(as);
 	if (asp)
 		*asp = as;
 	return 0;
@@ -799,7 +756,7 @@ int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
  */
 void uf_as_unhold(struct uf_as *as)
 {
-	uf_uffd_guest_unhold(&as->uffd);
+	uf_uffd_guest_unhold(as->uffd);
 }
 
 /*
@@ -834,25 +791,15 @@ void uf_as_release(struct uf_as *as)
  */
 int uf_as_map(struct uf_as *as, const struct uf_vma *tmpl)
 {
-	struct uf_vma *opened = NULL, *released = NULL, *v;
+	struct uf_vma_lists l = { NULL, NULL };
 	int ret = 0;
 
-	v = as_vma_copy(as, tmpl, tmpl->start, tmpl->end);
-	if (!v)
-		return -ENOMEM;
-	pthread_rwlock_wrlock(&as->vma_lock);
-	__as_unmap_range(as, tmpl->start, tmpl->end, &opened, &released);
-	if (__as_link(as, v)) {
+	pthread_rwlock_wrlock(as->vma_lock);
+	__uf_as_unmap_range(as, tmpl->start, tmpl->end, &l);
+	if (!__as_copy_link(as, tmpl, tmpl->start, tmpl->end, &l))
 		ret = -ENOMEM;
-		v->ev_next = released;
-		released = v;
-	} else {
-		v->refs++;
-		v->ev_next = opened;
-		opened = v;
-	}
-	pthread_rwlock_unlock(&as->vma_lock);
-	as_lists_finish(opened, released);
+	pthread_rwlock_unlock(as->vma_lock);
+	uf_vma_lists_finish(&l);
 	return ret;
 }
 
@@ -864,12 +811,12 @@ int uf_as_map(struct uf_as *as, const struct uf_vma *tmpl)
  */
 void uf_as_unmap(struct uf_as *as, unsigned long start, unsigned long end)
 {
-	struct uf_vma *opened = NULL, *released = NULL;
+	struct uf_vma_lists l = { NULL, NULL };
 
-	pthread_rwlock_wrlock(&as->vma_lock);
-	__as_unmap_range(as, start, end, &opened, &released);
-	pthread_rwlock_unlock(&as->vma_lock);
-	as_lists_finish(opened, released);
+	pthread_rwlock_wrlock(as->vma_lock);
+	__uf_as_unmap_range(as, start, end, &l);
+	pthread_rwlock_unlock(as->vma_lock);
+	uf_vma_lists_finish(&l);
 }
 
 /*
@@ -880,22 +827,22 @@ void uf_as_unmap(struct uf_as *as, unsigned long start, unsigned long end)
  */
 int uf_as_protect(struct uf_as *as, unsigned long start, unsigned long end, int prot)
 {
-	struct uf_vma *opened = NULL;
+	struct uf_vma_lists l = { NULL, NULL };
+	struct uf_vma_table *t = &as->vt;
 	int ret = 0;
 	size_t i;
 
-	pthread_rwlock_wrlock(&as->vma_lock);
-	i = __as_index(as, start);
-	if (i < as->nvmas && as->vmas[i]->start < start &&
-	    !__as_split(as, as->vmas[i], start, &opened))
+	pthread_rwlock_wrlock(as->vma_lock);
+	i = __uf_table_index(t, start);
+	if (i < t->n && t->vmas[i]->start < start && !__uf_as_split(as, t->vmas[i], start, &l))
 		ret = -ENOMEM;
-	i = __as_index(as, end - 1);
-	if (!ret && i < as->nvmas && as->vmas[i]->start < end && as->vmas[i]->end > end &&
-	    !__as_split(as, as->vmas[i], end, &opened))
+	i = __uf_table_index(t, end - 1);
+	if (!ret && i < t->n && t->vmas[i]->start < end && t->vmas[i]->end > end &&
+	    !__uf_as_split(as, t->vmas[i], end, &l))
 		ret = -ENOMEM;
-	for (i = __as_index(as, start); !ret && i < as->nvmas && as->vmas[i]->start < end; i++)
-		as->vmas[i]->prot = prot;
-	pthread_rwlock_unlock(&as->vma_lock);
-	as_lists_finish(opened, NULL);
+	for (i = __uf_table_index(t, start); !ret && i < t->n && t->vmas[i]->start < end; i++)
+		t->vmas[i]->prot = prot;
+	pthread_rwlock_unlock(as->vma_lock);
+	uf_vma_lists_finish(&l);
 	return ret;
 }

@@ -9,14 +9,29 @@
 
 #include "fault/fault.h"
 
+/* table.c: an address space's VMA table, one implementation for all */
+size_t __uf_table_index(const struct uf_vma_table *t, unsigned long addr);
+struct uf_vma *__uf_table_find(const struct uf_vma_table *t, unsigned long addr);
+int __uf_table_insert(struct uf_vma_table *t, struct uf_vma *v);
+void __uf_table_remove_at(struct uf_vma_table *t, size_t i);
+void uf_table_free(struct uf_vma_table *t);
+int __uf_as_link(struct uf_as *as, struct uf_vma *v);
+void __uf_as_unlink(struct uf_as *as, struct uf_vma *v);
+struct uf_vma *__uf_as_split(struct uf_as *as, struct uf_vma *v, unsigned long addr,
+			     struct uf_vma_lists *l);
+void __uf_as_unmap_range(struct uf_as *as, unsigned long s, unsigned long e,
+			 struct uf_vma_lists *l);
+void __uf_as_move(struct uf_as *as, unsigned long from, unsigned long to, unsigned long len,
+		  struct uf_vma_lists *l);
+void uf_vma_lists_finish(struct uf_vma_lists *l);
+
 /* as.c */
+extern const struct uf_as_ops uf_child_as_ops, uf_client_as_ops;
 extern const struct uf_uffd_ops uf_as_uffd_ops;
-void uf_as_fork(struct uf_mm *mm, struct uf_as *parent, const struct uffd_msg *msg);
+void uf_as_fork(struct uf_as *parent, const struct uffd_msg *msg);
 void uf_as_event(void *owner, const struct uffd_msg *msg);
-struct uf_vma *uf_as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
-				bool *nonlinear);
 void uf_as_reap(struct uf_mm *mm, bool force);
-void uf_as_destroy_all(struct uf_mm *mm);
+struct uf_as *uf_as_next_gone(struct uf_mm *mm);
 void uf_as_collect_writes(struct uf_object *obj);
 bool __uf_as_collect_writes_try(struct uf_object *obj);
 int uf_as_adopt(struct uf_mm *mm, int fd, struct uf_vma *const *tmpl, size_t n,
@@ -30,13 +45,6 @@ int uf_as_protect(struct uf_as *as, unsigned long start, unsigned long end, int 
 /* attach.c: objects served by another process, and serving them */
 struct uf_attach;
 struct uf_attach_srv;
-int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_object *obj,
-		   uint64_t offset, void **addrp);
-/* the calls on addresses: 1 when no attached mapping is in the range
- * (the caller goes on), else 0 or -errno */
-int uf_attach_munmap(struct uf_mm *mm, unsigned long start, unsigned long end);
-int uf_attach_mprotect(struct uf_mm *mm, unsigned long start, unsigned long end, int prot);
-int uf_attach_msync(struct uf_mm *mm, unsigned long start, unsigned long end);
 void uf_attach_destroy_all(struct uf_mm *mm);
 
 /* serve.c: an attach client's mapping served by copy, as a VMM's region */
@@ -46,20 +54,24 @@ int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t);
 void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);
 
-/* vma.c */
+/* vma.c: the mappings of the program's own address space */
 struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
 				 bool *nonlinear);
-void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_vma_inherit(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_unmap_all(struct uf_mm *mm);
+void uf_vma_free_child(struct uf_vma *vma);
+
+/* self.c: the program's own address space's ops, and its events */
+extern const struct uf_as_ops uf_own_as_ops;
 void uf_vma_event(void *owner, const struct uffd_msg *msg);
+void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
+int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
+
+/* procmaps.c: what raises no event, from /proc/self/maps */
 int uf_vma_refresh(struct uf_mm *mm, unsigned long start, unsigned long end);
 int uf_vma_refresh_fault(struct uf_mm *mm, unsigned long addr);
 int uf_vma_refresh_object(struct uf_object *obj);
-void uf_vma_free_child(struct uf_vma *vma);
-void *uf_vma_map_fixed(struct uf_vma *vma, unsigned long addr, size_t len, uint64_t off);
-int uf_vma_zap(struct uf_mm *mm, const struct uf_range *r, size_t n);
 
 #endif /* UF_AS_H */

@@ -279,6 +279,7 @@ struct uf_attach_srv {
 
 /* A client's object mappings: served as a fork child's are (filemap.c). */
 static const struct uf_remote_ops att_remote_ops;
+static struct uf_object *att_find_object(struct uf_mm *mm, unsigned long s, unsigned long e);
 
 static const struct uf_vm_operations attach_vm_ops = {
 	.fault	= uf_filemap_fault,
@@ -361,9 +362,9 @@ static bool srv_table_full(struct uf_attach_srv *c, size_t more)
 {
 	size_t n;
 
-	pthread_rwlock_rdlock(&c->as->vma_lock);
-	n = c->as->nvmas;
-	pthread_rwlock_unlock(&c->as->vma_lock);
+	pthread_rwlock_rdlock(c->as->vma_lock);
+	n = c->as->vt.n;
+	pthread_rwlock_unlock(c->as->vma_lock);
 	return n + more > ATT_MAX_MAPS;
 }
 
@@ -1245,6 +1246,7 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 	pthread_mutex_lock(&mm->attach_lock);
 	a->next = mm->attached;
 	__atomic_store_n(&mm->attached, a, __ATOMIC_RELEASE);
+	__atomic_store_n(&mm->remote_find, att_find_object, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mm->attach_lock);
 	*objp = obj;
 	return 0;
@@ -1363,19 +1365,10 @@ static int att_sync(struct uf_object *obj)
 	return (int)att_call_simple(obj->attach, ATT_SYNC, 0, 0, 0, 0);
 }
 
-/* What the page cache's entry points hand an attached object to. */
-static const struct uf_remote_ops att_remote_ops = {
-	.free		= att_free,
-	.size		= att_size,
-	.pread		= att_pread,
-	.pwrite		= att_pwrite,
-	.truncate	= att_truncate,
-	.punch_hole	= att_punch_hole,
-	.sync		= att_sync,
-};
 
-int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_object *obj,
-		   uint64_t offset, void **addrp)
+/* ->mmap: uf_mmap() of an attached object. */
+static int att_mmap(struct uf_object *obj, size_t len, int prot, int flags, uint64_t offset,
+		    void **addrp)
 {
 	struct uf_attach *a = obj->attach;
 	bool shared = flags == UF_MAP_SHARED;
@@ -1385,7 +1378,6 @@ int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_
 	void *p;
 	int ret;
 
-	(void)mm;
 	if (obj->readonly && shared && (prot & PROT_WRITE))
 		return -EACCES;
 	if (__atomic_load_n(&a->dead, __ATOMIC_ACQUIRE))
@@ -1438,14 +1430,13 @@ int uf_attach_mmap(struct uf_mm *mm, size_t len, int prot, int flags, struct uf_
 	return 0;
 }
 
-int uf_attach_munmap(struct uf_mm *mm, unsigned long s, unsigned long e)
+/* ->munmap: uf_munmap() of [s, e), where a mapping of @obj is. */
+static int att_munmap(struct uf_object *obj, unsigned long s, unsigned long e)
 {
-	struct uf_attach *a = att_find(mm, s, e);
+	struct uf_attach *a = obj->attach;
 	size_t i, puts = 0;
 	int ret = 0;
 
-	if (!a)
-		return 1;
 	pthread_mutex_lock(&a->lock);
 	if (!__att_covers(a, s, e) || __att_split(a, s) || __att_split(a, e)) {
 		ret = -EINVAL;
@@ -1472,18 +1463,16 @@ out:
 	pthread_mutex_unlock(&a->lock);
 	while (puts--)
 		uf_object_put(a->obj);
-	uf_object_put(a->obj);		/* att_find's */
 	return ret;
 }
 
-int uf_attach_mprotect(struct uf_mm *mm, unsigned long s, unsigned long e, int prot)
+/* ->mprotect: uf_mprotect() of [s, e), where a mapping of @obj is. */
+static int att_mprotect(struct uf_object *obj, unsigned long s, unsigned long e, int prot)
 {
-	struct uf_attach *a = att_find(mm, s, e);
+	struct uf_attach *a = obj->attach;
 	size_t i;
 	int ret = 0;
 
-	if (!a)
-		return 1;
 	pthread_mutex_lock(&a->lock);
 	if (!__att_covers(a, s, e)) {
 		ret = -ENOMEM;
@@ -1514,27 +1503,49 @@ int uf_attach_mprotect(struct uf_mm *mm, unsigned long s, unsigned long e, int p
 	}
 out:
 	pthread_mutex_unlock(&a->lock);
-	uf_object_put(a->obj);
 	return ret;
 }
 
-int uf_attach_msync(struct uf_mm *mm, unsigned long s, unsigned long e)
+/* ->msync: uf_msync() of [s, e), where a mapping of @obj is. */
+static int att_msync(struct uf_object *obj, unsigned long s, unsigned long e)
 {
-	struct uf_attach *a = att_find(mm, s, e);
+	struct uf_attach *a = obj->attach;
 	bool covered;
 	int ret;
 
-	if (!a)
-		return 1;
 	pthread_mutex_lock(&a->lock);
 	covered = __att_covers(a, s, e);
 	pthread_mutex_unlock(&a->lock);
 	/* (the server writes back every page of the object it takes as
 	 * dirty: this range's among them) */
 	ret = !covered ? -ENOMEM : att_sync(a->obj);
-	uf_object_put(a->obj);
 	return ret;
 }
+
+/* ->remote_find of the mm (vma.c): the attached object with a mapping in
+ * [s, e), with a reference, or NULL. */
+static struct uf_object *att_find_object(struct uf_mm *mm, unsigned long s, unsigned long e)
+{
+	struct uf_attach *a = att_find(mm, s, e);
+
+	return a ? a->obj : NULL;
+}
+
+/* What the page cache's entry points and the mapping calls (vma.c) hand
+ * an attached object to. */
+static const struct uf_remote_ops att_remote_ops = {
+	.free		= att_free,
+	.size		= att_size,
+	.pread		= att_pread,
+	.pwrite		= att_pwrite,
+	.truncate	= att_truncate,
+	.punch_hole	= att_punch_hole,
+	.sync		= att_sync,
+	.mmap		= att_mmap,
+	.munmap		= att_munmap,
+	.mprotect	= att_mprotect,
+	.msync		= att_msync,
+};
 
 /*
  * uf_attach_destroy_all - uf_mm_destroy(): the clients this mm serves are
@@ -1554,6 +1565,8 @@ void uf_attach_destroy_all(struct uf_mm *mm)
 	pthread_mutex_unlock(&mm->attach_lock);
 
 	for (;;) {
+		struct uf_object *obj;
+		int ret;
 		struct uf_attach **list;
 		size_t n = att_snapshot(mm, &list), k;
 		unsigned long s = 0, e = 0;
@@ -1570,7 +1583,11 @@ void uf_attach_destroy_all(struct uf_mm *mm)
 			uf_object_put(a->obj);
 		}
 		free(list);
-		if (!e || uf_attach_munmap(mm, s, e))
+		if (!e || !(obj = att_find_object(mm, s, e)))
+			return;
+		ret = att_munmap(obj, s, e);
+		uf_object_put(obj);
+		if (ret)
 			return;
 	}
 }

@@ -78,7 +78,7 @@ static int mm_open_uffd(struct uf_mm *mm, unsigned int flags, bool budget)
 static void mm_event(void *owner, const struct uffd_msg *msg)
 {
 	if (msg->event == UFFD_EVENT_FORK)
-		uf_as_fork(owner, NULL, msg);
+		uf_as_fork(&((struct uf_mm *)owner)->self, msg);
 	else
 		uf_vma_event(owner, msg);
 }
@@ -109,9 +109,7 @@ static const struct uf_uffd_ops mm_uffd_ops = {
 };
 
 /* What the fault path and the page cache call up (cache/mm_types.h). */
-static const struct uf_as_ops mm_as_ops = {
-	.lookup_get		= uf_vma_lookup_get,
-	.as_lookup_get		= uf_as_lookup_get,
+static const struct uf_mm_ops mm_ops = {
 	.find			= __uf_vma_find,
 	.zap			= uf_vma_zap,
 	.refresh_object		= uf_vma_refresh_object,
@@ -144,7 +142,12 @@ UF_EXPORT int uf_mm_create(const struct uf_mm_config *cfg, struct uf_mm **mmp)
 	mm->uffd.fd = mm->uffd.stopfd = mm->uffd.kickfd = mm->pagemap_fd = -1;
 	mm->refs = 1;		/* dropped by uf_mm_destroy() */
 	mm->pid = uf_pid();
-	mm->as_ops = &mm_as_ops;
+	mm->ops = &mm_ops;
+	/* the program's own address space: the engine, vma_lock, a table */
+	mm->self.mm = mm;
+	mm->self.ops = &uf_own_as_ops;
+	mm->self.uffd = &mm->uffd;
+	mm->self.vma_lock = &mm->vma_lock;
 	/* Test switch for ufault-stress: break the truncate protocol on
 	 * purpose (see filemap.c), to show that the race finder finds it. */
 	if (getenv("UFAULT_BREAK_PROTOCOL"))
@@ -207,7 +210,7 @@ void uf_mm_put(struct uf_mm *mm)
 	uf_uffd_close(&mm->uffd);
 	if (mm->pagemap_fd >= 0)
 		close(mm->pagemap_fd);
-	free(mm->vmas);
+	uf_table_free(&mm->self.vt);
 	uf_huge_free(mm, false);
 	pthread_rwlock_destroy(&mm->vma_lock);
 	pthread_mutex_destroy(&mm->obj_lock);
@@ -245,7 +248,7 @@ void uf_mm_put_child(struct uf_mm *mm)
 	if (mm->pagemap_fd >= 0)
 		close(mm->pagemap_fd);
 	uf_nocow_free(mm->uffd.pending);	/* (its parent's: nothing here) */
-	free(mm->vmas);
+	uf_table_free(&mm->self.vt);
 	uf_huge_free(mm, true);
 	free(mm);
 }
@@ -253,6 +256,7 @@ void uf_mm_put_child(struct uf_mm *mm)
 UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 {
 	struct uf_object *obj;
+	struct uf_as *as;
 
 	if (!mm)
 		return;
@@ -260,9 +264,9 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 		/* the child's copies of the VMAs hold object references */
 		size_t i;
 
-		for (i = 0; i < mm->nvmas; i++)
-			uf_vma_free_child(mm->vmas[i]);
-		mm->nvmas = 0;
+		for (i = 0; i < mm->self.vt.n; i++)
+			uf_vma_free_child(mm->self.vt.vmas[i]);
+		mm->self.vt.n = 0;
 		uf_mm_put_child(mm);
 		return;
 	}
@@ -270,9 +274,11 @@ UF_EXPORT void uf_mm_destroy(struct uf_mm *mm)
 	__atomic_store_n(&mm->dead, true, __ATOMIC_RELEASE);
 	/* attached clients let go, attached objects' mappings unmapped */
 	uf_attach_destroy_all(mm);
-	/* fork children still alive: SIGBUS for what they have not got */
-	uf_as_destroy_all(mm);
-	uf_unmap_all(mm);
+	/* its address spaces let go: other processes' first (SIGBUS for
+	 * what they have not got), then the program's own (unmapped) */
+	while ((as = uf_as_next_gone(mm)))
+		as->ops->destroy(as);
+	mm->self.ops->destroy(&mm->self);
 	uf_worker_stop(mm);	/* after the mappings: its items hold them */
 	uf_huge_stop(mm);
 

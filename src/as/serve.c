@@ -291,15 +291,15 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 {
 	static const char zeros[PAGE_SIZE] __attribute__((aligned(PAGE_SIZE)));
 	struct uf_object *obj = vma->obj;
-	struct uf_uffd *u = &vma->as->uffd;
+	struct uf_uffd *u = vma->as->uffd;
 	size_t n, copied;
 	int ret;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		pthread_rwlock_rdlock(vma->as->vma_lock);
 		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
 		    addr >= vma->end) {
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+			pthread_rwlock_unlock(vma->as->vma_lock);
 			return 0;
 		}
 		if (region_removed(r, pg)) {
@@ -307,7 +307,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 			ret = write ? uf_uffd_copy_mapped(u, addr, zeros, PAGE_SIZE,
 							  UF_UFFD_DONTWAKE, NULL)
 				    : uf_uffd_zeropage_mapped(u, addr, PAGE_SIZE, UF_UFFD_DONTWAKE);
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+			pthread_rwlock_unlock(vma->as->vma_lock);
 			if (ret == -EAGAIN) {
 				uf_uffd_settle(u);
 				continue;
@@ -318,7 +318,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg)) {
 			pthread_rwlock_unlock(&obj->invalidate_lock);
-			pthread_rwlock_unlock(&vma->as->vma_lock);
+			pthread_rwlock_unlock(vma->as->vma_lock);
 			return -ENOENT;
 		}
 		if (max > (vma->end - addr) >> PAGE_SHIFT)
@@ -333,7 +333,7 @@ static int serve_install(struct uf_vma *vma, struct serve_region *r, unsigned lo
 		copied = 0;
 		ret = cache_copy(obj, u, addr, pg, n, UF_UFFD_DONTWAKE, &copied);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
-		pthread_rwlock_unlock(&vma->as->vma_lock);
+		pthread_rwlock_unlock(vma->as->vma_lock);
 		if (ret == -EAGAIN && !copied) {
 			uf_uffd_settle(u);	/* an event first */
 			continue;
@@ -387,7 +387,7 @@ static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 	uint64_t a, b, e, vend;
 	int ret = 0;
 
-	if (pthread_rwlock_tryrdlock(&as->vma_lock))
+	if (pthread_rwlock_tryrdlock(as->vma_lock))
 		return;
 	vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 	a = q > vma->pgoff ? q : vma->pgoff;
@@ -403,7 +403,7 @@ static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 		}
 		for (e = a + 1; e < b && !region_removed(k->r, e); e++)
 			;
-		ret = uf_uffd_copy_mapped(&as->uffd, vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
+		ret = uf_uffd_copy_mapped(as->uffd, vma->start + ((a - vma->pgoff) << PAGE_SHIFT),
 					  buf + ((a - q) << PAGE_SHIFT), (size_t)(e - a) << PAGE_SHIFT,
 					  UF_UFFD_DONTWAKE, &copied);
 		if (k->pg >= a && k->pg < a + (copied >> PAGE_SHIFT))
@@ -416,7 +416,7 @@ static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 			ret = 0;
 		}
 	}
-	pthread_rwlock_unlock(&as->vma_lock);
+	pthread_rwlock_unlock(as->vma_lock);
 }
 
 /*
@@ -505,7 +505,7 @@ static int __ahead_copy_buf(struct serve_ahead_work *w, struct uf_vma *v, uint64
 		}
 		for (e = q + 1; e < b && AHEAD_OK(e); e++)
 			;
-		ret = uf_uffd_copy_mapped(&w->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+		ret = uf_uffd_copy_mapped(w->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
 					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
 					  0, &copied);
 		ahead_set_done(w, q, copied >> PAGE_SHIFT);
@@ -574,8 +574,8 @@ static bool ahead_next_vma(struct serve_ahead_work *w, size_t *i, uint64_t first
 {
 	struct uf_as *as = w->as;
 
-	for (; *i < as->nvmas; (*i)++) {
-		struct uf_vma *v = as->vmas[*i];
+	for (; *i < as->vt.n; (*i)++) {
+		struct uf_vma *v = as->vt.vmas[*i];
 
 		*a = v->pgoff;
 		*b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
@@ -617,11 +617,11 @@ static void ahead_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 	size_t i = 0;
 	int ret = 0;
 
-	if (k->gone || pthread_rwlock_tryrdlock(&w->as->vma_lock))
+	if (k->gone || pthread_rwlock_tryrdlock(w->as->vma_lock))
 		return;
 	while (!ret && ahead_next_vma(w, &i, q, n, &v, &a, &b))
 		ret = __ahead_copy_buf(w, v, a, b, buf + ((a - q) << PAGE_SHIFT), false);
-	pthread_rwlock_unlock(&w->as->vma_lock);
+	pthread_rwlock_unlock(w->as->vma_lock);
 	if (ret == -ESRCH)
 		k->gone = true;
 }
@@ -666,13 +666,13 @@ static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 			return -ESRCH;
 	}
 	for (tries = 0; tries < SERVE_TRIES && n > 1; tries++) {
-		pthread_rwlock_rdlock(&as->vma_lock);
+		pthread_rwlock_rdlock(as->vma_lock);
 		for (i = 0, ret = 0; !ret && ahead_next_vma(w, &i, first, n, &v, &a, &b);)
 			ret = __ahead_copy(w, v, a, b);
-		pthread_rwlock_unlock(&as->vma_lock);
+		pthread_rwlock_unlock(as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(&as->uffd);	/* an event first (what is done stays) */
+		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
 	}
 	return ret == -ESRCH ? ret : 0;
 }
@@ -752,8 +752,8 @@ static struct uf_vma *__huge_vma(struct uf_as *as, struct serve_region *r, uint6
 {
 	size_t i;
 
-	for (i = 0; i < as->nvmas; i++) {
-		struct uf_vma *v = as->vmas[i];
+	for (i = 0; i < as->vt.n; i++) {
+		struct uf_vma *v = as->vt.vmas[i];
 		uint64_t vend = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
 
 		if (v->private_data != r || v->nl_pgoff || pg < v->pgoff ||
@@ -793,7 +793,7 @@ static void huge_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 	unsigned long addr;
 	int ret;
 
-	if (k->err || pthread_rwlock_tryrdlock(&k->as->vma_lock))
+	if (k->err || pthread_rwlock_tryrdlock(k->as->vma_lock))
 		return;
 	for (; h + UF_HUGE_PAGES <= q + n && !k->err; h += UF_HUGE_PAGES) {
 		i = (h - k->base) / UF_HUGE_PAGES;
@@ -802,14 +802,14 @@ static void huge_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 		bit = 1ULL << i;
 		if ((k->done & bit) || !__huge_vma(k->as, k->r, h, &addr))
 			continue;
-		ret = uf_uffd_copy_mapped(&k->as->uffd, addr, buf + ((h - q) << PAGE_SHIFT),
+		ret = uf_uffd_copy_mapped(k->as->uffd, addr, buf + ((h - q) << PAGE_SHIFT),
 					  UF_HUGE_SIZE, 0, NULL);
 		if (!ret || (ret == -EEXIST && k->worker))
 			k->done |= bit;
 		else if (ret == -ESRCH || (ret == -ENOMEM && k->worker))
 			k->err = ret;
 	}
-	pthread_rwlock_unlock(&k->as->vma_lock);
+	pthread_rwlock_unlock(k->as->vma_lock);
 }
 
 /*
@@ -828,7 +828,7 @@ static int __huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long
 		       bool probe, struct uf_bounce **bounce, char **buf)
 {
 	struct uf_object *obj = vma->obj;
-	struct uf_uffd *u = &vma->as->uffd;
+	struct uf_uffd *u = vma->as->uffd;
 	int ret;
 
 	if (region_removed(r, pg)) {
@@ -866,16 +866,16 @@ static int huge_copy(struct uf_vma *vma, struct serve_region *r, unsigned long a
 	int ret;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		pthread_rwlock_rdlock(vma->as->vma_lock);
 		if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
 		    addr + UF_HUGE_SIZE > vma->end)
 			ret = 0;
 		else
 			ret = __huge_copy(vma, r, addr, pg, probe, &bounce, &buf);
-		pthread_rwlock_unlock(&vma->as->vma_lock);
+		pthread_rwlock_unlock(vma->as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(&vma->as->uffd);	/* an event first */
+		uf_uffd_settle(vma->as->uffd);	/* an event first */
 	}
 	uf_bounce_put(bounce);
 	/* EEXIST: there (another thread's fault); ENOENT, ESRCH: the process
@@ -936,13 +936,13 @@ static int huge_copy_ahead(struct serve_ahead_work *w, uint64_t pg)
 	int ret = 0, tries;
 
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
-		pthread_rwlock_rdlock(&w->as->vma_lock);
+		pthread_rwlock_rdlock(w->as->vma_lock);
 		v = __huge_vma(w->as, w->r, pg, &addr);
 		ret = v ? __huge_copy(v, w->r, addr, pg, false, &bounce, &buf) : 0;
-		pthread_rwlock_unlock(&w->as->vma_lock);
+		pthread_rwlock_unlock(w->as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(&w->as->uffd);	/* an event first */
+		uf_uffd_settle(w->as->uffd);	/* an event first */
 	}
 	uf_bounce_put(bounce);
 	return ret == -ESRCH || ret == -ENOMEM ? ret : 0;
@@ -1019,7 +1019,7 @@ static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, 
 		}
 	}
 	if (w) {
-		uf_uffd_guest_hold(&vma->as->uffd);
+		uf_uffd_guest_hold(vma->as->uffd);
 		uf_object_get(vma->obj);
 		__atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
 	}
@@ -1033,14 +1033,14 @@ static void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, 
  */
 static int huge_poison(struct uf_vma *vma, unsigned long addr)
 {
-	struct uf_uffd *u = &vma->as->uffd;
+	struct uf_uffd *u = vma->as->uffd;
 	int ret;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&vma->as->vma_lock);
+		pthread_rwlock_rdlock(vma->as->vma_lock);
 		ret = __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || addr < vma->start ||
 		      addr + UF_HUGE_SIZE > vma->end ? 0 : uf_uffd_poison_mapped(u, addr, UF_HUGE_SIZE);
-		pthread_rwlock_unlock(&vma->as->vma_lock);
+		pthread_rwlock_unlock(vma->as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
 		uf_uffd_settle(u);
@@ -1367,9 +1367,9 @@ static void serve_event(void *owner, const struct uffd_msg *msg)
 		void *arg = NULL;
 		size_t i;
 
-		pthread_rwlock_wrlock(&as->vma_lock);
-		for (i = 0; i < as->nvmas; i++) {
-			struct uf_vma *v = as->vmas[i];
+		pthread_rwlock_wrlock(as->vma_lock);
+		for (i = 0; i < as->vt.n; i++) {
+			struct uf_vma *v = as->vt.vmas[i];
 			unsigned long a;
 
 			if (v->vm_ops != &serve_vm_ops)
@@ -1382,7 +1382,7 @@ static void serve_event(void *owner, const struct uffd_msg *msg)
 			for (a = v->start > s ? v->start : s; a < v->end && a < e; a += PAGE_SIZE)
 				region_remove(v->private_data, __uf_vma_pgoff(v, a));
 		}
-		pthread_rwlock_unlock(&as->vma_lock);
+		pthread_rwlock_unlock(as->vma_lock);
 		if (report && e > s)
 			report(arg, s, ((e + PAGE_SIZE - 1) & PAGE_MASK) - s);
 	}
@@ -1432,7 +1432,7 @@ static int __push_vma(struct uf_vma *v, uint64_t a, uint64_t b)
 {
 	struct serve_region *r = v->private_data;
 	struct uf_object *obj = v->obj;
-	struct uf_uffd *u = &v->as->uffd;
+	struct uf_uffd *u = v->as->uffd;
 	uint64_t q = a, e;
 	int ret = 0;
 
@@ -1473,9 +1473,9 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 	size_t i;
 
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
-		pthread_rwlock_rdlock(&as->vma_lock);
-		for (i = 0, ret = 0; i < as->nvmas && !ret; i++) {
-			struct uf_vma *v = as->vmas[i];
+		pthread_rwlock_rdlock(as->vma_lock);
+		for (i = 0, ret = 0; i < as->vt.n && !ret; i++) {
+			struct uf_vma *v = as->vt.vmas[i];
 			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
 
 			if (v->vm_ops != &serve_vm_ops || v->obj != p->obj ||
@@ -1486,10 +1486,10 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 			if (a < b)
 				ret = __push_vma(v, a, b);
 		}
-		pthread_rwlock_unlock(&as->vma_lock);
+		pthread_rwlock_unlock(as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(&as->uffd);	/* an event first (what is done stays) */
+		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
 	}
 	return ret == -ESRCH ? ret : 0;
 }
@@ -1530,7 +1530,7 @@ static int __push_vma_buf(struct uf_vma *v, uint64_t a, uint64_t b, const char *
 		}
 		for (e = q + 1; e < b && !region_removed(r, e); e++)
 			;
-		ret = uf_uffd_copy_mapped(&v->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+		ret = uf_uffd_copy_mapped(v->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
 					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
 					  0, &copied);
 		if (ret == -EEXIST) {
@@ -1574,10 +1574,10 @@ static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 	size_t i;
 	int ret = 0;
 
-	if (k->gone || pthread_rwlock_tryrdlock(&as->vma_lock))
+	if (k->gone || pthread_rwlock_tryrdlock(as->vma_lock))
 		return;
-	for (i = 0; !ret && i < as->nvmas; i++) {
-		struct uf_vma *v = as->vmas[i];
+	for (i = 0; !ret && i < as->vt.n; i++) {
+		struct uf_vma *v = as->vt.vmas[i];
 		uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
 
 		if (v->vm_ops != &serve_vm_ops || v->obj != k->p->obj || v->nl_pgoff ||
@@ -1588,7 +1588,7 @@ static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 		if (a < b)
 			ret = __push_vma_buf(v, a, b, buf + ((a - q) << PAGE_SHIFT));
 	}
-	pthread_rwlock_unlock(&as->vma_lock);
+	pthread_rwlock_unlock(as->vma_lock);
 	if (!ret)
 		push_done(k, q, n);
 	else if (ret == -ESRCH)

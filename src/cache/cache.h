@@ -51,12 +51,18 @@ static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
 
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
 {
-	return vma->as ? &vma->as->uffd : &vma->mm->uffd;
+	return vma->as->uffd;
 }
 
 static inline pthread_rwlock_t *uf_vma_table_lock(const struct uf_vma *vma)
 {
-	return vma->as ? &vma->as->vma_lock : &vma->mm->vma_lock;
+	return vma->as->vma_lock;
+}
+
+/* Is @vma another process's (as.c)? */
+static inline bool uf_vma_remote(const struct uf_vma *vma)
+{
+	return vma->as->ops->remote;
 }
 
 /* object.c: object lifetime, and the mm's list of objects (mm->obj_lock) */
@@ -129,6 +135,7 @@ void uf_pagebits_free(struct uf_pagebits *pm);
 
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
+void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
 int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);

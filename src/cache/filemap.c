@@ -350,7 +350,7 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 			 struct uf_vma *vma)
 {
 	/* (a fork child's mapping is another process's: through cache_map) */
-	bool direct = vma != NULL && !vma->as;
+	bool direct = vma != NULL && !uf_vma_remote(vma);
 	size_t i = 0;
 	long added = 0;
 
@@ -439,7 +439,7 @@ static long cache_insert(struct uf_object *obj, uint64_t pgoff, const char *buf,
 			direct = false;
 			continue;
 		}
-		direct = vma != NULL && !vma->as;
+		direct = vma != NULL && !uf_vma_remote(vma);
 		if (ret == -EEXIST) {
 			/* another fill's pages (a huge page two threads fill
 			 * at once): past all it has marked present, not a

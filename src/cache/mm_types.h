@@ -41,29 +41,32 @@ enum uf_sigbus_cause { UF_SIGBUS_STORE, UF_SIGBUS_ROOM, UF_SIGBUS_OUTSIDE, UF_SI
 
 struct uf_as;
 struct uf_object;
+struct uf_vma;
+
+/* table.c: an address space's VMAs, sorted by start, under its table lock */
+struct uf_vma_table {
+	struct uf_vma **vmas;
+	size_t n, cap;
+	bool nocow;			/* in memory a fork does not copy */
+};
 
 /*
- * What the fault path and the page cache ask of the address spaces above
- * them (docs/design.md, Layers): mm.c fills it in, and a lower layer
- * reaches a VMA table, the fork children or the mm's lifetime only
- * through mm->as_ops.  Each member is the function of vma.c, as.c or mm.c
- * named beside it, whose comment says what it does and which locks.
+ * What the fault path and the page cache ask of the mm above them
+ * (docs/design.md, Layers): mm.c fills it in, and a lower layer reaches
+ * the program's own VMA table, the other address spaces or the mm's
+ * lifetime only through mm->ops.  Each member is the function of vma.c,
+ * as.c or mm.c named beside it, whose comment says what it does and which
+ * locks.
  */
-struct uf_as_ops {
-	/* uf_vma_lookup_get(), uf_as_lookup_get(): the VMA at @addr of the
-	 * mm's own table or of a child's, with a reference, and its page */
-	struct uf_vma *(*lookup_get)(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
-				     bool *nonlinear);
-	struct uf_vma *(*as_lookup_get)(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
-					bool *nonlinear);
+struct uf_mm_ops {
 	/* __uf_vma_find(): the mm's own VMA at @addr; mm->vma_lock held */
 	struct uf_vma *(*find)(struct uf_mm *mm, unsigned long addr);
 	/* uf_vma_zap(): take pages out of the mm's own mappings */
 	int (*zap)(struct uf_mm *mm, const struct uf_range *r, size_t n);
 	/* uf_vma_refresh_object(): the object's mappings as the kernel has them */
 	int (*refresh_object)(struct uf_object *obj);
-	/* uf_as_collect_writes(), __uf_as_collect_writes_try(): what fork
-	 * children wrote to the object */
+	/* uf_as_collect_writes(), __uf_as_collect_writes_try(): what other
+	 * address spaces wrote to the object */
 	void (*collect_writes)(struct uf_object *obj);
 	bool (*collect_writes_try)(struct uf_object *obj);
 	/* uf_mm_put(), uf_mm_put_child(): an object drops its reference */
@@ -71,9 +74,87 @@ struct uf_as_ops {
 	void (*put_child)(struct uf_mm *mm);
 };
 
+/*
+ * An address space an mm serves (as.c): the program's own (mm->self, ops
+ * uf_own_as_ops, vma.c), a fork child's or a served process's
+ * (uf_child_as_ops), an attached client's (uf_client_as_ops).  Each has
+ * its userfaultfd, its table lock and its VMA table (table.c, one
+ * implementation for all); what differs between them is in its ops.
+ * Another process's (ops->remote) has a userfaultfd of its own, a guest of
+ * the mm's engine, and VMAs that are its own copies: in nocow memory, in
+ * its table only, never on obj->vmas, so the program's walks never see
+ * them.
+ */
+struct uf_as_ops {
+	/* another process's: its VMAs are not on obj->vmas, live in nocow
+	 * memory, and the program cannot touch its pages */
+	bool remote;
+	/* A copy of [start, end) of @src for @as (a split, a fork), not
+	 * linked, with no object reference; NULL without memory.  Table
+	 * lock of @src held. */
+	struct uf_vma *(*copy)(struct uf_as *as, const struct uf_vma *src, unsigned long start,
+			       unsigned long end);
+	/* The page tables of [s, e) of @vma are going or gone with what they
+	 * knew of writes: how lost writes are judged.  Table lock held. */
+	void (*lost_writes)(struct uf_vma *vma, unsigned long s, unsigned long e);
+	/* The fault path (fault.c), no lock held: the VMA at @addr with a
+	 * reference and the object page it shows, or NULL, after which
+	 * ->no_vma answers the fault. */
+	struct uf_vma *(*lookup_get)(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				     bool *nonlinear);
+	void (*no_vma)(struct uf_as *as, unsigned long page_addr);
+	/* a write to a write-protected page of @vma */
+	void (*wp_fault)(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
+	/* the access of thread @tid at @addr cannot be served: what an
+	 * error does (the page is inside EOF) */
+	void (*sigbus)(struct uf_vma *vma, unsigned long addr, pid_t tid);
+	/* NULL, or: a fault on a page the cache held already (@cached) that
+	 * a wake would not resolve -- true when it is to get SIGBUS */
+	bool (*unresolved)(struct uf_as *as, pid_t tid, unsigned long page_addr, bool cached);
+	/* uf_mm_destroy(): let go of it (the program's own: unmap every
+	 * mapping; another process's: SIGBUS for every page it has not
+	 * received, then free it).  No lock held; @as off mm->children. */
+	void (*destroy)(struct uf_as *as);
+};
+
+struct uf_as {
+	struct uf_mm *mm;		/* whose cache and threads serve it */
+	const struct uf_as_ops *ops;
+	struct uf_uffd *uffd;		/* the mm's engine, or &@guest */
+	pthread_rwlock_t *vma_lock;	/* &mm->vma_lock, or &@guest_lock */
+	struct uf_vma_table vt;		/* under *vma_lock */
+
+	/* another process's (ops->remote) */
+	struct uf_uffd guest;		/* its userfaultfd, a guest of the engine */
+	pthread_rwlock_t guest_lock;
+	struct uf_as *next;		/* mm->children, under mm->as_lock */
+	bool owned;			/* an attached client's (attach.c): freed
+					   by its owner, never reaped */
+	/* the last fault on a page the cache held already (as.c:
+	 * as_unresolved), by thread and address, and how many in a row
+	 * (atomic: handlers race, which only blurs the count) */
+	unsigned long stuck_addr;
+	pid_t stuck_tid;
+	unsigned int stuck_n;
+	/* the process served (uf_as_adopt) and its fork descendants: their
+	 * children alive are counted there (as.c, UF_AS_MAX_FORKS) */
+	struct uf_as_family *family;	/* NULL till the first fork */
+	bool forked;			/* a fork child: counted in @family */
+	bool adopted;			/* handed over (uf_as_adopt), or forked
+					   from one: its forks are counted */
+};
+
+/* VMAs to open (made by a split) and to release, once the table lock is
+ * dropped: ->open, ->close and the last object put must not run under it
+ * (table.c). */
+struct uf_vma_lists {
+	struct uf_vma *opened, *released;
+};
+
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
-	const struct uf_as_ops *as_ops;	/* calls up from below (mm.c) */
+	const struct uf_mm_ops *ops;	/* calls up from below (mm.c) */
+	struct uf_as self;		/* the program's own address space */
 	pid_t pid;			/* the process that created it */
 	/*
 	 * UFFD_FEATURE_EVENT_FORK granted: regions are inherited, and each
@@ -88,9 +169,7 @@ struct uf_mm {
 	bool wp_sync;			/* dirty tracking by write-protect faults */
 	int pagemap_fd;			/* /proc/self/pagemap, or -1 */
 
-	pthread_rwlock_t vma_lock;
-	struct uf_vma **vmas;		/* sorted by start */
-	size_t nvmas, vmas_cap;
+	pthread_rwlock_t vma_lock;	/* self's table lock */
 
 	pthread_mutex_t obj_lock;
 	struct uf_object *objects;	/* list through obj->mm_next */
@@ -154,6 +233,11 @@ struct uf_mm {
 	pthread_cond_t attach_cond;
 	struct uf_attach *attached;
 	struct uf_attach_srv *served;
+	/* set by the first uf_object_attach() (atomic): the object served
+	 * by another process with a mapping in [start, end), with a
+	 * reference, or NULL; its obj->remote does the mapping calls */
+	struct uf_object *(*remote_find)(struct uf_mm *mm, unsigned long start,
+					 unsigned long end);
 
 	size_t ra_max;			/* readahead pages */
 	struct uf_worker *worker;	/* background work (worker.c) */
@@ -180,8 +264,7 @@ struct uf_mm {
 
 struct uf_vma {
 	struct uf_mm *mm;		/* whose cache and threads serve it */
-	struct uf_as *as;		/* a child's address space, or NULL:
-					   the mm's own (mm->vmas) */
+	struct uf_as *as;		/* the address space it is in */
 	unsigned long start, end;
 	uint64_t pgoff;
 	int prot;
@@ -214,36 +297,6 @@ struct uf_vma {
 	struct uf_counters stats;
 };
 #define NL_WINDOW	(1ULL << 63)
-
-/*
- * Another process's address space served by an mm (as.c): a fork child's.
- * Its VMAs (vma->as set, vma->mm the serving mm) are its own copies: in
- * its table only, never on obj->vmas, so the parent's walks never see
- * them.  Its userfaultfd is a guest of the mm's engine.
- */
-struct uf_as {
-	struct uf_mm *mm;
-	struct uf_uffd uffd;
-	pthread_rwlock_t vma_lock;
-	struct uf_vma **vmas;		/* sorted by start, under vma_lock */
-	size_t nvmas, vmas_cap;
-	struct uf_as *next;		/* mm->children, under mm->as_lock */
-	bool owned;			/* an attached client's (attach.c): freed
-					   by its owner, never reaped */
-	/* the last fault on a page the cache held already (fault.c:
-	 * as_unresolved), by thread and address, and how many in a row
-	 * (atomic: handlers race, which only blurs the count) */
-	unsigned long stuck_addr;
-	pid_t stuck_tid;
-	unsigned int stuck_n;
-	/* the process served (uf_as_adopt) and its fork descendants: their
-	 * children alive are counted there (as.c, UF_AS_MAX_FORKS) */
-	struct uf_as_family *family;	/* NULL till the first fork */
-	bool forked;			/* a fork child: counted in @family */
-	bool adopted;			/* handed over (uf_as_adopt), or forked
-					   from one: its forks are counted */
-};
-
 
 /* A sparse map of per-page bits (pagebits.c): the root node, with the
  * tree's height in its low bits. */
@@ -325,6 +378,14 @@ struct uf_remote_ops {
 	int (*truncate)(struct uf_object *obj, uint64_t size);
 	int (*punch_hole)(struct uf_object *obj, uint64_t off, uint64_t len);
 	int (*sync)(struct uf_object *obj);
+	/* uf_mmap() of the object; uf_munmap(), uf_mprotect(), uf_msync()
+	 * of [start, end), where a mapping of the object is (vma.c finds it
+	 * through mm->remote_find) */
+	int (*mmap)(struct uf_object *obj, size_t len, int prot, int flags, uint64_t offset,
+		    void **addrp);
+	int (*munmap)(struct uf_object *obj, unsigned long start, unsigned long end);
+	int (*mprotect)(struct uf_object *obj, unsigned long start, unsigned long end, int prot);
+	int (*msync)(struct uf_object *obj, unsigned long start, unsigned long end);
 };
 
 

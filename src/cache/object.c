@@ -6,7 +6,7 @@
  * frees.  An object is on its mm's list (mm->objects, under mm->obj_lock)
  * from its creation to its last put; reclaim and uf_mm_destroy() walk it.
  * The last put drops the object's reference to its mm through the mm's
- * ops (mm->as_ops, mm_types.h): the mm is the layer above.
+ * ops (mm->ops, cache/mm_types.h): the mm is the layer above.
  */
 #define _GNU_SOURCE
 #include "cache/cache.h"
@@ -250,7 +250,7 @@ static void object_free_child(struct uf_object *obj)
 	uf_pagebits_free(&obj->pages);
 	free(obj->fifo);
 	if (obj->mm)
-		obj->mm->as_ops->put_child(obj->mm);
+		obj->mm->ops->put_child(obj->mm);
 	free(obj);
 }
 
@@ -292,7 +292,7 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	pthread_mutex_destroy(&obj->sync_lock);
 	pthread_rwlock_destroy(&obj->rmap_lock);
 	if (obj->mm)
-		obj->mm->as_ops->put(obj->mm);	/* its memory may go now (destroyed before) */
+		obj->mm->ops->put(obj->mm);	/* its memory may go now (destroyed before) */
 	free(obj);
 }
 

@@ -108,7 +108,7 @@ void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n
 		uint64_t a = first > vma->pgoff ? first : vma->pgoff;
 		uint64_t b = first + n < vend ? first + n : vend;
 
-		if (vma->as || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) ||
+		if (uf_vma_remote(vma) || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) ||
 		    ((vma->flags & VMA_SHARED) && !(vma->flags & VMA_PRIV_MAP)))
 			continue;
 		while (a < b) {

@@ -91,7 +91,7 @@ struct ra_work {
 int uf_readahead_init(struct uf_vma *vma)
 {
 	/* (another address space's VMA: memory its fork does not copy) */
-	struct uf_ra_state *ra = vma->as ? uf_nocow_alloc(sizeof(*ra)) : calloc(1, sizeof(*ra));
+	struct uf_ra_state *ra = uf_vma_remote(vma) ? uf_nocow_alloc(sizeof(*ra)) : calloc(1, sizeof(*ra));
 	int i;
 
 	if (!ra)
@@ -113,7 +113,7 @@ void uf_readahead_free(struct uf_vma *vma)
 		return;
 	pthread_mutex_destroy(&ra->lock);
 	pthread_cond_destroy(&ra->cond);
-	if (vma->as)
+	if (uf_vma_remote(vma))
 		uf_nocow_free(ra);
 	else
 		free(ra);

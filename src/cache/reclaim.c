@@ -238,7 +238,7 @@ static size_t __pick_victims(struct uf_object *obj, uint64_t *vict, size_t want)
 		__unmap_pages(obj, from, from + scanned < end ? from + scanned : end, &z);
 		if (from + scanned > end)
 			__unmap_pages(obj, 0, from + scanned - end, &z);
-		obj->mm->as_ops->zap(obj->mm, z.r, z.n);
+		obj->mm->ops->zap(obj->mm, z.r, z.n);
 	}
 	free(z.r);
 	return n;
@@ -299,7 +299,7 @@ static uint64_t evict_object(struct uf_object *obj, size_t want, bool *wb_failed
 		return 0;
 	}
 	/* what fork children may have written is dirty first (as.c) */
-	if (!__evictable(obj) || !mm->as_ops->collect_writes_try(obj))
+	if (!__evictable(obj) || !mm->ops->collect_writes_try(obj))
 		goto out;
 	n = __pick_victims(obj, vict, want);
 	qsort(vict, n, sizeof(*vict), cmp_u64);

@@ -69,6 +69,7 @@ struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot)
 	if (!vma)
 		return NULL;
 	vma->mm = mm;
+	vma->as = &mm->self;
 	vma->id = __atomic_add_fetch(&mm->next_vma_id, 1, __ATOMIC_RELAXED);
 	vma->prot = prot;
 	vma->refs = 1;
@@ -88,7 +89,7 @@ void uf_vma_free(struct uf_vma *vma)
 	pthread_mutex_destroy(&vma->ref_lock);
 	pthread_cond_destroy(&vma->ref_cond);
 	uf_readahead_free(vma);
-	if (vma->as) {
+	if (uf_vma_remote(vma)) {
 		/* another address space's: as.c's, made by uf_nocow_alloc() */
 		uf_nocow_free(vma->nl_pgoff);
 		uf_nocow_free(vma);

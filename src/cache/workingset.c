@@ -265,7 +265,7 @@ bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgof
 	if (__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE) &&
 	    !__atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED))
 		/* watched: readahead's window (its pages: uf_ws_filled()) */
-		return !(__atomic_load_n(&ws->watch, __ATOMIC_ACQUIRE) && !vma->as &&
+		return !(__atomic_load_n(&ws->watch, __ATOMIC_ACQUIRE) && !uf_vma_remote(vma) &&
 			 !vma->nl_pgoff);
 	if (!__atomic_load_n(&ws->pf, __ATOMIC_ACQUIRE))
 		return false;
@@ -778,7 +778,7 @@ static void ws_watch_start(struct uf_object *obj, struct uf_ws *ws, uint64_t rec
 	 * may map @obj: the kernel maps what is cached there unseen) */
 	ok = !uf_object_forked(obj) && !__atomic_load_n(&mm->nchildren, __ATOMIC_ACQUIRE);
 	uf_rmap_foreach(vma, obj)
-		if (vma->as || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE))
+		if (uf_vma_remote(vma) || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE))
 			ok = false;
 	uf_rmap_foreach(vma, obj) {
 		if (!ok || (vma->flags & VMA_REG_WP))
@@ -1314,7 +1314,7 @@ static struct uf_vma *pf_vma_get(struct uf_object *obj, uint64_t pg)
 	pthread_rwlock_rdlock(&obj->rmap_lock);
 	uf_rmap_foreach(vma, obj) {
 		if (!(vma->flags & VMA_SHARED) || (vma->flags & VMA_PRIV_MAP) || vma->nl_pgoff ||
-		    vma->as || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || pg < vma->pgoff ||
+		    uf_vma_remote(vma) || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) || pg < vma->pgoff ||
 		    pg - vma->pgoff >= (vma->end - vma->start) >> PAGE_SHIFT)
 			continue;
 		pthread_mutex_lock(&vma->ref_lock);

@@ -490,12 +490,12 @@ int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, b
 	 * system's mprotect() seen */
 	if (collect && mm && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
 		uf_uffd_quiesce(&mm->uffd);
-		mm->as_ops->refresh_object(obj);
+		mm->ops->refresh_object(obj);
 	}
 	pthread_mutex_lock(&obj->sync_lock);
 	/* what fork children may have written (as.c) */
 	if (mm && !__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
-		mm->as_ops->collect_writes(obj);
+		mm->ops->collect_writes(obj);
 	if (mm)
 		pthread_rwlock_rdlock(&mm->vma_lock);
 	if (collect && mm)

@@ -5,9 +5,10 @@
  *   a thread touches a missing page
  *     -> the kernel queues a userfaultfd event and puts the thread to sleep
  *   a handler thread of the engine (uffd.c) reads the event and hands it
- *   up through the mm's struct uf_uffd_ops (mm.c; a child's: as.c)
- *     -> uf_fault_handle(): find the VMA and the object page (pgoff), in
- *        the address space's table (mm->as_ops: vma.c, as.c)
+ *   up through the struct uf_uffd_ops of the address space it is in (the
+ *   program's own: mm.c; another process's: as.c)
+ *     -> fault_serve(): find the VMA and the object page (pgoff), in
+ *        the address space's table (as->ops->lookup_get: vma.c, as.c)
  *     -> the VMA's ->fault() (or the ->nopage adapter) finds the page:
  *          returns a page         -> install_page() copies it in
  *          installed it itself    -> uf_vm_insert_page()/uf_vm_insert_pfn()
@@ -167,7 +168,7 @@ static bool page_present(struct uf_mm *mm, unsigned long addr)
 static void __poison_lift(struct uf_mm *mm, unsigned int i)
 {
 	struct uf_poison *p = &mm->poison[i];
-	struct uf_vma *vma = mm->as_ops->find(mm, p->addr);
+	struct uf_vma *vma = mm->ops->find(mm, p->addr);
 
 	/*
 	 * A marker in a mapping unmapped meanwhile went with it.  The marker
@@ -177,7 +178,7 @@ static void __poison_lift(struct uf_mm *mm, unsigned int i)
 	if (vma && vma->id == p->vma_id && !page_present(mm, p->addr)) {
 		struct uf_range r = { p->addr, p->addr + PAGE_SIZE };
 
-		mm->as_ops->zap(mm, &r, 1);
+		mm->ops->zap(mm, &r, 1);
 		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_REG_WP)
 			uf_vma_writeprotect(vma, p->addr, PAGE_SIZE);
 	}
@@ -267,7 +268,7 @@ int uf_fault_idle_ms(struct uf_mm *mm)
 }
 
 /*
- * Poison @page_addr of @vma and wake its waiters.  A write-protect marker
+ * uf_fault_poison_page - poison @page_addr of @vma and wake its waiters.  A write-protect marker
  * holding the PTE (a WP-registered mapping) is lifted first;
  * __poison_lift() puts it back.  Only while @vma is still there as the
  * kernel maps it (the program may have moved or unmapped it, and put
@@ -275,7 +276,7 @@ int uf_fault_idle_ms(struct uf_mm *mm)
  * meets what is there now.
  * Locking: takes mm->vma_lock shared.
  */
-static int poison_page(struct uf_vma *vma, unsigned long page_addr)
+int uf_fault_poison_page(struct uf_vma *vma, unsigned long page_addr)
 {
 	pthread_rwlock_t *lock = uf_vma_table_lock(vma);
 	struct uf_uffd *u = uf_vma_uffd(vma);
@@ -307,6 +308,20 @@ static int poison_page(struct uf_vma *vma, unsigned long page_addr)
  *  - An object page past EOF (truncated while the fault was queued): a
  *    wake is enough; the retried access meets the memfd's size and the
  *    kernel raises SIGBUS (BUS_ADRERR) itself.
+ *  - Otherwise what an error does is the address space's (as->ops->sigbus):
+ *    uf_fault_sigbus() below in the program's own, as.c's in another's.
+ */
+static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bool eof)
+{
+	if (eof) {
+		uf_uffd_wake(uf_vma_uffd(vma), addr & PAGE_MASK, PAGE_SIZE);
+		return;
+	}
+	vma->as->ops->sigbus(vma, addr, tid);
+}
+
+/*
+ * uf_fault_sigbus - ->sigbus of the program's own address space:
  *  - An operation mapping: the page gets a poison marker and keeps it:
  *    every later touch takes SIGBUS (BUS_ADRERR) from the kernel, and a
  *    system call touching it fails with EFAULT.
@@ -317,28 +332,20 @@ static int poison_page(struct uf_vma *vma, unsigned long page_addr)
  *    thread (si_code SI_QUEUE, si_addr exact), which interrupts its wait;
  *    a system call then spins and a thread that blocks or ignores SIGBUS
  *    waits: ufault(7) says so.
- *  - In another address space (a fork child, as.c) an object page keeps its
- *    marker, as an operation mapping's does: its page tables cannot be
- *    zapped from here.
  */
-static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bool eof)
+void uf_fault_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid)
 {
 	unsigned long page_addr = addr & PAGE_MASK;
 	struct uf_mm *mm = vma->mm;
-	struct uf_uffd *u = uf_vma_uffd(vma);
 	siginfo_t si;
 	uint64_t runs;
 	int ret;
 
-	if (eof) {
-		uf_uffd_wake(u, page_addr, PAGE_SIZE);
-		return;
-	}
-	if (!vma->obj || vma->as) {
-		ret = poison_page(vma, page_addr);
+	if (!vma->obj) {
+		ret = uf_fault_poison_page(vma, page_addr);
 	} else {
 		runs = thread_runs(tid);	/* before the wake */
-		ret = poison_page(vma, page_addr);
+		ret = uf_fault_poison_page(vma, page_addr);
 		if (ret == 0) {
 			poison_note(mm, vma, page_addr, tid, runs);
 			poison_watch(mm, tid, runs);
@@ -349,12 +356,7 @@ static void deliver_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid, bo
 	if (ret != -ENOSYS) {
 		/* EEXIST: present, or poisoned already; else the mapping is
 		 * changing: either way the retry sees what is there now */
-		uf_uffd_wake(u, page_addr, PAGE_SIZE);
-		return;
-	}
-	if (vma->as) {
-		/* (the child's pid is not known: its retry faults again) */
-		uf_uffd_wake(u, page_addr, PAGE_SIZE);
+		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
 		return;
 	}
 	memset(&si, 0, sizeof(si));
@@ -460,98 +462,142 @@ static void inflight_end(struct uf_mm *mm, unsigned int slot)
 }
 
 /*
- * A child's fault at @page_addr that its table does not cover, once its
- * events are applied: not a mapping ufault knows of in that process (one
- * uf_munmap() took away as it forked).  SIGBUS, never a fault served for
- * ever.
+ * The VMA of the fault @msg in @as, with a reference, and the object page
+ * it shows; NULL when the fault is answered already: no VMA there (the
+ * address space's ->no_vma), or a write to a write-protected page (its
+ * ->wp_fault: dirty tracking).
  */
-static void as_no_vma(struct uf_as *as, unsigned long page_addr)
-{
-	if (uf_uffd_poison_holes(&as->uffd, page_addr, PAGE_SIZE, PAGE_SIZE))
-		uf_uffd_wake(&as->uffd, page_addr, PAGE_SIZE);
-}
-
-/* Faults in a row one thread of an attached client may take at one
- * address whose page the cache held already, before that access gets
- * SIGBUS (as_unresolved). */
-#define AS_MAX_UNRESOLVED	8
-
-/*
- * An attached client's fault (a hole of its own mapping of the cache) at
- * @page_addr, by @tid, on a page its table says the cache held before
- * this fault was served (@cached).  The wake cannot resolve it when the
- * table names another page than the client maps (a client that lies
- * about its offsets): the same thread faults at the same address again,
- * for ever.  Honest faults meet a cached page only when it came or went
- * meanwhile, never many times in a row.  Return true when the access is
- * to get SIGBUS instead of another wake.
- */
-static bool as_unresolved(struct uf_as *as, pid_t tid, unsigned long page_addr, bool cached)
-{
-	unsigned int n;
-
-	if (!cached || __atomic_load_n(&as->stuck_addr, __ATOMIC_RELAXED) != page_addr ||
-	    __atomic_load_n(&as->stuck_tid, __ATOMIC_RELAXED) != tid) {
-		__atomic_store_n(&as->stuck_addr, cached ? page_addr : 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&as->stuck_tid, tid, __ATOMIC_RELAXED);
-		__atomic_store_n(&as->stuck_n, cached ? 1 : 0, __ATOMIC_RELAXED);
-		return false;
-	}
-	n = __atomic_add_fetch(&as->stuck_n, 1, __ATOMIC_RELAXED);
-	return n >= AS_MAX_UNRESOLVED;
-}
-
-static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
-			   const struct uffd_msg *msg)
+static struct uf_vma *fault_vma_get(struct uf_as *as, const struct uffd_msg *msg,
+				    uint64_t *pgoff, bool *nonlinear)
 {
 	unsigned long addr = msg->arg.pagefault.address;
-	unsigned long page_addr = addr & PAGE_MASK;
-	pid_t tid = (pid_t)msg->arg.pagefault.feat.ptid;
-	const struct uf_vm_operations *ops;
-	struct uf_fault_data fdata;
+	struct uf_vma *vma = as->ops->lookup_get(as, addr, pgoff, nonlinear);
+
+	if (!vma) {
+		as->ops->no_vma(as, addr & PAGE_MASK);
+		return NULL;
+	}
+	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+		as->ops->wp_fault(vma, addr, *pgoff);
+		uf_vma_put(vma);
+		return NULL;
+	}
+	return vma;
+}
+
+/*
+ * Call the VMA's ->fault (or the ->nopage adapter) for @fdata and install
+ * the page it returns; fdata->type is the outcome.  Return the type
+ * ->fault gave (what is counted should the VMA go meanwhile).
+ */
+static int fault_call(struct uf_as *as, struct uf_fault_data *fdata, pid_t tid)
+{
+	struct uf_vma *vma = fdata->vma;
+	unsigned long page_addr = fdata->address & PAGE_MASK;
+	const struct uf_vm_operations *ops = __atomic_load_n(&vma->vm_ops, __ATOMIC_ACQUIRE);
+	bool check = as->ops->unresolved && vma->obj;
+	bool cached = check && uf_pagebits_test(&vma->obj->pages, UF_PG_PRESENT, fdata->pgoff);
 	struct uf_page *page;
+	int typed;
+
+	cur.vma = vma;
+	cur.page = page_addr;
+	cur.installed = false;
+	if (ops->fault)
+		page = ops->fault(vma, fdata);
+	else
+		page = nopage_adapter(vma, ops, fdata);
+	if (check && !page && fdata->type == UF_FAULT_MINOR &&
+	    as->ops->unresolved(as, tid, page_addr, cached)) {
+		fdata->type = UF_FAULT_SIGBUS;
+		uf_count_sigbus_cause(vma->mm, vma, UF_SIGBUS_OTHER);
+	}
+	typed = fdata->type;
+
+	if (page) {
+		int ret = install_page(vma, page_addr, page);
+
+		uf_page_put(page);
+		if (ret == -ENOMEM)
+			fdata->type = UF_FAULT_OOM;
+		else if (ret)
+			fdata->type = UF_FAULT_SIGBUS;
+	} else if (fdata->type == UF_FAULT_MINOR || fdata->type == UF_FAULT_MAJOR) {
+		/*
+		 * ->fault says it installed the page.  An operation mapping
+		 * whose ->fault installed nothing would fault forever: that
+		 * is a broken ->fault, and the access gets SIGBUS, not a hang.
+		 */
+		if (!vma->obj && !cur.installed)	/* an operation mapping */
+			fdata->type = UF_FAULT_SIGBUS;
+	} else if (fdata->type != UF_FAULT_OOM) {
+		fdata->type = UF_FAULT_SIGBUS;
+	}
+	cur.vma = NULL;
+	return typed;
+}
+
+/*
+ * Count the fault and answer it: a wake, an error passed on to the
+ * handler waiting to serve the same page, or SIGBUS.  false: the VMA was
+ * unmapped while ->fault ran (woken only).
+ */
+static bool fault_answer(struct uf_mm *mm, unsigned int slot, struct uf_fault_data *fdata,
+			 pid_t tid, int typed, const struct timespec *t0)
+{
+	struct uf_vma *vma = fdata->vma;
+	unsigned long addr = fdata->address, page_addr = addr & PAGE_MASK;
+
+	if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
+		/* unmapped while fault() ran: the retry meets the placeholder
+		 * and takes SIGSEGV, as for any unmapped address */
+		count_fault(vma, typed);
+		uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
+		return false;
+	}
+	/* count before the wake: a thread that reads the statistics after
+	 * its access returns must see its own fault (one woken by the fill's
+	 * copy already waits for this, in uf_fault_settle()) */
+	count_fault(vma, fdata->type);
+	count_latency(vma, t0);
+	__atomic_store_n(&mm->serving_tid[slot], 0, __ATOMIC_RELEASE);
+	if (fdata->type == UF_FAULT_MINOR || fdata->type == UF_FAULT_MAJOR) {
+		/* a passed-on error is answered (page atomic: a stale one only
+		 * costs a later error its pass) */
+		if (__atomic_load_n(&mm->inflight_deferred, __ATOMIC_RELAXED) == page_addr)
+			__atomic_store_n(&mm->inflight_deferred, 0, __ATOMIC_RELAXED);
+		if (!(fdata->flags & UF_FAULT_FLAG_WOKEN))
+			uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
+	} else if (vma->obj && !(fdata->flags & UF_FAULT_FLAG_EOF) &&
+		   inflight_pass_error(mm, slot, page_addr, tid)) {
+		;	/* the next handler answers this thread too */
+	} else {
+		deliver_sigbus(vma, addr, tid, fdata->flags & UF_FAULT_FLAG_EOF);
+	}
+	return true;
+}
+
+/* Serve the fault @msg of address space @as.  No lock held. */
+static void __handle_fault(struct uf_as *as, unsigned int slot, const struct uffd_msg *msg)
+{
+	struct uf_mm *mm = as->mm;
+	unsigned long addr = msg->arg.pagefault.address;
+	pid_t tid = (pid_t)msg->arg.pagefault.feat.ptid;
+	struct uf_fault_data fdata;
 	struct uf_vma *vma;
 	struct timespec t0;
-	bool nonlinear, cached;
+	bool nonlinear, answered;
 	uint64_t pgoff;
 	int typed;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	/* this thread is past any access it was poisoned for elsewhere */
-	if (!as && __atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
-		poison_expire(mm, false, tid, page_addr);
-	if (as) {
-		vma = mm->as_ops->as_lookup_get(as, addr, &pgoff, &nonlinear);
-		if (!vma) {
-			/* an event not yet applied (a move)? */
-			uf_uffd_quiesce(&as->uffd);
-			vma = mm->as_ops->as_lookup_get(as, addr, &pgoff, &nonlinear);
-		}
-		if (!vma) {
-			uf_add(&mm->stats.sigbus, 1);
-			uf_count_sigbus_cause(mm, NULL, UF_SIGBUS_OUTSIDE);
-			as_no_vma(as, page_addr);
-			return;
-		}
-	} else {
-		vma = mm->as_ops->lookup_get(mm, addr, &pgoff, &nonlinear);
-	}
-	if (!vma) {
-		/* unmapped meanwhile: the retry meets the placeholder */
-		uf_uffd_wake(&mm->uffd, page_addr, PAGE_SIZE);
+	/* this thread is past any access it was poisoned for elsewhere
+	 * (markers are the program's: another process's tid is no hint) */
+	if (__atomic_load_n(&mm->npoison, __ATOMIC_RELAXED))
+		poison_expire(mm, false, as->ops->remote ? 0 : tid, addr & PAGE_MASK);
+	vma = fault_vma_get(as, msg, &pgoff, &nonlinear);
+	if (!vma)
 		return;
-	}
-
-	if (msg->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
-		/* a write to a clean page (synchronous dirty tracking); a
-		 * child's writes are all taken as dirty (as.c): let it write */
-		if (vma->as && uf_uffd_writeprotect(&as->uffd, page_addr, PAGE_SIZE, false, false))
-			uf_uffd_wake(&as->uffd, page_addr, PAGE_SIZE);
-		else if (!vma->as)
-			uf_handle_wp_fault(vma, addr, pgoff);
-		uf_vma_put(vma);
-		return;
-	}
 
 	fdata.vma = vma;
 	fdata.address = addr;
@@ -562,80 +608,20 @@ static void __handle_fault(struct uf_mm *mm, struct uf_as *as, unsigned int slot
 	if (nonlinear)
 		fdata.flags |= UF_FAULT_FLAG_NONLINEAR;
 	fdata.type = UF_FAULT_MINOR;
-
-	cur.vma = vma;
-	cur.page = page_addr;
-	cur.installed = false;
-	ops = __atomic_load_n(&vma->vm_ops, __ATOMIC_ACQUIRE);
-	cached = as && as->owned && vma->obj &&
-		 uf_pagebits_test(&vma->obj->pages, UF_PG_PRESENT, pgoff);
-	if (ops->fault)
-		page = ops->fault(vma, &fdata);
-	else
-		page = nopage_adapter(vma, ops, &fdata);
-	if (as && as->owned && vma->obj && !page && fdata.type == UF_FAULT_MINOR &&
-	    as_unresolved(as, tid, page_addr, cached)) {
-		fdata.type = UF_FAULT_SIGBUS;
-		uf_count_sigbus_cause(mm, vma, UF_SIGBUS_OTHER);
-	}
-	typed = fdata.type;
-
-	if (page) {
-		int ret = install_page(vma, page_addr, page);
-
-		uf_page_put(page);
-		if (ret == -ENOMEM)
-			fdata.type = UF_FAULT_OOM;
-		else if (ret)
-			fdata.type = UF_FAULT_SIGBUS;
-	} else if (fdata.type == UF_FAULT_MINOR || fdata.type == UF_FAULT_MAJOR) {
-		/*
-		 * ->fault says it installed the page.  An operation mapping
-		 * whose ->fault installed nothing would fault forever: that
-		 * is a broken ->fault, and the access gets SIGBUS, not a hang.
-		 */
-		if (!vma->obj && !cur.installed)	/* an operation mapping */
-			fdata.type = UF_FAULT_SIGBUS;
-	} else if (fdata.type != UF_FAULT_OOM) {
-		fdata.type = UF_FAULT_SIGBUS;
-	}
-	cur.vma = NULL;
-
-	if (__atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE)) {
-		/* unmapped while fault() ran: the retry meets the placeholder
-		 * and takes SIGSEGV, as for any unmapped address */
-		count_fault(vma, typed);
-		uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
-		uf_vma_put(vma);
-		return;
-	}
-	/* count before the wake: a thread that reads the statistics after
-	 * its access returns must see its own fault (one woken by the fill's
-	 * copy already waits for this, in uf_fault_settle()) */
-	count_fault(vma, fdata.type);
-	count_latency(vma, &t0);
-	__atomic_store_n(&mm->serving_tid[slot], 0, __ATOMIC_RELEASE);
-	if (fdata.type == UF_FAULT_MINOR || fdata.type == UF_FAULT_MAJOR) {
-		/* a passed-on error is answered (page atomic: a stale one only
-		 * costs a later error its pass) */
-		if (__atomic_load_n(&mm->inflight_deferred, __ATOMIC_RELAXED) == page_addr)
-			__atomic_store_n(&mm->inflight_deferred, 0, __ATOMIC_RELAXED);
-		if (!(fdata.flags & UF_FAULT_FLAG_WOKEN))
-			uf_uffd_wake(uf_vma_uffd(vma), page_addr, PAGE_SIZE);
-	} else if (vma->obj && !(fdata.flags & UF_FAULT_FLAG_EOF) &&
-		 inflight_pass_error(mm, slot, page_addr, tid))
-		;	/* the next handler answers this thread too */
-	else
-		deliver_sigbus(vma, addr, tid, fdata.flags & UF_FAULT_FLAG_EOF);
+	typed = fault_call(as, &fdata, tid);
+	answered = fault_answer(mm, slot, &fdata, tid, typed, &t0);
 	uf_vma_put(vma);
-
-	if (mm->budget_pages)
+	if (answered && mm->budget_pages)
 		uf_reclaim(mm, 0);
 }
 
-static void handle_fault_inflight(struct uf_mm *mm, struct uf_as *as, unsigned int slot,
-				  const struct uffd_msg *msg)
+/*
+ * fault_serve - serve a fault of address space @as (any: the program's
+ * own, a fork child's, a served process's, an attached client's).
+ */
+static void fault_serve(struct uf_as *as, unsigned int slot, const struct uffd_msg *msg)
 {
+	struct uf_mm *mm = as->mm;
 	unsigned long page_addr = msg->arg.pagefault.address & PAGE_MASK;
 	pid_t tid = (pid_t)msg->arg.pagefault.feat.ptid;
 
@@ -643,23 +629,23 @@ static void handle_fault_inflight(struct uf_mm *mm, struct uf_as *as, unsigned i
 	 * turn too: it costs a wait, never a wrong answer) */
 	inflight_begin(mm, slot, page_addr, tid);
 	__atomic_store_n(&mm->serving_tid[slot], tid, __ATOMIC_RELEASE);
-	__handle_fault(mm, as, slot, msg);
+	__handle_fault(as, slot, msg);
 	__atomic_store_n(&mm->serving_tid[slot], 0, __ATOMIC_RELEASE);
 	inflight_end(mm, slot);
 }
 
-/* ->fault of the mm's engine (mm.c). */
+/* ->fault of the mm's engine (mm.c): the program's own address space. */
 void uf_fault_handle(void *owner, unsigned int slot, const struct uffd_msg *msg)
 {
-	handle_fault_inflight(owner, NULL, slot, msg);
+	struct uf_mm *mm = owner;
+
+	fault_serve(&mm->self, slot, msg);
 }
 
-/* ->fault of a child's userfaultfd (as.c): served with the child's VMA. */
+/* ->fault of another process's userfaultfd (as.c). */
 void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg)
 {
-	struct uf_as *as = owner;
-
-	handle_fault_inflight(as->mm, as, slot, msg);
+	fault_serve(owner, slot, msg);
 }
 
 /*

@@ -13,6 +13,8 @@
 void uf_fault_handle(void *owner, unsigned int slot, const struct uffd_msg *msg);
 void uf_fault_as(void *owner, unsigned int slot, const struct uffd_msg *msg);
 int uf_fault_idle_ms(struct uf_mm *mm);
+void uf_fault_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid);
+int uf_fault_poison_page(struct uf_vma *vma, unsigned long page_addr);
 void uf_fault_idle(struct uf_mm *mm);
 struct uf_vma *uf_fault_vma(void);
 void uf_fault_settle(struct uf_mm *mm);
