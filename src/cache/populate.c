@@ -176,7 +176,7 @@ void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs
 	uf_rmap_foreach(vma, obj) {
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 
-		if (vma->as || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) ||
+		if (uf_vma_remote(vma) || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) ||
 		    ((vma->flags & VMA_SHARED) && !(vma->flags & VMA_PRIV_MAP)))
 			continue;
 		for (i = 0, niov = 0; i < n; i++) {
