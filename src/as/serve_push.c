@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Pushing a working set into a process served (serve.c), ahead of its
+ * faults: the push thread (uf_object_serve_prefetch).
+ * Locking: the order at the top of serve.c.
+ */
+#define _GNU_SOURCE
+#include "as/as.h"
+#include "as/serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/*
+ * A thread per process served with a working set (uf_object_serve_prefetch)
+ * walks the set in recorded order, in batches of pieces (at most ra_max
+ * pages of a run each) cut as a prefetch's claims are (uf_ws_cut(),
+ * workingset.c): fills a batch's holes in the cache as the prefetch does
+ * (uf_object_fill_runs(): one batched read of the store, one copy per
+ * group of pages that touch; making room as a fault does: the cache stays
+ * inside its budget), copying them on into the process from the fill's
+ * buffer, then copies over what the cache had, with UFFDIO_COPY, which
+ * never overwrites: a page the process already has
+ * (its own fault's, or one it wrote) fails with EEXIST and is skipped,
+ * and so is a page the balloon removed.  The handler threads serve the
+ * process's faults meanwhile and never wait for it: a fault on a page of
+ * the set that is not there yet reads the rest of its run at once
+ * (serve_set_window).  The thread holds the address space (uf_as_adopt),
+ * a reference to the object and one to the set; it stops when the set is
+ * done, the process is gone, or the mm is being destroyed.
+ */
+struct serve_push {
+	struct uf_object *obj;
+	struct uf_as *as;
+	struct uf_ws_set *set;
+};
+
+/*
+ * Copy the pages of object pages [a, b) of @v that the cache holds into
+ * the process.  Return 0, or -EAGAIN (an event first), -ESRCH (the
+ * process is gone), -ENOMEM, -EIO.
+ * Locking: as->vma_lock held shared; takes obj->invalidate_lock shared.
+ */
+static int __push_vma(struct uf_vma *v, uint64_t a, uint64_t b)
+{
+	struct serve_region *r = v->private_data;
+	struct uf_object *obj = v->obj;
+	struct uf_uffd *u = v->as->uffd;
+	uint64_t q = a, e;
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	while (q < b && !ret) {
+		size_t copied = 0;
+
+		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q) || region_removed(r, q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, e) &&
+				!region_removed(r, e); e++)
+			;
+		ret = cache_copy(obj, u, v->start + ((q - v->pgoff) << PAGE_SHIFT), q,
+				 (size_t)(e - q), 0, &copied);
+		if (ret == -EEXIST) {
+			/* the process has that page: the rest may still go */
+			q += (copied >> PAGE_SHIFT) + 1;
+			ret = 0;
+		} else if (!ret) {
+			q = e;
+		}
+	}
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	return ret == -ENOENT ? 0 : ret;	/* (ENOENT: the layout changed) */
+}
+
+/*
+ * Copy object pages [first, first + n) into every region of the process
+ * that shows them.  Return 0, or -ESRCH when the process is gone.
+ * Locking: takes as->vma_lock shared.
+ */
+static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
+{
+	struct uf_as *as = p->as;
+	int ret = 0, tries;
+	size_t i;
+
+	for (tries = 0; tries < SERVE_TRIES; tries++) {
+		pthread_rwlock_rdlock(as->vma_lock);
+		for (i = 0, ret = 0; i < as->vt.n && !ret; i++) {
+			struct uf_vma *v = as->vt.vmas[i];
+			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+
+			if (v->vm_ops != &serve_vm_ops || v->obj != p->obj ||
+			    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+				continue;
+			a = a > first ? a : first;
+			b = b < first + n ? b : first + n;
+			if (a < b)
+				ret = __push_vma(v, a, b);
+		}
+		pthread_rwlock_unlock(as->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
+	}
+	return ret == -ESRCH ? ret : 0;
+}
+
+/*
+ * The push's fill sink: the pages a batch's fill inserts go on into the
+ * process from the fill's buffer (no read back from the memfd), and each
+ * piece counts its pages so copied; push_copy() does the rest after.
+ * @pc: the batch's pieces by first page (they do not overlap).
+ */
+struct push_sink {
+	struct uf_fill_sink sink;
+	struct serve_push *p;
+	struct uf_ws_run *pc;
+	uint64_t *done;			/* pages of pc[i] copied on */
+	size_t npc;
+	bool gone;			/* the process is (ESRCH) */
+};
+
+/*
+ * Copy object pages [a, b) of @v from @buf (page @a's bytes first) into
+ * the process, past the balloon's removals and the pages it has.  Return
+ * 0, or -EAGAIN, -ESRCH, -ENOMEM.
+ * Locking: as->vma_lock held shared; obj->invalidate_lock held shared.
+ */
+static int __push_vma_buf(struct uf_vma *v, uint64_t a, uint64_t b, const char *buf)
+{
+	struct serve_region *r = v->private_data;
+	uint64_t q = a, e;
+	int ret = 0;
+
+	while (q < b && !ret) {
+		size_t copied = 0;
+
+		if (region_removed(r, q)) {
+			q++;
+			continue;
+		}
+		for (e = q + 1; e < b && !region_removed(r, e); e++)
+			;
+		ret = uf_uffd_copy_mapped(v->as->uffd, v->start + ((q - v->pgoff) << PAGE_SHIFT),
+					  buf + ((q - a) << PAGE_SHIFT), (size_t)(e - q) << PAGE_SHIFT,
+					  0, &copied);
+		if (ret == -EEXIST) {
+			q += (copied >> PAGE_SHIFT) + 1;
+			ret = 0;
+		} else if (!ret) {
+			q = e;
+		}
+	}
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/* Credit pages [q, q + n) to the pieces holding them. */
+static void push_done(struct push_sink *k, uint64_t q, uint64_t n)
+{
+	size_t lo = 0, hi = k->npc;
+
+	while (lo < hi) {		/* the first piece ending after q */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->pc[mid].start + k->pc[mid].len <= q)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < k->npc && k->pc[lo].start < q + n; lo++) {
+		uint64_t a = k->pc[lo].start > q ? k->pc[lo].start : q;
+		uint64_t b = k->pc[lo].start + k->pc[lo].len < q + n ?
+			     k->pc[lo].start + k->pc[lo].len : q + n;
+
+		k->done[lo] += b - a;
+	}
+}
+
+/* Locking: obj->invalidate_lock held shared (the fill's); as->vma_lock
+ * is only tried (it comes first in the lock order). */
+static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct push_sink *k = (struct push_sink *)sink;
+	struct uf_as *as = k->p->as;
+	size_t i;
+	int ret = 0;
+
+	if (k->gone || pthread_rwlock_tryrdlock(as->vma_lock))
+		return;
+	for (i = 0; !ret && i < as->vt.n; i++) {
+		struct uf_vma *v = as->vt.vmas[i];
+		uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+
+		if (v->vm_ops != &serve_vm_ops || v->obj != k->p->obj || v->nl_pgoff ||
+		    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+			continue;
+		a = a > q ? a : q;
+		b = b < q + n ? b : q + n;
+		if (a < b)
+			ret = __push_vma_buf(v, a, b, buf + ((a - q) << PAGE_SHIFT));
+	}
+	pthread_rwlock_unlock(as->vma_lock);
+	if (!ret)
+		push_done(k, q, n);
+	else if (ret == -ESRCH)
+		k->gone = true;
+}
+
+static int run_by_start(const void *a, const void *b)
+{
+	const struct uf_ws_run *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * One batch of pieces, as a prefetch's claim (workingset.c): its holes
+ * filled by one batched read of the store where it has one (best effort:
+ * a page the store cannot give stays a hole, and its own fault reports
+ * the error) and copied on into the process from the fill's buffer, then
+ * what the cache had copied over from it.  Return 0, or -ESRCH / -ENODEV
+ * to stop.
+ * Locking: none held; takes obj->invalidate_lock shared around the fill.
+ */
+static int push_batch(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
+		      uint64_t pages, struct uf_ws_run *sorted, uint64_t *done)
+{
+	struct push_sink sink = { .sink = { .obj = p->obj, .fn = push_sink_fn }, .p = p,
+				  .pc = sorted, .done = done, .npc = npc };
+	struct uf_object *obj = p->obj;
+	struct uf_mm *mm = obj->mm;
+	size_t filled = 0, i;
+	int ret = 0;
+
+	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
+		return -ENODEV;
+	memcpy(sorted, pc, npc * sizeof(*pc));
+	qsort(sorted, npc, sizeof(*sorted), run_by_start);
+	memset(done, 0, npc * sizeof(*done));
+	uf_reclaim(mm, (size_t)pages);	/* room, as a fault makes it */
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	uf_fill_sink = &sink.sink;
+	if (uf_object_fill_runs(obj, pc, npc, &filled, NULL))
+		for (i = 0; i < npc; i++)
+			uf_object_fill(obj, pc[i].start, (size_t)pc[i].len, UF_FILL_ANY, &filled,
+				       NULL, NULL);
+	uf_fill_sink = NULL;
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	uf_add(&mm->stats.readahead_pages, filled);
+	if (sink.gone)
+		return -ESRCH;
+	/* what the cache had, or the sink could not copy; pieces that touch
+	 * go in one copy */
+	for (i = 0; i < npc && !ret; i++) {
+		uint64_t first = sorted[i].start, end = first + sorted[i].len;
+		bool all = done[i] == sorted[i].len;
+
+		while (i + 1 < npc && sorted[i + 1].start == end) {
+			all = all && done[i + 1] == sorted[i + 1].len;
+			end += sorted[++i].len;
+		}
+		if (!all)
+			ret = push_copy(p, first, end - first);
+	}
+	return ret;
+}
+
+/* A push thread's batch: its pieces in recorded order and by first page,
+ * and the pages of each copied on by the sink. */
+struct push_buf {
+	struct uf_ws_run pc[UF_READV_PAGES], sorted[UF_READV_PAGES];
+	uint64_t done[UF_READV_PAGES];
+};
+
+/* The push thread: the set in batches of pieces, as a prefetch claims
+ * them.  Locking: none held. */
+static void *push_thread(void *arg)
+{
+	struct serve_push *p = arg;
+	struct uf_object *obj = p->obj;
+	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
+	uint64_t batch = UF_WS_BATCH_FIRST;
+	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
+		       UF_WS_BATCH_LOCAL;
+	bool batched = uf_object_batched_reads(obj);
+	struct push_buf *pb = malloc(sizeof(*pb));
+	size_t next = 0, npc;
+	sigset_t all;
+
+	/* signals belong to the application's threads */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (piece > UF_READV_PAGES)
+		piece = UF_READV_PAGES;
+	while (pb && (npc = uf_ws_cut(p->set->runs, p->set->nruns, &next, &off, piece,
+				      batched ? batch : piece, pb->pc, &pages))) {
+		if (batch < max)
+			batch *= 2;
+		if (push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done))
+			break;
+	}
+	free(pb);
+	uf_as_unhold(p->as);
+	uf_ws_set_put(p->set);
+	uf_object_put(p->obj);
+	free(p);
+	return NULL;
+}
+
+/* Start pushing @set into held @as (both references pass to the thread).
+ * Locking: none held. */
+void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
+{
+	struct serve_push *p = malloc(sizeof(*p));
+	pthread_attr_t attr;
+	pthread_t t;
+	int err = -1;
+
+	if (p) {
+		*p = (struct serve_push){ .obj = obj, .as = as, .set = set };
+		uf_object_get(obj);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&t, &attr, push_thread, p);
+		pthread_attr_destroy(&attr);
+	}
+	if (!err)
+		return;
+	/* no thread: the process is served lazily */
+	if (p)
+		uf_object_put(obj);
+	free(p);
+	uf_as_unhold(as);
+	uf_ws_set_put(set);
+}
