@@ -42,7 +42,8 @@ int uf_as_map(struct uf_as *as, const struct uf_vma *tmpl);
 void uf_as_unmap(struct uf_as *as, unsigned long start, unsigned long end);
 int uf_as_protect(struct uf_as *as, unsigned long start, unsigned long end, int prot);
 
-/* attach.c: objects served by another process, and serving them */
+/* attach.c, attach_map.c (uf_attach_destroy_all), attach_srv.c: objects
+ * served by another process, and serving them */
 struct uf_attach;
 struct uf_attach_srv;
 void uf_attach_destroy_all(struct uf_mm *mm);
