@@ -287,6 +287,120 @@ static size_t ra_grow(const struct uf_mm *mm, size_t size)
 }
 
 /*
+ * One pass over the streams for a fault at @pgoff: the stream whose
+ * background window holds the page (@in_job, or @in_chain: the window
+ * queued behind), whose marker it is, or whose next page it is; and the
+ * victim.  -1 where none.
+ * Locking: ra->lock held.
+ */
+static void __ra_scan(struct uf_ra_state *ra, uint64_t pgoff, int *in_job, int *in_chain,
+		      int *marker, int *seq, int *victim)
+{
+	struct ra_stream *s;
+	int i;
+
+	*in_job = *in_chain = *marker = *seq = *victim = -1;
+	for (i = 0; i < RA_STREAMS; i++) {
+		s = &ra->s[i];
+		if (s->job_state != RA_IDLE) {
+			if (pgoff - s->job_first < s->job_n)
+				*in_job = i;
+			else if (pgoff - s->chain_first < s->chain_n)
+				*in_chain = i;
+		} else if (*victim < 0 || s->used < ra->s[*victim].used) {
+			*victim = i;
+		}
+		if (s->marker == pgoff)
+			*marker = i;
+		else if (s->next == pgoff)
+			*seq = i;
+	}
+}
+
+/*
+ * A fault in stream @i's background window: wait for it while the worker
+ * fills it (return true: look again), or take it over while still queued.
+ * Locking: ra->lock held (the wait drops and retakes it).
+ */
+static bool __ra_in_job(struct uf_ra_state *ra, int i, struct uf_ra_req *req,
+			bool *waited, struct timespec *deadline)
+{
+	struct ra_stream *s = &ra->s[i];
+
+	s->used = ra->clock;
+	if (s->job_state == RA_RUNNING) {
+		/*
+		 * The worker is filling it: wait, then find the page.  Not
+		 * for long: the worker's copy may itself wait for this
+		 * handler (a copy fails with EAGAIN until the handlers
+		 * have read an unmap or remap event), so after RA_WAIT_MS
+		 * the fault reads its own page.
+		 */
+		if (!*waited) {
+			clock_gettime(CLOCK_REALTIME, deadline);
+			deadline->tv_nsec += RA_WAIT_MS * 1000000L;
+			if (deadline->tv_nsec >= 1000000000L) {
+				deadline->tv_sec++;
+				deadline->tv_nsec -= 1000000000L;
+			}
+			*waited = true;
+		}
+		if (pthread_cond_timedwait(&ra->cond, &ra->lock, deadline) != ETIMEDOUT)
+			return true;
+		return false;		/* this page only */
+	}
+	/* still queued: take the window over (the queued item is
+	 * stale now), and queue what was to follow it */
+	s->job_gen++;
+	s->job_state = RA_IDLE;
+	req->first = s->job_first;
+	req->n = s->job_n;
+	if (__ra_chain(s, &req->gen)) {
+		req->bg_first = s->job_first;
+		req->bg_n = s->job_n;
+		req->idx = i;
+	}
+	return false;
+}
+
+/*
+ * A sequential fault at @pgoff (stream @seq's next page, or the first page
+ * of the mapping, which starts stream @victim): this window now, the next
+ * in the background.
+ * Locking: ra->lock held.
+ */
+static void __ra_sequential(struct uf_vma *vma, struct uf_ra_state *ra, uint64_t pgoff,
+			    int seq, int victim, bool async, struct uf_ra_req *req)
+{
+	struct ra_stream *s;
+	size_t n;
+
+	if (seq < 0) {
+		if (victim < 0)
+			return;
+		s = &ra->s[victim];
+		s->size = 0;
+		/* a fault at the start of a mapping is no stream
+		 * yet: its window is read alone */
+		async = false;
+	} else {
+		s = &ra->s[seq];
+	}
+	n = !s->size ? RA_INIT : ra_grow(vma->mm, s->size);
+	s->size = n;
+	s->used = ra->clock;
+	s->marker = RA_NONE;
+	s->next = pgoff + n;
+	req->n = n;
+	/* two windows in the background, the second marked: the
+	 * reader's next fault is a window further on */
+	if (async) {
+		__ra_next_window(vma, ra, s, false, req);
+		__ra_next_window(vma, ra, s, true, req);
+	}
+}
+
+/*
  * uf_readahead_window - the window to fill now for a fault at @pgoff.
  * Sets [req->first, req->first + req->n) to fill before the wake (it holds
  * @pgoff) and
@@ -303,8 +417,7 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 	struct ra_stream *s = NULL;
 	struct timespec deadline;
 	bool waited = false;
-	int i, in_job, in_chain, marker, seq, victim;
-	size_t n;
+	int in_job, in_chain, marker, seq, victim;
 
 	req->first = pgoff;
 	req->n = 1;
@@ -315,59 +428,10 @@ void uf_readahead_window(struct uf_vma *vma, uint64_t pgoff, struct uf_ra_req *r
 again:
 	/* one pass: the stream whose background window holds the page,
 	 * whose marker it is, or whose next page it is; and the victim */
-	in_job = in_chain = marker = seq = victim = -1;
-	for (i = 0; i < RA_STREAMS; i++) {
-		s = &ra->s[i];
-		if (s->job_state != RA_IDLE) {
-			if (pgoff - s->job_first < s->job_n)
-				in_job = i;
-			else if (pgoff - s->chain_first < s->chain_n)
-				in_chain = i;
-		} else if (victim < 0 || s->used < ra->s[victim].used) {
-			victim = i;
-		}
-		if (s->marker == pgoff)
-			marker = i;
-		else if (s->next == pgoff)
-			seq = i;
-	}
+	__ra_scan(ra, pgoff, &in_job, &in_chain, &marker, &seq, &victim);
 	if (in_job >= 0) {
-		i = in_job;
-		s = &ra->s[i];
-		s->used = ra->clock;
-		if (s->job_state == RA_RUNNING) {
-			/*
-			 * The worker is filling it: wait, then find the page.  Not
-			 * for long: the worker's copy may itself wait for this
-			 * handler (a copy fails with EAGAIN until the handlers
-			 * have read an unmap or remap event), so after RA_WAIT_MS
-			 * the fault reads its own page.
-			 */
-			if (!waited) {
-				clock_gettime(CLOCK_REALTIME, &deadline);
-				deadline.tv_nsec += RA_WAIT_MS * 1000000L;
-				if (deadline.tv_nsec >= 1000000000L) {
-					deadline.tv_sec++;
-					deadline.tv_nsec -= 1000000000L;
-				}
-				waited = true;
-			}
-			if (pthread_cond_timedwait(&ra->cond, &ra->lock, &deadline) != ETIMEDOUT)
-				goto again;
-			pthread_mutex_unlock(&ra->lock);
-			return;		/* this page only */
-		}
-		/* still queued: take the window over (the queued item is
-		 * stale now), and queue what was to follow it */
-		s->job_gen++;
-		s->job_state = RA_IDLE;
-		req->first = s->job_first;
-		req->n = s->job_n;
-		if (__ra_chain(s, &req->gen)) {
-			req->bg_first = s->job_first;
-			req->bg_n = s->job_n;
-			req->idx = i;
-		}
+		if (__ra_in_job(ra, in_job, req, &waited, &deadline))
+			goto again;
 		pthread_mutex_unlock(&ra->lock);
 		return;
 	}
@@ -406,31 +470,7 @@ again:
 	}
 	if (seq >= 0 || pgoff == vma->pgoff) {
 		/* sequential: this window now, the next in the background */
-		if (seq < 0) {
-			if (victim < 0) {
-				pthread_mutex_unlock(&ra->lock);
-				return;
-			}
-			s = &ra->s[victim];
-			s->size = 0;
-			/* a fault at the start of a mapping is no stream
-			 * yet: its window is read alone */
-			async = false;
-		} else {
-			s = &ra->s[seq];
-		}
-		n = !s->size ? RA_INIT : ra_grow(mm, s->size);
-		s->size = n;
-		s->used = ra->clock;
-		s->marker = RA_NONE;
-		s->next = pgoff + n;
-		req->n = n;
-		/* two windows in the background, the second marked: the
-		 * reader's next fault is a window further on */
-		if (async) {
-			__ra_next_window(vma, ra, s, false, req);
-			__ra_next_window(vma, ra, s, true, req);
-		}
+		__ra_sequential(vma, ra, pgoff, seq, victim, async, req);
 		pthread_mutex_unlock(&ra->lock);
 		return;
 	}
