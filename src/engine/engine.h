@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine's private header (src/engine/): the userfaultfd, its
- * features and the handler threads that read it (uffd.c).  Below every
- * layer but lib.
+ * features and the handler threads that read it (uffd.c, handler.c,
+ * monitor.c; what they share: uffd_int.h).  Below every layer but lib.
  */
 #ifndef UF_ENGINE_H
 #define UF_ENGINE_H
@@ -102,7 +102,7 @@ struct uf_uffd {
 	unsigned int nguests;		/* atomic */
 	struct uf_uffd *host, *guest_next;
 	int users;
-	struct uf_uffd *engine_next;	/* engines with threads (uffd.c) */
+	struct uf_uffd *engine_next;	/* engines with threads (monitor.c) */
 };
 
 #define UF_UFFD_DONTWAKE	0x01	/* uf_uffd_copy: leave waiters asleep */
