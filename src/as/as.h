@@ -9,6 +9,13 @@
 
 #include "fault/fault.h"
 
+/* VMAs to open (made by a split) and to release, once the table lock is
+ * dropped: ->open, ->close and the last object put must not run under it
+ * (table.c). */
+struct uf_vma_lists {
+	struct uf_vma *opened, *released;
+};
+
 /* table.c: an address space's VMA table, one implementation for all */
 size_t __uf_table_index(const struct uf_vma_table *t, unsigned long addr);
 struct uf_vma *__uf_table_find(const struct uf_vma_table *t, unsigned long addr);

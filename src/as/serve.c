@@ -42,7 +42,7 @@
  * server read and never answered: every region is woken once before it
  * is served, and they fault again, to be read by this mm's handlers.
  *
- * Working sets (workingset.c).  A process recorded gets the faulting
+ * Working sets (ws_record.c, ws_serve.c).  A process recorded gets the faulting
  * page alone, noted once copied; a process served with a working set gets
  * a thread that copies the set into it ahead of its faults (serve_push.c).
  *

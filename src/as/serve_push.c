@@ -21,7 +21,7 @@
  * A thread per process served with a working set (uf_object_serve_prefetch)
  * walks the set in recorded order, in batches of pieces (at most ra_max
  * pages of a run each) cut as a prefetch's claims are (uf_ws_cut(),
- * workingset.c): fills a batch's holes in the cache as the prefetch does
+ * ws_replay.c): fills a batch's holes in the cache as the prefetch does
  * (uf_object_fill_runs(): one batched read of the store, one copy per
  * group of pages that touch; making room as a fault does: the cache stays
  * inside its budget), copying them on into the process from the fill's
@@ -222,7 +222,7 @@ static int run_by_start(const void *a, const void *b)
 }
 
 /*
- * One batch of pieces, as a prefetch's claim (workingset.c): its holes
+ * One batch of pieces, as a prefetch's claim (ws_replay.c): its holes
  * filled by one batched read of the store where it has one (best effort:
  * a page the store cannot give stays a hole, and its own fault reports
  * the error) and copied on into the process from the fill's buffer, then

@@ -81,7 +81,7 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	 * WP mode also turns the kernel's fault-around off for the range:
 	 * under a cache budget, a mapped page must be one the program
 	 * touched, since reclaim reads "mapped" as "referenced"; so too
-	 * while a record watches readahead (workingset.c).
+	 * while a record watches readahead (ws_record.c).
 	 */
 	bool wp = (vma->flags & VMA_WP) ||
 		  (vma->mm->budget_pages && vma->mm->wp_sync && (vma->flags & VMA_SHARED)) ||

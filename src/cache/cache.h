@@ -267,7 +267,7 @@ int uf_cache_fd_restrict(int fd);
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);
 int __uf_object_set_size(struct uf_object *obj, uint64_t size);
 
-/* workingset.c: recording what is touched, prefetching it again */
+/* ws_record.c, ws_replay.c, ws_serve.c: recording what is touched, prefetching it again */
 struct uf_ra_req;
 bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgoff,
 		  struct uf_ra_req *req);

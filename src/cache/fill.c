@@ -98,7 +98,7 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
 
 		/* a watched record: a mapping shows only pages touched, so
-		 * only the faulting page goes there (see workingset.c) */
+		 * only the faulting page goes there (see ws_replay.c) */
 		bool watched = pg >= vma->pgoff && pg < vend && uf_ws_watching(obj);
 
 		if (watched && !(fill_wake.faulting && fill_wake.pgoff == pg)) {

@@ -144,13 +144,6 @@ struct uf_as {
 					   from one: its forks are counted */
 };
 
-/* VMAs to open (made by a split) and to release, once the table lock is
- * dropped: ->open, ->close and the last object put must not run under it
- * (table.c). */
-struct uf_vma_lists {
-	struct uf_vma *opened, *released;
-};
-
 struct uf_mm {
 	struct uf_uffd uffd;		/* the engine */
 	const struct uf_mm_ops *ops;	/* calls up from below (mm.c) */
@@ -357,7 +350,7 @@ struct uf_object {
 	struct uf_vma *vmas;
 	uint64_t rmap_gen;
 	struct uf_object *mm_next;	/* under mm->obj_lock */
-	struct uf_ws *ws;		/* record and replay (workingset.c) */
+	struct uf_ws *ws;		/* record and replay (ws_record.c, ws_replay.c) */
 	/* served by a ufault-serve (uf_object_attach, attach.c): none of the
 	 * cache state above is used, every call goes to the server */
 	struct uf_attach *attach;

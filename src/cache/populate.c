@@ -11,7 +11,7 @@
  * write-protect marker (the read maps it protected), so the first write to
  * it is still seen and a later sync writes exactly the written pages.
  *
- * Likewise the pages a working-set prefetch brings in (workingset.c) are
+ * Likewise the pages a working-set prefetch brings in (ws_replay.c) are
  * mapped as they arrive, in the mappings of the program's own that the
  * prefetch's copy does not fill directly: private ones, and the shared
  * mappings of a read-only object (which are the memfd mapped private).

@@ -94,8 +94,8 @@ UF_LOCK(ZAP, "mm->zap_lock", UF_LK_INNER, 0, "mutex vma.c", \
 	"ranges ufault zaps itself, so their remove events are not taken for " \
 	"the program's") \
 UF_LOCK(WS, "obj->ws->lock", UF_LK_INNER, UF_LKB(PREFETCH) | UF_LKB(WORKER), \
-	"mutex workingset.c", "a record or prefetch of the object") \
-UF_LOCK(PREFETCH, "a prefetch's lock", UF_LK_INNER, 0, "mutex workingset.c", \
+	"mutex ws_record.c", "a record or prefetch of the object") \
+UF_LOCK(PREFETCH, "a prefetch's lock", UF_LK_INNER, 0, "mutex ws_replay.c", \
 	"its queue of pieces") \
 UF_LOCK(WORKER, "worker->lock", UF_LK_INNER, 0, "mutex worker.c", \
 	"the worker's queue (uf_worker_queue: from under any lock)") \
