@@ -3,8 +3,8 @@
  * The engine: one userfaultfd (the handler threads that read it are in
  * handler.c, the monitor that adds spares in monitor.c).
  *
- * This is the lowest layer of ufault, and with handler.c, monitor.c and
- * uffd_holes.c the only files that issue userfaultfd ioctls.  This file
+ * This is the lowest layer of ufault, and the only file that issues
+ * userfaultfd ioctls (handler.c reads events with read(2)).  This file
  * opens the fd and negotiates features, registers and write-protects
  * ranges, fills (copy), wakes and poisons pages, maps the zero page, and
  * has the bare-fd calls (uf_uffd_fd_*) for an attached object's
@@ -569,6 +569,42 @@ int uf_uffd_poison(struct uf_uffd *u, unsigned long addr, size_t len)
 	if (!(u->features & UFFD_FEATURE_POISON))
 		return -ENOSYS;
 	return poison(u, addr, len, true);
+}
+
+/* The poison marker on a bare fd (uffd_holes.h: ufault-serve's supervisor
+ * calls these too, linked from libufault.a). */
+int uf_uffd_fd_poison(int fd, unsigned long addr, unsigned long len)
+{
+	struct uf_uffdio_poison p = { .range = { addr, len }, .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+	return ioctl(fd, UF_UFFDIO_POISON, &p) < 0 ? -errno : 0;
+}
+
+int uf_uffd_fd_poison_holes(int fd, unsigned long addr, unsigned long len, size_t step,
+			    void (*drain)(void *arg), void *arg)
+{
+	unsigned long a = addr, end = addr + len;
+
+	while (a < end) {
+		struct uf_uffdio_poison p = { .range = { a, end - a },
+					      .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+		if (ioctl(fd, UF_UFFDIO_POISON, &p) == 0)
+			return 0;
+		if (p.updated > 0)
+			a += (unsigned long)p.updated;
+		if (errno == EAGAIN) {
+			if (p.updated <= 0 && drain)
+				drain(arg);	/* an event is unread */
+			continue;
+		}
+		if (errno == EEXIST) {
+			a += step;	/* a page is there */
+			continue;
+		}
+		return -errno;	/* gone (ESRCH), not registered, no marker */
+	}
+	return 0;
 }
 
 /*

@@ -4,7 +4,7 @@
  * copy for the library (the engine, an attached client) and for
  * ufault-serve's supervisor (tools/serve/supervisor.c, which links it from
  * libufault.a).  Needs nothing of the library: fds and ioctls only.
- * In engine/ with uffd.c: the two files that issue userfaultfd ioctls.
+ * Defined in uffd.c, the one file that issues userfaultfd ioctls.
  */
 #ifndef UF_UFFD_HOLES_H
 #define UF_UFFD_HOLES_H

@@ -751,7 +751,7 @@ static void respond_any(void *c)
  * waking nobody. */
 static void fill_holes(struct sclient *c, uint64_t a, uint64_t e, bool zero)
 {
-	if (!zero) {	/* (the library's: src/engine/uffd_holes.c) */
+	if (!zero) {	/* (the library's: src/engine/uffd.c) */
 		int r = uf_uffd_fd_poison_holes(c->uffd, a, e - a, c->psz, respond_any, c);
 
 		if (r == -EINVAL || r == -ENOTTY)
