@@ -1879,6 +1879,8 @@ static void usage(FILE *out)
 		"                           (tools/serve/bench-serve.c)\n"
 		"                   serve-flood  its serve-flood rows alone: a client beside\n"
 		"                           an idle and a fault flood of another uid\n"
+		"                   serve-huge  its serve-restore-huge row alone: a hugetlbfs\n"
+		"                           client's cold restore against the minimal servers\n"
 		"                   attach  a second ufault client's warm reads against the\n"
 		"                           kernel's tmpfs mapping, and 16 clients of one object\n"
 		"                   with --store: store (all its cases, the default),\n"
@@ -2373,11 +2375,13 @@ int main(int argc, char **argv)
 	b.npages = b.size / PG;
 	if (b.only && !strcmp(b.only, "ws"))
 		return bench_ws(&b);
-	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood"))) {
+	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood") ||
+		       !strcmp(b.only, "serve-huge"))) {
 		struct bench_serve_opts so = {
 			.tmpfs_dir = b.file[STORE_TMPFS].dir, .repeat = (unsigned int)repeat,
 			.quick = quick, .check = b.check,
 			.flood_only = !strcmp(b.only, "serve-flood"),
+			.huge_only = !strcmp(b.only, "serve-huge"),
 		};
 
 		return bench_serve_main(&so);
