@@ -200,6 +200,8 @@ void region_put(struct serve_region *r)
 		uf_ws_set_put(r->set);
 		uf_runahead_destroy(&r->ahead);
 		free(r->removed);
+		free(r->hbusy);
+		free(r->hdone);
 		free(r);
 	}
 }
@@ -380,6 +382,8 @@ static int regions_make(struct uf_object *obj, const struct uf_serve_region *s, 
 			return -ENOMEM;
 		r[i]->rec = rec;
 		r[i]->huge = huge;
+		if (huge && huge_region_init(r[i]))
+			return -ENOMEM;
 		if (set) {
 			__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
 			r[i]->set = set;

@@ -41,6 +41,10 @@ struct serve_region {
 	 * child's too) */
 	struct uf_runahead ahead;
 	bool huge;			/* hugetlbfs memory: 2 MiB pages (below) */
+	/* hugetlbfs memory: a bit per huge page being delivered now (by a
+	 * fault or the run-ahead: the others leave it alone), and one per
+	 * huge page the run-ahead delivered (it skips them); atomic ops */
+	unsigned long *hbusy, *hdone;
 };
 
 /*
@@ -90,6 +94,7 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata);
 /* serve_huge.c: hugetlbfs memory, 2 MiB pages */
 extern const struct uf_ra_sink_ops huge_sink_ops;
 size_t huge_win(const struct uf_mm *mm);
+int huge_region_init(struct serve_region *r);
 struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata);
 
 /* serve_push.c: a working set pushed into the process */

@@ -40,6 +40,13 @@
 #define SERVE_HUGE_WIN_MIN	4	/* huge pages in a window, at least */
 #define SERVE_HUGE_WIN_MAX	64	/* and at most (a bit each) */
 
+/* A fault of a huge page another thread is delivering waits for it, up to
+ * HUGE_WAIT_TRIES x HUGE_WAIT_US (a delivery takes a millisecond or so),
+ * then is answered with a wake: the page is there (the delivery's copy
+ * woke it already), or the access faults again and is served. */
+#define HUGE_WAIT_US		20
+#define HUGE_WAIT_TRIES		50000
+
 static char huge_zeros[UF_HUGE_SIZE] __attribute__((aligned(PAGE_SIZE)));	/* never written */
 
 static bool huge_present(struct uf_object *obj, uint64_t pg)
@@ -50,6 +57,62 @@ static bool huge_present(struct uf_object *obj, uint64_t pg)
 		if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q))
 			return false;
 	return true;
+}
+
+/* A region's bits of its huge pages (struct serve_region): 0 or -ENOMEM. */
+int huge_region_init(struct serve_region *r)
+{
+	size_t n = DIV_ROUND_UP(DIV_ROUND_UP(r->npages, UF_HUGE_PAGES), BITS_PER_LONG);
+
+	r->hbusy = calloc(n, sizeof(unsigned long));
+	r->hdone = calloc(n, sizeof(unsigned long));
+	return r->hbusy && r->hdone ? 0 : -ENOMEM;
+}
+
+/* Huge page @pg's bit in @bits: its word, and the bit in *@bit. */
+static unsigned long *huge_bit(struct serve_region *r, unsigned long *bits, uint64_t pg,
+			       unsigned long *bit)
+{
+	uint64_t i = (pg - r->first) / UF_HUGE_PAGES;
+
+	*bit = 1UL << (i % BITS_PER_LONG);
+	return &bits[i / BITS_PER_LONG];
+}
+
+/* Take huge page @pg of @r to deliver it: false when another thread is
+ * delivering it now. */
+static bool huge_claim(struct serve_region *r, uint64_t pg)
+{
+	unsigned long bit, *w = huge_bit(r, r->hbusy, pg, &bit);
+
+	return !(__atomic_fetch_or(w, bit, __ATOMIC_ACQUIRE) & bit);
+}
+
+static void huge_unclaim(struct serve_region *r, uint64_t pg)
+{
+	unsigned long bit, *w = huge_bit(r, r->hbusy, pg, &bit);
+
+	__atomic_fetch_and(w, ~bit, __ATOMIC_RELEASE);
+}
+
+/* Wait (a while at most) for the thread delivering huge page @pg. */
+static void huge_wait(struct serve_region *r, uint64_t pg)
+{
+	unsigned long bit, *w = huge_bit(r, r->hbusy, pg, &bit);
+	int i;
+
+	for (i = 0; i < HUGE_WAIT_TRIES && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & bit); i++)
+		usleep(HUGE_WAIT_US);
+}
+
+/* The run-ahead delivered huge page @pg (@set), or is it? */
+static bool huge_done(struct serve_region *r, uint64_t pg, bool set)
+{
+	unsigned long bit, *w = huge_bit(r, r->hdone, pg, &bit);
+
+	if (set)
+		__atomic_fetch_or(w, bit, __ATOMIC_RELAXED);
+	return __atomic_load_n(w, __ATOMIC_RELAXED) & bit;
 }
 
 /* Pages in a run-ahead window of huge pages: ra_max rounded up to whole
@@ -272,42 +335,104 @@ static int huge_copy_ahead(struct serve_ahead_work *w, uint64_t pg)
 }
 
 /*
+ * A window of huge pages delivered by two threads at once: the worker and
+ * a helper it starts for the window (huge_window).  Each claims the next
+ * huge page from @next and delivers it whole (store read, cache, copy into
+ * the process), so that on two CPUs a window costs half its pages' time:
+ * a cold huge page costs three copies here (the store's read, the copy
+ * into the cache, the copy into the process), one more than a server
+ * without a cache, and the process waits for the server, never the other
+ * way round.  @err: -ESRCH once a thread saw the process gone.
+ */
+struct huge_run {
+	struct serve_ahead_work *w;
+	uint64_t first, end;
+	uint64_t next;			/* the next huge page to claim (atomic) */
+	size_t filled;			/* pages filled (atomic) */
+	int err;			/* (atomic) */
+	struct uf_thread helper;
+};
+
+/*
+ * Deliver huge page @h of @hr's window (not the marker): filled (room made
+ * first) and copied on from the fill's buffer, or copied from the cache
+ * where it had it; a removed one is left to its fault (zeros), one the
+ * process has is skipped (EEXIST).  Return 0, -ESRCH or -ENOMEM (stop).
+ * Locking: none held.
+ */
+static int huge_run_page(struct huge_run *hr, struct huge_fill *hf, uint64_t h)
+{
+	struct serve_ahead_work *w = hr->w;
+	struct uf_object *obj = w->obj;
+	size_t filled = 0;
+	int ret;
+
+	if (region_removed(w->r, h) || huge_done(w->r, h, false) || !huge_claim(w->r, h))
+		return 0;	/* (a fault delivers it, or did) */
+	if (!huge_present(obj, h)) {
+		uf_reclaim(obj->mm, UF_HUGE_PAGES);	/* room, as a fault makes it */
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		uf_fill_sink = &hf->sink;
+		uf_object_fill(obj, h, UF_HUGE_PAGES, UF_FILL_ANY, &filled, NULL, NULL);
+		uf_fill_sink = NULL;
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		__atomic_add_fetch(&hr->filled, filled, __ATOMIC_RELAXED);
+	}
+	if (hf->err) {
+		huge_unclaim(w->r, h);
+		return hf->err;
+	}
+	ret = hf->done & (1ULL << ((h - hf->base) / UF_HUGE_PAGES)) ? 0 : huge_copy_ahead(w, h);
+	if (hf->done & (1ULL << ((h - hf->base) / UF_HUGE_PAGES)))
+		huge_done(w->r, h, true);
+	huge_unclaim(w->r, h);
+	return ret;
+}
+
+/* The loop of each thread of a window: claim, deliver, until the window
+ * ends or a thread stops it.  Locking: none held. */
+static void *huge_run_loop(void *arg)
+{
+	struct huge_run *hr = arg;
+	struct huge_fill hf = { .sink = { .obj = hr->w->obj, .fn = huge_fill_fn }, .as = hr->w->as,
+				.r = hr->w->r, .base = hr->first, .worker = true };
+	uint64_t h;
+	int ret;
+
+	while (!__atomic_load_n(&hr->err, __ATOMIC_RELAXED)) {
+		h = __atomic_fetch_add(&hr->next, UF_HUGE_PAGES, __ATOMIC_RELAXED);
+		if (h >= hr->end)
+			break;
+		ret = huge_run_page(hr, &hf, h);
+		if (ret)
+			__atomic_store_n(&hr->err, ret, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
  * ->window of the sink of a stream of huge pages: the huge pages of
- * [first, first + n) but the first (the marker), one at a time, each
- * filled (room made first) and copied on from the fill's buffer, or
- * copied from the cache where it had them; a removed one is left to its
- * fault (zeros), one the process has is skipped (EEXIST).  Return 0, or
- * -ESRCH when the process is gone.
+ * [first, first + n) but the first (the marker), delivered by the worker
+ * and, from two pages on, a helper thread (struct huge_run).  Return 0,
+ * or -ESRCH when the process is gone.
  * Locking: none held.
  */
 static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 {
 	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
-	struct uf_object *obj = w->obj;
-	struct uf_mm *mm = obj->mm;
-	struct huge_fill hf = { .sink = { .obj = obj, .fn = huge_fill_fn }, .as = w->as,
-				.r = w->r, .base = first, .worker = true };
-	size_t filled = 0;
-	uint64_t h;
-	int ret = 0;
+	struct uf_mm *mm = w->obj->mm;
+	struct huge_run hr = { .w = w, .first = first, .end = first + n,
+			       .next = first + UF_HUGE_PAGES };
+	bool helped;
 
 	uf_huge_busy(mm);		/* a restore: the collapses wait */
-	for (h = first + UF_HUGE_PAGES; h < first + n && !ret && !hf.err; h += UF_HUGE_PAGES) {
-		if (region_removed(w->r, h))
-			continue;
-		if (!huge_present(obj, h)) {
-			uf_reclaim(mm, UF_HUGE_PAGES);	/* room, as a fault makes it */
-			pthread_rwlock_rdlock(&obj->invalidate_lock);
-			uf_fill_sink = &hf.sink;
-			uf_object_fill(obj, h, UF_HUGE_PAGES, UF_FILL_ANY, &filled, NULL, NULL);
-			uf_fill_sink = NULL;
-			pthread_rwlock_unlock(&obj->invalidate_lock);
-		}
-		if (!hf.err && !(hf.done & (1ULL << ((h - first) / UF_HUGE_PAGES))))
-			ret = huge_copy_ahead(w, h);
-	}
-	uf_add(&mm->stats.readahead_pages, filled);
-	return ret == -ESRCH || hf.err == -ESRCH ? -ESRCH : 0;
+	/* (without a helper thread the worker delivers them all) */
+	helped = n >= 3 * UF_HUGE_PAGES && !uf_thread_start(&hr.helper, huge_run_loop, &hr);
+	huge_run_loop(&hr);
+	if (helped)
+		uf_thread_join(&hr.helper);
+	uf_add(&mm->stats.readahead_pages, hr.filled);
+	return hr.err == -ESRCH ? -ESRCH : 0;
 }
 
 const struct uf_ra_sink_ops huge_sink_ops = {
@@ -369,9 +494,18 @@ struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata
 	if (runahead && (where != UF_RA_NO || streamed))
 		ahead_kick(vma, r, pg, pg + (uint64_t)n * UF_HUGE_PAGES, where == UF_RA_NO, false);
 	for (i = 0; i < n && addr + ((unsigned long)i << UF_HUGE_SHIFT) < vma->end; i++) {
-		ret = huge_serve(vma, r, addr + ((unsigned long)i << UF_HUGE_SHIFT),
-				 pg + (uint64_t)i * UF_HUGE_PAGES, !i, i ? &(bool){ false } : &major,
-				 &filled);
+		uint64_t p = pg + (uint64_t)i * UF_HUGE_PAGES;
+
+		if (!huge_claim(r, p)) {
+			/* another thread delivers it: the faulting page is
+			 * waited for (then woken: see HUGE_WAIT_US) */
+			if (!i)
+				huge_wait(r, p);
+			continue;
+		}
+		ret = huge_serve(vma, r, addr + ((unsigned long)i << UF_HUGE_SHIFT), p, !i,
+				 i ? &(bool){ false } : &major, &filled);
+		huge_unclaim(r, p);
 		if (ret)
 			break;
 	}
