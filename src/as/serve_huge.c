@@ -389,6 +389,25 @@ static int huge_run_page(struct huge_run *hr, struct huge_fill *hf, uint64_t h)
 	return ret;
 }
 
+static void *huge_run_loop(void *arg);
+
+/* The helper thread of a window: the loop, with the bounce buffer the
+ * last window's helper used (a new thread's first fill of a 2 MiB buffer
+ * costs a huge page zeroed), kept for the next.  Locking: none held. */
+static void *huge_run_helper(void *arg)
+{
+	struct huge_run *hr = arg;
+	void *p;
+
+	if (hr->w->spare) {
+		uf_bounce_put(hr->w->spare);	/* this thread's, now */
+		hr->w->spare = NULL;
+	}
+	huge_run_loop(hr);
+	hr->w->spare = uf_bounce_get(UF_HUGE_SIZE, &p);	/* (the one just used) */
+	return NULL;
+}
+
 /* The loop of each thread of a window: claim, deliver, until the window
  * ends or a thread stops it.  Locking: none held. */
 static void *huge_run_loop(void *arg)
@@ -427,7 +446,7 @@ static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 
 	uf_huge_busy(mm);		/* a restore: the collapses wait */
 	/* (without a helper thread the worker delivers them all) */
-	helped = n >= 3 * UF_HUGE_PAGES && !uf_thread_start(&hr.helper, huge_run_loop, &hr);
+	helped = n >= 3 * UF_HUGE_PAGES && !uf_thread_start(&hr.helper, huge_run_helper, &hr);
 	huge_run_loop(&hr);
 	if (helped)
 		uf_thread_join(&hr.helper);
@@ -475,7 +494,11 @@ struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata
 	struct uf_mm *mm = vma->mm;
 	unsigned long addr = fdata->address & ~(UF_HUGE_SIZE - 1);
 	uint64_t pg = fdata->pgoff - (((fdata->address & PAGE_MASK) - addr) >> PAGE_SHIFT), hi;
-	bool runahead = mm->worker && !vma->nl_pgoff, streamed = region_stream(r, pg);
+	bool runahead = mm->worker && !vma->nl_pgoff;
+	/* a fault at the region's start is taken for a stream's, as the
+	 * kernel's readahead takes a read at a file's start: a restore's
+	 * first fault sets the run-ahead going */
+	bool streamed = region_stream(r, pg) || pg == r->first;
 	enum uf_ra_where where = UF_RA_NO;
 	bool major = false;
 	size_t filled = 0, n = 1, i;
