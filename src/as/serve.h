@@ -45,6 +45,8 @@ struct serve_region {
 	 * fault or the run-ahead: the others leave it alone), and one per
 	 * huge page the run-ahead delivered (it skips them); atomic ops */
 	unsigned long *hbusy, *hdone;
+	uint32_t hgen;			/* a futex: bumped when a delivery ends */
+	int hwaiters;			/* faults waiting on it (atomic) */
 };
 
 /*

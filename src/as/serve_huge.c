@@ -10,11 +10,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -40,12 +44,11 @@
 #define SERVE_HUGE_WIN_MIN	4	/* huge pages in a window, at least */
 #define SERVE_HUGE_WIN_MAX	64	/* and at most (a bit each) */
 
-/* A fault of a huge page another thread is delivering waits for it, up to
- * HUGE_WAIT_TRIES x HUGE_WAIT_US (a delivery takes a millisecond or so),
+/* A fault of a huge page another thread is delivering waits for it (a
+ * futex), HUGE_WAIT_MS at most (a delivery takes a millisecond or two),
  * then is answered with a wake: the page is there (the delivery's copy
  * woke it already), or the access faults again and is served. */
-#define HUGE_WAIT_US		20
-#define HUGE_WAIT_TRIES		50000
+#define HUGE_WAIT_MS		1000
 
 static char huge_zeros[UF_HUGE_SIZE] __attribute__((aligned(PAGE_SIZE)));	/* never written */
 
@@ -88,21 +91,35 @@ static bool huge_claim(struct serve_region *r, uint64_t pg)
 	return !(__atomic_fetch_or(w, bit, __ATOMIC_ACQUIRE) & bit);
 }
 
+/* The delivery of huge page @pg ends: the faults waiting for one are
+ * woken (huge_wait). */
 static void huge_unclaim(struct serve_region *r, uint64_t pg)
 {
 	unsigned long bit, *w = huge_bit(r, r->hbusy, pg, &bit);
 
-	__atomic_fetch_and(w, ~bit, __ATOMIC_RELEASE);
+	__atomic_fetch_and(w, ~bit, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&r->hwaiters, __ATOMIC_SEQ_CST)) {
+		__atomic_add_fetch(&r->hgen, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &r->hgen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	}
 }
 
-/* Wait (a while at most) for the thread delivering huge page @pg. */
+/* Wait (HUGE_WAIT_MS at most) for the thread delivering huge page @pg. */
 static void huge_wait(struct serve_region *r, uint64_t pg)
 {
 	unsigned long bit, *w = huge_bit(r, r->hbusy, pg, &bit);
+	struct timespec ts = { .tv_nsec = 1000000 };	/* 1 ms a try */
+	uint32_t gen;
 	int i;
 
-	for (i = 0; i < HUGE_WAIT_TRIES && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & bit); i++)
-		usleep(HUGE_WAIT_US);
+	__atomic_add_fetch(&r->hwaiters, 1, __ATOMIC_SEQ_CST);
+	for (i = 0; i < HUGE_WAIT_MS; i++) {
+		gen = __atomic_load_n(&r->hgen, __ATOMIC_SEQ_CST);
+		if (!(__atomic_load_n(w, __ATOMIC_SEQ_CST) & bit))
+			break;
+		syscall(SYS_futex, &r->hgen, FUTEX_WAIT_PRIVATE, gen, &ts, NULL, 0);
+	}
+	__atomic_sub_fetch(&r->hwaiters, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The run-ahead delivered huge page @pg (@set), or is it? */
