@@ -297,7 +297,7 @@ static int huge_serve(struct uf_vma *vma, struct serve_region *r, unsigned long 
 		      bool probe, bool *major, size_t *filled)
 {
 	struct uf_object *obj = vma->obj;
-	struct huge_fill hf = { .sink = { .obj = obj, .fn = huge_fill_fn }, .as = vma->as, .r = r,
+	struct huge_fill hf = { .sink = { .obj = obj, .fn = huge_fill_fn, .early = true }, .as = vma->as, .r = r,
 				.base = pg };
 	int ret = 1, tries;
 
@@ -430,7 +430,7 @@ static void *huge_run_helper(void *arg)
 static void *huge_run_loop(void *arg)
 {
 	struct huge_run *hr = arg;
-	struct huge_fill hf = { .sink = { .obj = hr->w->obj, .fn = huge_fill_fn }, .as = hr->w->as,
+	struct huge_fill hf = { .sink = { .obj = hr->w->obj, .fn = huge_fill_fn, .early = true }, .as = hr->w->as,
 				.r = hr->w->r, .base = hr->first, .worker = true };
 	uint64_t h;
 	int ret;

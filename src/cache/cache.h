@@ -85,11 +85,15 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
  * fill's own buffer (the pages' bytes as inserted), with
  * obj->invalidate_lock held shared and no other ufault lock: serve.c
  * copies a fault's pages into the other process from there, with no read
- * back from the memfd.
+ * back from the memfd.  With @early, ->fn also gets a span of a read-only
+ * object read from the store before it is inserted, when every page of it
+ * is a hole (the bytes the cache is about to get): the other process need
+ * not wait for the copy into the cache.
  */
 struct uf_fill_sink {
 	struct uf_object *obj;
 	void (*fn)(struct uf_fill_sink *sink, uint64_t pgoff, const char *buf, size_t npages);
+	bool early;
 };
 extern __thread struct uf_fill_sink *uf_fill_sink;
 struct uf_ws_run;

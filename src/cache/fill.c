@@ -514,6 +514,9 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 			exact_end = end;
 			continue;
 		}
+		if (!ret && holes == run && !broken && obj->readonly && uf_fill_sink &&
+		    uf_fill_sink->obj == obj && uf_fill_sink->early)
+			uf_fill_sink->fn(uf_fill_sink, p, buf, run);	/* (see cache.h) */
 		if (!ret)
 			ret = fill_span_insert(obj, p, end, buf, must, filled, major, vma,
 					       broken);
