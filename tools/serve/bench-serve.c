@@ -33,9 +33,26 @@
  *                      <= 1.1x, and never more than the cold restore.
  *   serve-restore-huge a 64 MiB restore read in order by a client whose
  *                      memory is hugetlbfs (2 MiB pages, page_size 2097152),
- *                      cold, against its floor (its huge pages copied in
- *                      before it starts): goal <= 1.1x.  Skipped where no
- *                      huge pages can be reserved.
+ *                      cold, against the best a server of a cold restore
+ *                      can do, measured in the same rounds: the better of
+ *                      a minimal handler of 2 MiB faults (min_handler with
+ *                      2 MiB: poll, read, pread 2 MiB, UFFDIO_COPY 2 MiB)
+ *                      and a minimal run-ahead (min_ahead: a thread copying
+ *                      the huge pages in order from the handshake on,
+ *                      answering faults first): goal <= 1.1x.  Beside it,
+ *                      for information, the touch-only floor (the client's
+ *                      huge pages all copied in before it starts), which a
+ *                      cold restore cannot reach: there each page's bytes
+ *                      are read from the file and copied into the client,
+ *                      two copies the floor's touches never wait for (the
+ *                      row prints this process's memcpy bandwidth and what
+ *                      two copies of 4096 bytes cost at it, already about
+ *                      10x the floor's time per page; the kernel's page
+ *                      cache read and hugetlbfs copy are slower still),
+ *                      and the server's CPU time per page (its rusage,
+ *                      which the load of the machine moves less than the
+ *                      times).  --only serve-huge runs it alone.  Skipped
+ *                      where no huge pages can be reserved.
  *   serve-ws           a restore touching a recorded 4096-page working set
  *                      (the one of --only ws) of the 256 MiB, served lazily,
  *                      recorded (uf_object_serve_record), and with the
