@@ -43,7 +43,7 @@ struct serve_region {
 	bool huge;			/* hugetlbfs memory: 2 MiB pages (below) */
 	/* hugetlbfs memory: a bit per huge page being delivered now (by a
 	 * fault or the run-ahead: the others leave it alone), and one per
-	 * huge page the run-ahead delivered (it skips them); atomic ops */
+	 * huge page delivered (the run-ahead skips them); atomic ops */
 	unsigned long *hbusy, *hdone;
 	uint32_t hgen;			/* a futex: bumped when a delivery ends */
 	int hwaiters;			/* faults waiting on it (atomic) */

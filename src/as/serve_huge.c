@@ -122,7 +122,9 @@ static void huge_wait(struct serve_region *r, uint64_t pg)
 	__atomic_sub_fetch(&r->hwaiters, 1, __ATOMIC_SEQ_CST);
 }
 
-/* The run-ahead delivered huge page @pg (@set), or is it? */
+/* Huge page @pg was delivered (@set), or was it?  The run-ahead skips
+ * those (a page the process has is only read back from the cache to meet
+ * EEXIST); a fault never trusts it. */
 static bool huge_done(struct serve_region *r, uint64_t pg, bool set)
 {
 	unsigned long bit, *w = huge_bit(r, r->hdone, pg, &bit);
@@ -545,6 +547,8 @@ struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata
 		}
 		ret = huge_serve(vma, r, addr + ((unsigned long)i << UF_HUGE_SHIFT), p, !i,
 				 i ? &(bool){ false } : &major, &filled);
+		if (!ret)
+			huge_done(r, p, true);	/* (the run-ahead skips it) */
 		huge_unclaim(r, p);
 		if (ret)
 			break;
