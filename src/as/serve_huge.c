@@ -47,8 +47,10 @@
 /* A fault of a huge page another thread is delivering waits for it (a
  * futex), HUGE_WAIT_MS at most (a delivery takes a millisecond or two),
  * then is answered with a wake: the page is there (the delivery's copy
- * woke it already), or the access faults again and is served. */
-#define HUGE_WAIT_MS		1000
+ * woke it already), or the access faults again and is served.  Short: the
+ * delivery may itself wait for the handlers to read an event of the
+ * process first (uf_uffd_settle), which a handler waiting here does not. */
+#define HUGE_WAIT_MS		20
 
 static char huge_zeros[UF_HUGE_SIZE] __attribute__((aligned(PAGE_SIZE)));	/* never written */
 
