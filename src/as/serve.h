@@ -76,9 +76,6 @@ struct serve_ahead_work {
 	 * pages from @cut on are left to the process's faults */
 	uint64_t first, n, cut;
 	unsigned long *done;
-	/* a window's helper thread's bounce buffer, kept for the next
-	 * one's (serve_huge.c) */
-	struct uf_bounce *spare;
 };
 
 /* serve.c: regions and their lifetime, the VMAs' ops */

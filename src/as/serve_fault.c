@@ -439,7 +439,6 @@ void ahead_release(struct uf_ra_sink *rs)
 {
 	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 
-	uf_bounce_put(w->spare);	/* (to this thread's spares) */
 	uf_as_unhold(w->as);
 	uf_object_put(w->obj);
 	region_put(w->r);

@@ -27,14 +27,19 @@
  * 2 MiB-aligned destination and length), each a huge page of the pool
  * for that process, and no UFFDIO_ZEROPAGE.  So a fault there makes the
  * object's 512 pages of its huge page present in the cache, and the huge
- * page goes on into the process from the fill's own buffer as it enters
- * the cache (huge_fill_fn: one store read, one copy into the cache, one
- * into the process, nothing done per 4 KiB page); one the cache had is
- * read from the memfd first.  A balloon's removal (2 MiB granular in
- * hugetlbfs) is answered with 2 MiB of zeros.  A stream is run ahead of
- * as a 4 KiB one is (readahead.c), in windows of whole huge pages
- * (huge_win(): the first huge page of each is its marker) delivered by
- * the sink below a huge page at a time; with no worker, a stream's fault
+ * page goes on into the process from the fill's own buffer (huge_fill_fn:
+ * one store read, one copy into the process, one into the cache, nothing
+ * done per 4 KiB page; of a read-only object the process's copy comes
+ * first, from the store's bytes, and the copy into the cache, as costly
+ * as the other two together, after it: struct uf_fill_sink's early); one
+ * the cache had is read from the memfd first.  A balloon's removal (2 MiB
+ * granular in hugetlbfs) is answered with 2 MiB of zeros.  A stream is
+ * run ahead of as a 4 KiB one is (readahead.c), from a fault at the
+ * region's start on, in windows of whole huge pages (huge_win(): the
+ * first huge page of each is its marker) delivered by the sink below a
+ * huge page at a time; each huge page is delivered by one thread, the
+ * worker or a fault's handler (huge_claim: a fault on one being delivered
+ * waits for it, never reads it twice).  With no worker, a stream's fault
  * copies SERVE_HUGE_AHEAD huge pages more after its own, which is woken
  * first.  Where the process can get no huge page (ENOMEM: the pool is
  * empty) or the store fails, the faulting huge page gets the poison
@@ -356,36 +361,19 @@ static int huge_copy_ahead(struct serve_ahead_work *w, uint64_t pg)
 }
 
 /*
- * A window of huge pages delivered by two threads at once: the worker and
- * a helper it starts for the window (huge_window).  Each claims the next
- * huge page from @next and delivers it whole (store read, cache, copy into
- * the process), so that on two CPUs a window costs half its pages' time:
- * a cold huge page costs three copies here (the store's read, the copy
- * into the cache, the copy into the process), one more than a server
- * without a cache, and the process waits for the server, never the other
- * way round.  @err: -ESRCH once a thread saw the process gone.
- */
-struct huge_run {
-	struct serve_ahead_work *w;
-	uint64_t first, end;
-	uint64_t next;			/* the next huge page to claim (atomic) */
-	size_t filled;			/* pages filled (atomic) */
-	int err;			/* (atomic) */
-	struct uf_thread helper;
-};
-
-/*
- * Deliver huge page @h of @hr's window (not the marker): filled (room made
- * first) and copied on from the fill's buffer, or copied from the cache
- * where it had it; a removed one is left to its fault (zeros), one the
- * process has is skipped (EEXIST).  Return 0, -ESRCH or -ENOMEM (stop).
+ * Deliver huge page @h of the window of @w (not the marker), as @hf's
+ * fills: filled (room made first) and copied on from the fill's buffer
+ * (before the copy into the cache: @hf is early), or copied from the cache
+ * where it had it; a removed one is left to its fault (zeros), one a
+ * fault delivers now or did is skipped, one the process has too (EEXIST).
+ * Return 0, -ESRCH or -ENOMEM (stop).  *@filled: pages filled.
  * Locking: none held.
  */
-static int huge_run_page(struct huge_run *hr, struct huge_fill *hf, uint64_t h)
+static int huge_window_page(struct serve_ahead_work *w, struct huge_fill *hf, uint64_t h,
+			    size_t *filled)
 {
-	struct serve_ahead_work *w = hr->w;
 	struct uf_object *obj = w->obj;
-	size_t filled = 0;
+	uint64_t bit = 1ULL << ((h - hf->base) / UF_HUGE_PAGES);
 	int ret;
 
 	if (region_removed(w->r, h) || huge_done(w->r, h, false) || !huge_claim(w->r, h))
@@ -394,85 +382,41 @@ static int huge_run_page(struct huge_run *hr, struct huge_fill *hf, uint64_t h)
 		uf_reclaim(obj->mm, UF_HUGE_PAGES);	/* room, as a fault makes it */
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		uf_fill_sink = &hf->sink;
-		uf_object_fill(obj, h, UF_HUGE_PAGES, UF_FILL_ANY, &filled, NULL, NULL);
+		uf_object_fill(obj, h, UF_HUGE_PAGES, UF_FILL_ANY, filled, NULL, NULL);
 		uf_fill_sink = NULL;
 		pthread_rwlock_unlock(&obj->invalidate_lock);
-		__atomic_add_fetch(&hr->filled, filled, __ATOMIC_RELAXED);
 	}
-	if (hf->err) {
-		huge_unclaim(w->r, h);
-		return hf->err;
-	}
-	ret = hf->done & (1ULL << ((h - hf->base) / UF_HUGE_PAGES)) ? 0 : huge_copy_ahead(w, h);
-	if (hf->done & (1ULL << ((h - hf->base) / UF_HUGE_PAGES)))
+	ret = hf->err ? hf->err : hf->done & bit ? 0 : huge_copy_ahead(w, h);
+	if (hf->done & bit)
 		huge_done(w->r, h, true);
 	huge_unclaim(w->r, h);
 	return ret;
 }
 
-static void *huge_run_loop(void *arg);
-
-/* The helper thread of a window: the loop, with the bounce buffer the
- * last window's helper used (a new thread's first fill of a 2 MiB buffer
- * costs a huge page zeroed), kept for the next.  Locking: none held. */
-static void *huge_run_helper(void *arg)
-{
-	struct huge_run *hr = arg;
-	void *p;
-
-	if (hr->w->spare) {
-		uf_bounce_put(hr->w->spare);	/* this thread's, now */
-		hr->w->spare = NULL;
-	}
-	huge_run_loop(hr);
-	hr->w->spare = uf_bounce_get(UF_HUGE_SIZE, &p);	/* (the one just used) */
-	return NULL;
-}
-
-/* The loop of each thread of a window: claim, deliver, until the window
- * ends or a thread stops it.  Locking: none held. */
-static void *huge_run_loop(void *arg)
-{
-	struct huge_run *hr = arg;
-	struct huge_fill hf = { .sink = { .obj = hr->w->obj, .fn = huge_fill_fn, .early = true }, .as = hr->w->as,
-				.r = hr->w->r, .base = hr->first, .worker = true };
-	uint64_t h;
-	int ret;
-
-	while (!__atomic_load_n(&hr->err, __ATOMIC_RELAXED)) {
-		h = __atomic_fetch_add(&hr->next, UF_HUGE_PAGES, __ATOMIC_RELAXED);
-		if (h >= hr->end)
-			break;
-		ret = huge_run_page(hr, &hf, h);
-		if (ret)
-			__atomic_store_n(&hr->err, ret, __ATOMIC_RELAXED);
-	}
-	return NULL;
-}
-
 /*
  * ->window of the sink of a stream of huge pages: the huge pages of
- * [first, first + n) but the first (the marker), delivered by the worker
- * and, from two pages on, a helper thread (struct huge_run).  Return 0,
- * or -ESRCH when the process is gone.
+ * [first, first + n) but the first (the marker), one at a time
+ * (huge_window_page).  The process's faults on the window's pages the
+ * worker has not come to are served by the handlers meanwhile, each huge
+ * page by one thread (huge_claim).  Return 0, or -ESRCH when the process
+ * is gone.
  * Locking: none held.
  */
 static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 {
 	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 	struct uf_mm *mm = w->obj->mm;
-	struct huge_run hr = { .w = w, .first = first, .end = first + n,
-			       .next = first + UF_HUGE_PAGES };
-	bool helped;
+	struct huge_fill hf = { .sink = { .obj = w->obj, .fn = huge_fill_fn, .early = true },
+				.as = w->as, .r = w->r, .base = first, .worker = true };
+	size_t filled = 0;
+	uint64_t h;
+	int ret = 0;
 
 	uf_huge_busy(mm);		/* a restore: the collapses wait */
-	/* (without a helper thread the worker delivers them all) */
-	helped = n >= 3 * UF_HUGE_PAGES && !uf_thread_start(&hr.helper, huge_run_helper, &hr);
-	huge_run_loop(&hr);
-	if (helped)
-		uf_thread_join(&hr.helper);
-	uf_add(&mm->stats.readahead_pages, hr.filled);
-	return hr.err == -ESRCH ? -ESRCH : 0;
+	for (h = first + UF_HUGE_PAGES; h < first + n && !ret; h += UF_HUGE_PAGES)
+		ret = huge_window_page(w, &hf, h, &filled);
+	uf_add(&mm->stats.readahead_pages, filled);
+	return ret == -ESRCH ? -ESRCH : 0;
 }
 
 const struct uf_ra_sink_ops huge_sink_ops = {
