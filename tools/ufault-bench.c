@@ -1877,6 +1877,8 @@ static void usage(FILE *out)
 		"                           cached\n"
 		"                   serve   a Firecracker-style client of uf_object_serve_uffd\n"
 		"                           (tools/serve/bench-serve.c)\n"
+		"                   serve-ws  its serve-ws rows alone: a working set pushed\n"
+		"                           into a client, beside a minimal push loop\n"
 		"                   serve-flood  its serve-flood rows alone: a client beside\n"
 		"                           an idle and a fault flood of another uid\n"
 		"                   attach  a second ufault client's warm reads against the\n"
@@ -2373,11 +2375,13 @@ int main(int argc, char **argv)
 	b.npages = b.size / PG;
 	if (b.only && !strcmp(b.only, "ws"))
 		return bench_ws(&b);
-	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood"))) {
+	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood") ||
+		       !strcmp(b.only, "serve-ws"))) {
 		struct bench_serve_opts so = {
 			.tmpfs_dir = b.file[STORE_TMPFS].dir, .repeat = (unsigned int)repeat,
 			.quick = quick, .check = b.check,
 			.flood_only = !strcmp(b.only, "serve-flood"),
+			.ws_only = !strcmp(b.only, "serve-ws"),
 		};
 
 		return bench_serve_main(&so);
