@@ -1508,14 +1508,14 @@ static void ws_make_set(struct ws_bench *w)
 
 /* One timed cold start; @ns its duration, @majors its major faults. */
 static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode, double *ns,
-		  uint64_t *majors, double *cpu)
+		  uint64_t *majors, double *cpu, double *tcpu)
 {
 	struct uf_mm_config nora = { .readahead_max = PG };
 	struct bench_file *f = &w->file[store];
 	struct uf_object *obj;
 	struct uf_stats st;
 	struct uf_mm *mm;
-	uint64_t t0, t1, c0;
+	uint64_t t0, t1, c0, tc0 = 0;
 	size_t bad;
 	char *base;
 	int ret, n = 0;
@@ -1546,7 +1546,9 @@ static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode,
 			usleep(500);
 		t0 = now_ns();
 	}
+	tc0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	bad = ret ? 0 : touch(base, w->order, WS_SET);
+	*tcpu = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - tc0);
 	if (!ret && mode == WS_RECORD) {
 		n = uf_object_record_stop(obj);
 		ret = n < 0 ? n : n != WS_SET ? -EPROTO : 0;
@@ -1803,7 +1805,7 @@ static int bench_ws(struct bench *b)
 	static const enum bench_store stores[] = { STORE_TMPFS, STORE_DISK };
 	struct ws_bench *w = calloc(1, sizeof(*w));
 	double ns[2][WS_NMODES][1000], med[2][WS_NMODES];
-	double cpu[2][WS_NMODES][1000], mrep[2][1000];
+	double cpu[2][WS_NMODES][1000], mrep[2][1000], tcpu[2][1000];
 	uint64_t maj[2][WS_NMODES] = { { 0 } }, mrep_faults[2] = { 0 };
 	struct out o = { .tty = isatty(STDERR_FILENO) };
 	bool miss = false;
@@ -1839,7 +1841,7 @@ static int bench_ws(struct bench *b)
 	for (r = 0; r <= b->repeat && !ret; r++)
 		for (i = 0; i < 2 && !ret; i++)
 			for (k = 0; k < WS_NMODES && !ret; k++) {
-				double t = 0, c = 0;
+				double t = 0, c = 0, tc = 0;
 
 				if (r)
 					progress(&o, "ufault-bench: ws: round %u of %u: %s/%s", r,
@@ -1847,7 +1849,9 @@ static int bench_ws(struct bench *b)
 				else
 					progress(&o, "ufault-bench: ws: warm-up round: %s/%s",
 						 ws_mode_names[k], store_names[stores[i]]);
-				ret = ws_run(w, stores[i], (enum ws_mode)k, &t, &maj[i][k], &c);
+				ret = ws_run(w, stores[i], (enum ws_mode)k, &t, &maj[i][k], &c, &tc);
+				if (r && k == WS_FLOOR)
+					tcpu[i][r - 1] = tc;	/* the touches alone */
 				/* each cold start on a settled machine: the run
 				 * before's teardown weighed on the run after it
 				 * (recording right after the lazy run: 1.25x
@@ -1963,6 +1967,12 @@ static int bench_ws(struct bench *b)
 		       b->quick ? "" : "(>= 0.9)",
 		       b->quick ? "" : stores[i] != STORE_TMPFS ? "info" :
 		       best / med[i][WS_REPLAY] < 0.9 ? "MISS" : "PASS");
+		qsort(tcpu[i], b->repeat, sizeof(double), cmp_double);
+		printf("%-6s CPU: ufault's replay %.1f ms (all its threads), the minimal loop's "
+		       "%.1f ms and the touches' alone %.1f ms: ufault's replay over them %.2fx\n",
+		       store_names[stores[i]], cpu[i][WS_REPLAY][b->repeat / 2] / 1e6, one / 1e6,
+		       tcpu[i][b->repeat / 2] / 1e6,
+		       (one + tcpu[i][b->repeat / 2]) / cpu[i][WS_REPLAY][b->repeat / 2]);
 		qsort(mrep[i], b->repeat, sizeof(double), cmp_double);
 		printf("%-6s minimal replay, measured: %.1f ms, %" PRIu64 " touches served by its "
 		       "handler (last round); ufault's replay over it (minimal/replay) %.2fx %s\n",
