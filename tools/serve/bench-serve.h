@@ -18,6 +18,7 @@ struct bench_serve_opts {
 	bool check;		/* exit 1 when a goal is missed */
 	bool flood_only;	/* the serve-flood rows alone (--only serve-flood) */
 	bool huge_only;		/* serve-restore-huge alone (--only serve-huge) */
+	bool ws_only;		/* the serve-ws rows alone (--only serve-ws) */
 };
 
 /* Returns ufault-bench's exit status: 0, 1 goal missed (with check), 2 error,
