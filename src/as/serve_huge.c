@@ -34,17 +34,16 @@
  * as the other two together, after it: struct uf_fill_sink's early); one
  * the cache had is read from the memfd first.  A balloon's removal (2 MiB
  * granular in hugetlbfs) is answered with 2 MiB of zeros.  A stream is
- * run ahead of as a 4 KiB one is (readahead.c), from a fault at the
- * region's start on, in windows of whole huge pages (huge_win(): the
- * first huge page of each is its marker) delivered by the sink below a
- * huge page at a time; each huge page is delivered by one thread, the
- * worker or a fault's handler (huge_claim: a fault on one being delivered
- * waits for it, never reads it twice).  With no worker, a stream's fault
- * copies SERVE_HUGE_AHEAD huge pages more after its own, which is woken
- * first.  Where the process can get no huge page (ENOMEM: the pool is
- * empty) or the store fails, the faulting huge page gets the poison
- * marker: the access takes SIGBUS, never zeros, never a hang (the worker
- * only stops).  Working sets are not recorded or pushed here (4 KiB runs).
+ * run ahead of as a 4 KiB one is (readahead.c), in windows of whole huge
+ * pages (huge_win(): the first huge page of each is its marker) delivered
+ * by the sink below a huge page at a time; each huge page is delivered by
+ * one thread, the worker or a fault's handler (huge_claim: a fault on one
+ * being delivered waits for it, never reads it twice).  With no worker, a
+ * stream's fault copies SERVE_HUGE_AHEAD huge pages more after its own,
+ * which is woken first.  Where the process can get no huge page (ENOMEM:
+ * the pool is empty) or the store fails, the faulting huge page gets the
+ * poison marker: the access takes SIGBUS, never zeros, never a hang (the
+ * worker only stops).  Working sets are not recorded or pushed here (4 KiB runs).
  */
 #define SERVE_HUGE_WIN_MIN	4	/* huge pages in a window, at least */
 #define SERVE_HUGE_WIN_MAX	64	/* and at most (a bit each) */
@@ -459,11 +458,7 @@ struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata
 	struct uf_mm *mm = vma->mm;
 	unsigned long addr = fdata->address & ~(UF_HUGE_SIZE - 1);
 	uint64_t pg = fdata->pgoff - (((fdata->address & PAGE_MASK) - addr) >> PAGE_SHIFT), hi;
-	bool runahead = mm->worker && !vma->nl_pgoff;
-	/* a fault at the region's start is taken for a stream's, as the
-	 * kernel's readahead takes a read at a file's start: a restore's
-	 * first fault sets the run-ahead going */
-	bool streamed = region_stream(r, pg) || pg == r->first;
+	bool runahead = mm->worker && !vma->nl_pgoff, streamed = region_stream(r, pg);
 	enum uf_ra_where where = UF_RA_NO;
 	bool major = false;
 	size_t filled = 0, n = 1, i;
