@@ -85,7 +85,7 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	 */
 	bool wp = (vma->flags & VMA_WP) ||
 		  (vma->mm->budget_pages && vma->mm->wp_sync && (vma->flags & VMA_SHARED)) ||
-		  (vma->obj && !uf_vma_remote(vma) && uf_ws_watching(vma->obj));
+		  (vma->obj && !uf_vma_remote(vma) && uf_fill_watched(vma->obj));
 	int ret = uf_uffd_register(&vma->mm->uffd, start, len, wp);
 
 	if (ret)

@@ -129,9 +129,9 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			fdata->type = UF_FAULT_SIGBUS;
 		return NULL;
 	}
-	if (!uf_ws_window(obj, vma, fdata->pgoff, &ra))	/* (recording, prefetching) */
+	if (!uf_fill_window(obj, vma, fdata->pgoff, &ra))	/* (recording, prefetching) */
 		uf_readahead_window(vma, fdata->pgoff, &ra);
-	uf_ws_checkpoint(obj);		/* (a record watching readahead) */
+	uf_fill_checkpoint(obj);	/* (a record watching readahead) */
 
 	/*
 	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
@@ -201,7 +201,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			uf_count_sigbus_cause(vma->mm, vma, UF_SIGBUS_STORE);
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
-		uf_ws_note(obj, fdata->pgoff, 1, true);
+		uf_fill_note(obj, fdata->pgoff, 1, true);
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 		if (filled > (major ? 1u : 0u)) {
 			uint64_t ra = filled - (major ? 1 : 0);
@@ -326,13 +326,13 @@ static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t
 		return 0;
 	if (len > size - offset)
 		len = (size_t)(size - offset);
-	uf_ws_checkpoint(obj);		/* (a record watching readahead) */
+	uf_fill_checkpoint(obj);	/* (a record watching readahead) */
 	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
 	if (ret)
 		return ret;
 	done = memfd_io(obj->memfd, buf, len, offset, false);
 	if (done > 0)
-		uf_ws_note(obj, offset >> PAGE_SHIFT,
+		uf_fill_note(obj, offset >> PAGE_SHIFT,
 			   ((offset + (uint64_t)done - 1) >> PAGE_SHIFT) - (offset >> PAGE_SHIFT) + 1,
 			   true);
 	return done;

@@ -454,7 +454,7 @@ void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n)
 
 	/* (a watched record: a huge mapping would show pages untouched) */
 	if (!h || !n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED) ||
-	    uf_ws_watching(obj))
+	    uf_fill_watched(obj))
 		return;
 	__atomic_store_n(&h->last_fill_ns, now_ns(), __ATOMIC_RELAXED);
 	size_ext = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) >> UF_HUGE_SHIFT;

@@ -350,7 +350,9 @@ struct uf_object {
 	struct uf_vma *vmas;
 	uint64_t rmap_gen;
 	struct uf_object *mm_next;	/* under mm->obj_lock */
-	struct uf_ws *ws;		/* record and replay (ws_record.c, ws_replay.c) */
+	/* who watches its fills (cache.h), or NULL; its data (ws_*.c's) */
+	const struct uf_fill_observer_ops *observer;
+	struct uf_ws *ws;
 	/* served by a ufault-serve (uf_object_attach, attach.c): none of the
 	 * cache state above is used, every call goes to the server */
 	struct uf_attach *attach;

@@ -244,7 +244,8 @@ static void object_free_child(struct uf_object *obj)
 	 * is left alone (its ->release may act on what the parent shares) */
 	if (obj->ops == &uf_file_store_ops)
 		uf_file_store_free_child(obj->store);
-	uf_ws_free_child(obj);
+	if (obj->observer)
+		obj->observer->free_child(obj);
 	if (obj->memfd >= 0)
 		close(obj->memfd);
 	uf_pagebits_free(&obj->pages);
@@ -270,7 +271,8 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	if (obj->mm)
 		mm_objects_del(obj->mm, obj);
 	uf_huge_forget(obj);		/* and no collapse */
-	uf_ws_release(obj);		/* a record ends, a prefetch stops */
+	if (obj->observer)		/* a record ends, a prefetch stops */
+		obj->observer->release(obj);
 	if (obj->ops) {
 		uf_object_sync(obj);
 		if (obj->ops->release)
