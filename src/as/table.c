@@ -41,6 +41,33 @@ struct uf_vma *__uf_table_find(const struct uf_vma_table *t, unsigned long addr)
 	return i < t->n && t->vmas[i]->start <= addr ? t->vmas[i] : NULL;
 }
 
+/*
+ * uf_table_lookup_get - ->lookup_get of an address space (the program's
+ * own, a fork child's, a client's): the VMA at @addr with a reference,
+ * and the object page the address shows (*nonlinear: inside a window);
+ * NULL if the table has none there.
+ * Locking: takes as->vma_lock shared, and vma->ref_lock inside it.
+ */
+struct uf_vma *uf_table_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				   bool *nonlinear)
+{
+	struct uf_vma *v;
+
+	pthread_rwlock_rdlock(as->vma_lock);
+	v = __uf_table_find(&as->vt, addr);
+	if (v) {
+		uint64_t idx = (addr - v->start) >> PAGE_SHIFT;
+
+		*pgoff = __uf_vma_pgoff(v, addr);
+		*nonlinear = v->nl_pgoff && (v->nl_pgoff[idx] & NL_WINDOW);
+		pthread_mutex_lock(&v->ref_lock);
+		v->refs++;
+		pthread_mutex_unlock(&v->ref_lock);
+	}
+	pthread_rwlock_unlock(as->vma_lock);
+	return v;
+}
+
 /* Put @v in at its place.  Return 0 or -ENOMEM (nothing changed).
  * Locking: the table's lock held exclusive. */
 int __uf_table_insert(struct uf_vma_table *t, struct uf_vma *v)

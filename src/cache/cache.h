@@ -10,6 +10,8 @@
 #include "cache/mm_types.h"
 #include "store/store.h"
 
+#include <time.h>
+
 /*
  * vm_area.c: a VMA as the layers below the address space see it: its
  * lifetime and references, the object page an address shows, and (these
@@ -19,7 +21,6 @@ struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot);
 void uf_vma_free(struct uf_vma *vma);
 void uf_vma_put(struct uf_vma *vma);
 void uf_vma_release(struct uf_vma *vma);
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
 void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
 		    void (*fn)(void *arg, uint64_t pg), void *arg);
 /*
@@ -47,6 +48,15 @@ static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
 	uf_add((uint64_t *)((char *)&mm->stats + at), 1);
 	if (vma)
 		uf_add((uint64_t *)((char *)&vma->stats + at), 1);
+}
+
+/* The object page @addr of @vma shows.
+ * Locking: the table's lock held (any mode), for vma->nl_pgoff. */
+static inline uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
+{
+	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
+
+	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
 }
 
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
@@ -108,30 +118,8 @@ void uf_bounce_put(struct uf_bounce *b);
 /* ... its copy woke the faulting thread (no wake is due) */
 #define UF_FAULT_FLAG_WOKEN	0x40000000u
 
-/*
- * pagebits.c: the present and dirty bits of an object's pages, sparse.
- * Bit operations need obj->invalidate_lock held (any mode); growing the
- * map and freeing its empty parts (uf_pagebits_grow, uf_pagebits_clear_range)
- * need it exclusive.
- */
-enum uf_pg { UF_PG_PRESENT, UF_PG_DIRTY, UF_PG_NMAPS };
-#define UF_PG_MASK_ALL	((1U << UF_PG_PRESENT) | (1U << UF_PG_DIRTY))
-bool uf_pagebits_test(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
-/* 1: was set, 0: newly set, -ENOMEM (no leaf; uf_pagebits_reserve() first) */
-int uf_pagebits_set(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
-bool uf_pagebits_clear(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
-/* Make sure setting bits of [first, first + n) needs no allocation. */
-int uf_pagebits_reserve(struct uf_pagebits *pm, uint64_t first, uint64_t n);
-/* The first page in [from, end) whose bit is set, or @end. */
-uint64_t uf_pagebits_next(struct uf_pagebits *pm, enum uf_pg map, uint64_t from, uint64_t end);
-/* Are the bits of all of [first, first + n) set (e.g. a 2 MiB extent)? */
-bool uf_pagebits_full(struct uf_pagebits *pm, enum uf_pg map, uint64_t first, uint64_t n);
-/* Clear the maps in @mask over [first, end) and free the parts left
- * empty; return how many present bits were cleared.  @mask 0: only free. */
-uint64_t uf_pagebits_clear_range(struct uf_pagebits *pm, unsigned int mask, uint64_t first,
-				uint64_t end);
-int uf_pagebits_grow(struct uf_pagebits *pm, uint64_t pages);
-void uf_pagebits_free(struct uf_pagebits *pm);
+/* pagebits.c, pagebits.h: the present and dirty bits of an object's pages */
+#include "cache/pagebits.h"
 
 /* writeback.c */
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
@@ -147,11 +135,33 @@ int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, b
 void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 
-/* reclaim.c */
-long uf_reclaim(struct uf_mm *mm, size_t room);
-long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need);
-void uf_cache_uncharge(struct uf_mm *mm, size_t n);
+/* reclaim.c: the cache budget.  With no budget (mm->budget_pages 0)
+ * these are answered here, and no code of reclaim.c runs. */
+long uf_reclaim_budget(struct uf_mm *mm, size_t room);
+long uf_cache_charge_budget(struct uf_mm *mm, size_t want, size_t need);
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff, bool page_locked);
+
+/* uf_reclaim - make room for @room more pages (uf_reclaim_budget()). */
+static inline long uf_reclaim(struct uf_mm *mm, size_t room)
+{
+	return mm->budget_pages ? uf_reclaim_budget(mm, room) : 0;
+}
+
+/* uf_cache_charge - reserve room for @want new pages, @need of them at
+ * least (uf_cache_charge_budget()); with no budget, all of them. */
+static inline long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need)
+{
+	if (!mm || !mm->budget_pages || !want)
+		return (long)want;
+	return uf_cache_charge_budget(mm, want, need);
+}
+
+/* Give back @n pages uf_cache_charge() granted and a fill did not add. */
+static inline void uf_cache_uncharge(struct uf_mm *mm, size_t n)
+{
+	if (mm && mm->budget_pages && n)
+		uf_add(&mm->charged, -(uint64_t)n);
+}
 
 /* worker.c: background work of an mm, one thread */
 struct uf_work {
@@ -239,7 +249,13 @@ void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off);
 int uf_huge_init(struct uf_mm *mm);
 void uf_huge_stop(struct uf_mm *mm);
 void uf_huge_free(struct uf_mm *mm, bool child);
-void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
+/* What a fill stamps of mm->huge, inline: huge.c's struct uf_huge begins
+ * with it. */
+struct uf_huge_fills {
+	bool unsupported;		/* MADV_COLLAPSE said EINVAL (atomic) */
+	uint64_t last_fill_ns;		/* the mm's latest fill (atomic) */
+};
+void __uf_huge_queue_full(struct uf_object *obj, uint64_t ext);
 void uf_huge_busy(struct uf_mm *mm);
 void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
 uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last);
@@ -267,82 +283,39 @@ int uf_cache_fd_restrict(int fd);
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);
 int __uf_object_set_size(struct uf_object *obj, uint64_t size);
 
+/* observer.h: who watches an object's fills (the working-set recorder) */
+#include "cache/observer.h"
+
+static inline uint64_t uf_huge_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 /*
- * Who watches an object's fills: the working-set recorder and replayer
- * (ws_record.c, ws_replay.c).  The fill (filemap.c, fill.c, huge.c,
- * populate.c) and the object's lifetime (object.c) report to it through
- * obj->observer, its data being obj->ws, and never call it by name.
- * obj->observer is NULL while nothing watches: a report is then one
- * pointer test, and no code of ws_*.c runs.  It is set once, by the first
- * record or prefetch of the object, and kept to the last put.
- * ->window - the window a fault of @vma on @pgoff reads instead of
- *	readahead's; false: readahead's.  No ufault lock held.
- * ->checkpoint - before a fill whose pages ->note will take (a fault, a
- *	pread).  No ufault lock held.
- * ->watching - does a record watch readahead now (a mapping then shows
- *	only pages touched: no page but the faulting one is copied or
- *	populated into it, no extent collapses)?  Any lock held.
- * ->filled - pages [first, first + n) are about to be copied in (@fault:
- *	by a fault's fill).  Any lock above the observer's held.
- * ->note - pages [first, first + n) were touched or read (@checked:
- *	->checkpoint ran).  As ->checkpoint.
- * ->release - the object's last put.  ->free_child - a fork child frees
- *	its copy of the object.  No lock held.
+ * Pages [first, first + n) of @obj were just filled: stamp the fill (the
+ * collapses wait for quiet) and queue the extents they complete
+ * (huge.c); no extent, or a watched record (a huge mapping would show
+ * pages untouched): nothing more.
+ * Locking: obj->invalidate_lock held (any mode).
  */
-struct uf_ra_req;
-struct uf_fill_observer_ops {
-	bool (*window)(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgoff,
-		       struct uf_ra_req *req);
-	void (*checkpoint)(struct uf_object *obj);
-	bool (*watching)(struct uf_object *obj);
-	void (*filled)(struct uf_object *obj, uint64_t first, uint64_t n, bool fault);
-	void (*note)(struct uf_object *obj, uint64_t first, uint64_t n, bool checked);
-	void (*release)(struct uf_object *obj);
-	void (*free_child)(struct uf_object *obj);
-};
-
-static inline const struct uf_fill_observer_ops *uf_fill_observer(const struct uf_object *obj)
+static inline void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n)
 {
-	return __atomic_load_n(&obj->observer, __ATOMIC_ACQUIRE);
-}
+	struct uf_huge_fills *h = obj->mm ? (struct uf_huge_fills *)(void *)obj->mm->huge : NULL;
+	uint64_t ext, last_ext, size_ext;
 
-static inline bool uf_fill_window(struct uf_object *obj, const struct uf_vma *vma,
-				  uint64_t pgoff, struct uf_ra_req *req)
-{
-	const struct uf_fill_observer_ops *ob = uf_fill_observer(obj);
-
-	return ob && ob->window(obj, vma, pgoff, req);
-}
-
-static inline void uf_fill_checkpoint(struct uf_object *obj)
-{
-	const struct uf_fill_observer_ops *ob = uf_fill_observer(obj);
-
-	if (ob)
-		ob->checkpoint(obj);
-}
-
-static inline bool uf_fill_watched(struct uf_object *obj)
-{
-	const struct uf_fill_observer_ops *ob = uf_fill_observer(obj);
-
-	return ob && ob->watching(obj);
-}
-
-static inline void uf_fill_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault)
-{
-	const struct uf_fill_observer_ops *ob = uf_fill_observer(obj);
-
-	if (ob)
-		ob->filled(obj, first, n, fault);
-}
-
-static inline void uf_fill_note(struct uf_object *obj, uint64_t first, uint64_t n, bool checked)
-{
-	const struct uf_fill_observer_ops *ob = uf_fill_observer(obj);
-
-	if (ob)
-		ob->note(obj, first, n, checked);
+	if (!h || !n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED) ||
+	    uf_fill_watched(obj))
+		return;
+	__atomic_store_n(&h->last_fill_ns, uf_huge_now_ns(), __ATOMIC_RELAXED);
+	size_ext = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) >> UF_HUGE_SHIFT;
+	last_ext = (first + n - 1) / UF_HUGE_PAGES;
+	for (ext = first / UF_HUGE_PAGES; ext <= last_ext && ext < size_ext; ext++)
+		if (uf_pagebits_full(&obj->pages, UF_PG_PRESENT, ext * UF_HUGE_PAGES,
+				    UF_HUGE_PAGES))
+			__uf_huge_queue_full(obj, ext);
 }
 
 /* ws_record.c, ws_replay.c, ws_serve.c: recording what is touched, prefetching it again */

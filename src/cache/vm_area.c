@@ -16,15 +16,6 @@
 
 #include <stdlib.h>
 
-/* The object page @addr of @vma shows.
- * Locking: mm->vma_lock held (any mode), for vma->nl_pgoff. */
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
-{
-	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
-}
-
 /*
  * Call @fn(@arg, pg) for the object page of each address of [start, end)
  * in @vma that the process's page tables map now (PAGEMAP_SCAN of the
