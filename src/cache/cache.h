@@ -10,7 +10,6 @@
 #include "cache/mm_types.h"
 #include "store/store.h"
 
-#include <time.h>
 
 /*
  * vm_area.c: a VMA as the layers below the address space see it: its
@@ -21,8 +20,6 @@ struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot);
 void uf_vma_free(struct uf_vma *vma);
 void uf_vma_put(struct uf_vma *vma);
 void uf_vma_release(struct uf_vma *vma);
-void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
-		    void (*fn)(void *arg, uint64_t pg), void *arg);
 /*
  * rmap.c: the object's mappings (obj->vmas): the mm's own VMAs of it; a child's
  * are in the child's table only.  Linked and unlinked with mm->vma_lock
@@ -122,6 +119,8 @@ void uf_bounce_put(struct uf_bounce *b);
 #include "cache/pagebits.h"
 
 /* writeback.c */
+void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
+		    void (*fn)(void *arg, uint64_t pg), void *arg);
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
@@ -135,26 +134,8 @@ int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, b
 void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 
-/* reclaim.c: the cache budget.  With no budget (mm->budget_pages 0)
- * these are answered here, and no code of reclaim.c runs. */
-long uf_reclaim_budget(struct uf_mm *mm, size_t room);
-long uf_cache_charge_budget(struct uf_mm *mm, size_t want, size_t need);
+/* reclaim.c: the cache budget (uf_reclaim() and uf_cache_charge(): reclaim.h) */
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff, bool page_locked);
-
-/* uf_reclaim - make room for @room more pages (uf_reclaim_budget()). */
-static inline long uf_reclaim(struct uf_mm *mm, size_t room)
-{
-	return mm->budget_pages ? uf_reclaim_budget(mm, room) : 0;
-}
-
-/* uf_cache_charge - reserve room for @want new pages, @need of them at
- * least (uf_cache_charge_budget()); with no budget, all of them. */
-static inline long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need)
-{
-	if (!mm || !mm->budget_pages || !want)
-		return (long)want;
-	return uf_cache_charge_budget(mm, want, need);
-}
 
 /* Give back @n pages uf_cache_charge() granted and a fill did not add. */
 static inline void uf_cache_uncharge(struct uf_mm *mm, size_t n)
@@ -249,14 +230,7 @@ void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off);
 int uf_huge_init(struct uf_mm *mm);
 void uf_huge_stop(struct uf_mm *mm);
 void uf_huge_free(struct uf_mm *mm, bool child);
-/* What a fill stamps of mm->huge, inline: huge.c's struct uf_huge begins
- * with it. */
-struct uf_huge_fills {
-	bool unsupported;		/* MADV_COLLAPSE said EINVAL (atomic) */
-	uint64_t last_fill_ns;		/* the mm's latest fill (atomic) */
-};
-void __uf_huge_queue_full(struct uf_object *obj, uint64_t ext);
-void uf_huge_busy(struct uf_mm *mm);
+void uf_huge_busy(struct uf_mm *mm);	/* (__uf_huge_filled(): huge.h) */
 void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
 uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last);
 void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last);
@@ -286,38 +260,6 @@ int __uf_object_set_size(struct uf_object *obj, uint64_t size);
 /* observer.h: who watches an object's fills (the working-set recorder) */
 #include "cache/observer.h"
 
-static inline uint64_t uf_huge_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/*
- * Pages [first, first + n) of @obj were just filled: stamp the fill (the
- * collapses wait for quiet) and queue the extents they complete
- * (huge.c); no extent, or a watched record (a huge mapping would show
- * pages untouched): nothing more.
- * Locking: obj->invalidate_lock held (any mode).
- */
-static inline void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n)
-{
-	struct uf_huge_fills *h = obj->mm ? (struct uf_huge_fills *)(void *)obj->mm->huge : NULL;
-	uint64_t ext, last_ext, size_ext;
-
-	if (!h || !n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED) ||
-	    uf_fill_watched(obj))
-		return;
-	__atomic_store_n(&h->last_fill_ns, uf_huge_now_ns(), __ATOMIC_RELAXED);
-	size_ext = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) >> UF_HUGE_SHIFT;
-	last_ext = (first + n - 1) / UF_HUGE_PAGES;
-	for (ext = first / UF_HUGE_PAGES; ext <= last_ext && ext < size_ext; ext++)
-		if (uf_pagebits_full(&obj->pages, UF_PG_PRESENT, ext * UF_HUGE_PAGES,
-				    UF_HUGE_PAGES))
-			__uf_huge_queue_full(obj, ext);
-}
-
 /* ws_record.c, ws_replay.c, ws_serve.c: recording what is touched, prefetching it again */
 void uf_ws_unwatch(struct uf_object *obj);
 
@@ -338,13 +280,5 @@ bool uf_ws_serve_recording(struct uf_object *obj, uint64_t rec);
 void uf_ws_serve_note(struct uf_object *obj, uint64_t rec, uint64_t pg);
 const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg);
 void uf_ws_set_put(struct uf_ws_set *set);
-
-/* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip
- * the invalidate lock, so that ufault-stress can show it finds the race. */
-extern int uf_break_protocol;
-static inline bool uf_protocol_broken(void)
-{
-	return __atomic_load_n(&uf_break_protocol, __ATOMIC_RELAXED);
-}
 
 #endif /* UF_CACHE_H */

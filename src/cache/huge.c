@@ -35,7 +35,7 @@
  * never held across a system call that can wait.
  */
 #define _GNU_SOURCE
-#include "cache/cache.h"
+#include "cache/huge.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,10 +16,14 @@
  * the tree then.
  */
 #define _GNU_SOURCE
-#include "cache/cache.h"
+#include "cache/pagebits.h"
 
 #include <errno.h>
 #include <stdlib.h>
+
+/* the test switch of uf_protocol_broken() (pagebits.h), set by uf_mm_create():
+ * read by the fills and by the frees of the tree, the lowest of them */
+int uf_break_protocol;
 
 /* What *slot holds, or a new zeroed block of @size put there.  NULL: out
  * of memory. */

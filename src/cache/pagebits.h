@@ -162,4 +162,12 @@ static inline bool uf_pagebits_full(struct uf_pagebits *pm, enum uf_pg map, uint
 	return true;
 }
 
+/* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create; pagebits.c
+ * holds it): fills skip the invalidate lock, so that ufault-stress can show it finds the race. */
+extern int uf_break_protocol;
+static inline bool uf_protocol_broken(void)
+{
+	return __atomic_load_n(&uf_break_protocol, __ATOMIC_RELAXED);
+}
+
 #endif /* UF_CACHE_PAGEBITS_H */

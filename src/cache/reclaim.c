@@ -39,7 +39,7 @@
  * only to list the objects.
  */
 #define _GNU_SOURCE
-#include "cache/cache.h"
+#include "cache/reclaim.h"
 
 #include <errno.h>
 #include <fcntl.h>
