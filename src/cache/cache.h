@@ -33,6 +33,18 @@ void __uf_rmap_unlink(struct uf_vma *vma);
 	for (uf_lockdep_assert_held(&(obj)->rmap_lock, "obj->vmas"),		\
 	     (vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
 
+/* Does a mapping of @obj track writes by write-protect (writeback.c)?
+ * Locking: obj->rmap_lock held (any mode). */
+static inline bool __uf_object_tracked(struct uf_object *obj)
+{
+	struct uf_vma *vma;
+
+	uf_rmap_foreach(vma, obj)
+		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP)
+			return true;
+	return false;
+}
+
 /* A fault answered with SIGBUS for @why: counted in @mm's and @vma's stats. */
 static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
 					 enum uf_sigbus_cause why)
@@ -105,9 +117,7 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 bool uf_object_batched_reads(struct uf_object *obj);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
-struct uf_bounce;
-struct uf_bounce *uf_bounce_get(size_t len, void **bufp);
-void uf_bounce_put(struct uf_bounce *b);
+#include "cache/bounce.h"	/* uf_bounce_get(), uf_bounce_put() */
 
 /* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
  * kernel raises SIGBUS itself on the retry) */
@@ -126,7 +136,6 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
 int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);
-bool __uf_object_tracked(struct uf_object *obj);
 int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
 			      const struct uf_vma *skip);
 int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);

@@ -130,18 +130,6 @@ int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long
 	return ret;
 }
 
-/* Does a mapping of @obj track writes by write-protect?
- * Locking: obj->rmap_lock or mm->vma_lock held (any mode). */
-bool __uf_object_tracked(struct uf_object *obj)
-{
-	struct uf_vma *vma;
-
-	uf_rmap_foreach(vma, obj)
-		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP)
-			return true;
-	return false;
-}
-
 /* The addresses of @vma (nonlinear) that show pages [first, first + n),
  * protected run by run.  Cost: the VMA's length (windows are small). */
 static int protect_holes_nonlinear(struct uf_vma *vma, uint64_t first, uint64_t n)
