@@ -13,8 +13,8 @@
  * object's faults read their own page only (no readahead window, no
  * background window): every page then enters the cache through the fault
  * of its first touch, in any mapping of any address space the mm serves,
- * and uf_filemap_fault() notes it (ws_note(), the observer's ->note).  uf_object_pread() notes
- * the pages it reads, cached or not.  Pages already cached when the record
+ * and uf_filemap_fault() notes it (ws_note(), the observer's ->note).
+ * uf_object_pread() notes the pages it reads, cached or not.  Pages already cached when the record
  * starts are not seen until they leave the cache and are touched again: a
  * record is meant for a cold object.  The price is one fault per page
  * where readahead would have read a run in one.
@@ -29,7 +29,7 @@
  * kernel's fault-around off (they stay so until unmapped: dropping the
  * mode would need an unregistration, and a touch meanwhile would put a
  * zero page into the cache); no fill copies a page into them but the
- * faulting one (copy_dest() in filemap.c), nothing populates them, no
+ * faulting one (copy_dest() in fill.c), nothing populates them, no
  * extent collapses.  Each time the record takes a page (a fault, a
  * pread) it first scans the last WS_RECENT windows and takes their pages
  * now mapped, in page order; uf_object_record_stop() scans every pending
@@ -670,7 +670,8 @@ static void ws_free_child(struct uf_object *obj)
 	obj->ws = NULL;
 }
 
-/* What the fills report to (cache.h): a record's and a prefetch's hooks. */
+/* What the fills report to (observer.h): a record's and a prefetch's
+ * hooks, obj->observer from the first ws_get() on. */
 static const struct uf_fill_observer_ops ws_observer_ops = {
 	.window		= uf_ws_window,
 	.checkpoint	= ws_checkpoint,
