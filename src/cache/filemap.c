@@ -115,22 +115,17 @@ static int fill_removed(struct uf_object *obj, uint64_t pgoff)
 }
 
 
-UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
+/*
+ * The fill of a fault on fdata->pgoff of @vma: window @ra (the fault's
+ * page first), *@filled pages inserted, *@major when the page was.  It
+ * waits for room (a full cache) and for the table to catch up (a mapping
+ * that could not be protected), as below.  Return uf_object_fill()'s.
+ * Locking: none held; takes obj->invalidate_lock shared.
+ */
+static int fault_fill(struct uf_vma *vma, struct uf_object *obj, struct uf_fault_data *fdata,
+		      const struct uf_ra_req *ra, size_t *filled, bool *major)
 {
-	struct uf_object *obj;
-	struct uf_ra_req ra;
-	size_t filled = 0;
-	bool major = false;
 	int ret, tries, behind = 0;
-
-	if (!vma || !fdata || !(obj = vma->obj)) {
-		if (fdata)
-			fdata->type = UF_FAULT_SIGBUS;
-		return NULL;
-	}
-	if (!uf_fill_window(obj, vma, fdata->pgoff, &ra))	/* (recording, prefetching) */
-		uf_readahead_window(vma, fdata->pgoff, &ra);
-	uf_fill_checkpoint(obj);	/* (a record watching readahead) */
 
 	/*
 	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
@@ -141,23 +136,23 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	 * (the VMA is kept alive by the caller's reference) */
 	for (tries = 0;; tries++) {
 		/* direct reclaim: room for the window under the budget */
-		long freed = uf_reclaim(vma->mm, ra.n);
+		long freed = uf_reclaim(vma->mm, ra->n);
 
 		if (!uf_protocol_broken())
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 		/* one store read per run of holes, one wake (by the caller, or
 		 * by the copy of a lone page straight into the faulting mapping) */
-		if (ra.n == 1 && !ra.bg_n)
+		if (ra->n == 1 && !ra->bg_n)
 			fill_wake.vma = vma;
 		fill_wake.pgoff = fdata->pgoff;
 		fill_wake.faulting = true;
 		fill_wake.woken = false;
-		ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
+		ret = uf_object_fill(obj, ra->first, ra->n, fdata->pgoff, filled, major, vma);
 		fill_wake.vma = NULL;
 		fill_wake.faulting = false;
 		if (fill_wake.woken)
 			fdata->flags |= UF_FAULT_FLAG_WOKEN;
-		if (!ret && !major && !uf_protocol_broken())
+		if (!ret && !*major && !uf_protocol_broken())
 			ret = fill_removed(obj, fdata->pgoff);
 		if (!uf_protocol_broken())
 			pthread_rwlock_unlock(&obj->invalidate_lock);
@@ -189,6 +184,26 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 		usleep(ROOM_WAIT_US);
 	}
 	fill_insert_dirty = false;
+	return ret;
+}
+
+UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
+{
+	struct uf_object *obj;
+	struct uf_ra_req ra;
+	size_t filled = 0;
+	bool major = false;
+	int ret;
+
+	if (!vma || !fdata || !(obj = vma->obj)) {
+		if (fdata)
+			fdata->type = UF_FAULT_SIGBUS;
+		return NULL;
+	}
+	if (!uf_fill_window(obj, vma, fdata->pgoff, &ra))	/* (recording, prefetching) */
+		uf_readahead_window(vma, fdata->pgoff, &ra);
+	uf_fill_checkpoint(obj);	/* (a record watching readahead) */
+	ret = fault_fill(vma, obj, fdata, &ra, &filled, &major);
 	uf_readahead_submit(vma, &ra);
 
 	if (ret == -ENOMEM || ret == -ENOBUFS) {
@@ -530,14 +545,51 @@ static int __adopt_pages(struct uf_object *obj, int fd, uint64_t size)
 	return 0;
 }
 
+/*
+ * Make @nfd the cache, mapped for @cap bytes, in place of the object's:
+ * the new mapping first, so that on failure nothing has changed (and
+ * @nfd is closed).  Return 0 or -errno.
+ * Locking: mm->vma_lock shared, obj->invalidate_lock exclusive.
+ */
+static int __adopt_map(struct uf_object *obj, int nfd, uint64_t cap)
+{
+	struct uf_mm *mm = obj->mm;
+	char *old_map = obj->cache_map;
+	uint64_t old_cap = obj->cache_cap;
+	int old_fd = obj->memfd, ret;
+
+	obj->memfd = nfd;
+	obj->cache_map = MAP_FAILED;
+	obj->cache_cap = 0;
+	ret = uf_object_cache_map(obj, cap);
+	if (!ret)
+		ret = uf_pagebits_grow(&obj->pages, size_pages(cap));
+	if (ret) {
+		if (obj->cache_map != MAP_FAILED) {
+			uf_uffd_unregister(&mm->uffd, (unsigned long)obj->cache_map, obj->cache_cap);
+			munmap(obj->cache_map, obj->cache_cap);
+		}
+		obj->memfd = old_fd;
+		obj->cache_map = old_map;
+		obj->cache_cap = old_cap;
+		close(nfd);
+		return ret;
+	}
+	if (old_map != MAP_FAILED) {
+		/* unregistered first, the unmap raises no event to wait for */
+		uf_uffd_unregister(&mm->uffd, (unsigned long)old_map, old_cap);
+		munmap(old_map, old_cap);
+	}
+	close(old_fd);
+	return 0;
+}
+
 UF_EXPORT int uf_object_adopt_cache(struct uf_object *obj, int fd)
 {
 	struct stat st, mine;
 	struct uf_mm *mm;
-	uint64_t msize, size, cap;
-	char *old_map;
-	uint64_t old_cap;
-	int old_fd, nfd, fl, ret;
+	uint64_t msize, size;
+	int nfd, fl, ret;
 	bool busy;
 
 	if (!obj || fd < 0 || obj->attach || !obj->ops || uf_object_orphaned(obj))
@@ -573,36 +625,10 @@ UF_EXPORT int uf_object_adopt_cache(struct uf_object *obj, int fd)
 	nfd = ret ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (!ret && nfd < 0)
 		ret = -errno;
+	if (!ret)
+		ret = __adopt_map(obj, nfd, msize > size ? msize : size);
 	if (ret)
 		goto out;
-	/* the new cache's mapping first: on failure nothing has changed */
-	old_map = obj->cache_map;
-	old_cap = obj->cache_cap;
-	old_fd = obj->memfd;
-	cap = msize > size ? msize : size;
-	obj->memfd = nfd;
-	obj->cache_map = MAP_FAILED;
-	obj->cache_cap = 0;
-	ret = uf_object_cache_map(obj, cap);
-	if (!ret)
-		ret = uf_pagebits_grow(&obj->pages, size_pages(cap));
-	if (ret) {
-		if (obj->cache_map != MAP_FAILED) {
-			uf_uffd_unregister(&mm->uffd, (unsigned long)obj->cache_map, obj->cache_cap);
-			munmap(obj->cache_map, obj->cache_cap);
-		}
-		obj->memfd = old_fd;
-		obj->cache_map = old_map;
-		obj->cache_cap = old_cap;
-		close(nfd);
-		goto out;
-	}
-	if (old_map != MAP_FAILED) {
-		/* unregistered first, the unmap raises no event to wait for */
-		uf_uffd_unregister(&mm->uffd, (unsigned long)old_map, old_cap);
-		munmap(old_map, old_cap);
-	}
-	close(old_fd);
 	__atomic_store_n(&obj->size, msize, __ATOMIC_RELEASE);
 	ret = __adopt_pages(obj, nfd, msize);
 	/* a truncate the earlier process had not finished: the store, which
