@@ -1508,14 +1508,14 @@ static void ws_make_set(struct ws_bench *w)
 
 /* One timed cold start; @ns its duration, @majors its major faults. */
 static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode, double *ns,
-		  uint64_t *majors, double *cpu)
+		  uint64_t *majors, double *cpu, double *tcpu)
 {
 	struct uf_mm_config nora = { .readahead_max = PG };
 	struct bench_file *f = &w->file[store];
 	struct uf_object *obj;
 	struct uf_stats st;
 	struct uf_mm *mm;
-	uint64_t t0, t1, c0;
+	uint64_t t0, t1, c0, tc0 = 0;
 	size_t bad;
 	char *base;
 	int ret, n = 0;
@@ -1546,7 +1546,9 @@ static int ws_run(struct ws_bench *w, enum bench_store store, enum ws_mode mode,
 			usleep(500);
 		t0 = now_ns();
 	}
+	tc0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	bad = ret ? 0 : touch(base, w->order, WS_SET);
+	*tcpu = (double)(clock_ns(CLOCK_THREAD_CPUTIME_ID) - tc0);
 	if (!ret && mode == WS_RECORD) {
 		n = uf_object_record_stop(obj);
 		ret = n < 0 ? n : n != WS_SET ? -EPROTO : 0;
@@ -1649,6 +1651,146 @@ static double ws_bare_prefetch(const struct ws_bench *w, enum bench_store store,
 	return ret ? ret : b.cpu_ns;
 }
 
+/*
+ * The minimal replay, measured: what ws_bare_prefetch() does in one
+ * thread, started as a replay's prefetch is, while this thread touches
+ * the set through the private mapping at once, and a minimal handler
+ * serves the touches that come first (pread of the page, UFFDIO_COPY into
+ * the memfd, EEXIST where the loop was first, UFFDIO_WAKE of the private
+ * mapping's page).  The same work as the loop, on the same CPUs under the
+ * same load as ufault's replay beside it; no model of free CPUs.
+ */
+struct ws_mrep {
+	const struct ws_bench *w;
+	struct bare_map map;
+	int fd, stopfd, err;
+	uint64_t faults;	/* the handler's */
+};
+
+/* UFFDIO_COPY of @len bytes at @off into the memfd, past pages already
+ * there (EEXIST).  0 or -errno. */
+static int ws_mrep_copy(struct ws_mrep *m, size_t off, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct uffdio_copy c = { .dst = (unsigned long)m->map.cm + off + done,
+					 .src = (unsigned long)buf + done, .len = len - done,
+					 .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+		if (ioctl(m->map.uffd, UFFDIO_COPY, &c) == 0)
+			return 0;
+		if (errno != EEXIST && errno != EAGAIN)
+			return -errno;
+		done += c.copy > 0 ? (size_t)c.copy : 0;
+		if (errno == EEXIST)
+			done += PG;
+	}
+	return 0;
+}
+
+static void *ws_mrep_handler(void *arg)
+{
+	struct ws_mrep *m = arg;
+	char *buf = aligned_alloc(PG, PG);
+
+	while (buf) {
+		struct pollfd pfd[2] = { { m->map.uffd, POLLIN, 0 }, { m->stopfd, POLLIN, 0 } };
+		struct uffdio_range wake;
+		struct uffd_msg msg;
+		size_t off;
+
+		if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
+			break;
+		if (read(m->map.uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		off = (size_t)((msg.arg.pagefault.address & ~(uint64_t)(PG - 1)) -
+			       (uint64_t)(uintptr_t)m->map.pm);
+		if (off >= m->map.size)
+			off = (size_t)((msg.arg.pagefault.address & ~(uint64_t)(PG - 1)) -
+				       (uint64_t)(uintptr_t)m->map.cm);
+		m->faults++;
+		if (pread(m->fd, buf, PG, (off_t)off) != (ssize_t)PG ||
+		    ws_mrep_copy(m, off, buf, PG)) {
+			m->err = -EIO;
+			break;
+		}
+		wake = (struct uffdio_range){ (unsigned long)m->map.pm + off, PG };
+		ioctl(m->map.uffd, UFFDIO_WAKE, &wake);
+		wake.start = (unsigned long)m->map.cm + off;
+		ioctl(m->map.uffd, UFFDIO_WAKE, &wake);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* The loop, in recorded order, a run at a time: pread, UFFDIO_COPY,
+ * MADV_POPULATE_READ (ws_bare_thread()'s, EEXIST allowed). */
+static void *ws_mrep_loop(void *arg)
+{
+	struct ws_mrep *m = arg;
+	char *buf = aligned_alloc(PG, WS_RUN * PG);
+	size_t i, j;
+
+	for (i = 0; buf && i < WS_SET && !m->err; i = j) {
+		size_t off = (size_t)m->w->order[i] * PG, len;
+
+		for (j = i + 1; j < WS_SET && m->w->order[j] == m->w->order[j - 1] + 1; j++)
+			;
+		len = (j - i) * PG;
+		if (pread(m->fd, buf, len, (off_t)off) != (ssize_t)len ||
+		    ws_mrep_copy(m, off, buf, len) ||
+		    madvise(m->map.pm + off, len, MADV_POPULATE_READ) < 0)
+			m->err = -EIO;
+	}
+	if (!buf)
+		m->err = -ENOMEM;
+	free(buf);
+	return NULL;
+}
+
+/* One measured minimal replay: *@ns from the loop's start to the last
+ * touch, *@faults the touches the handler served.  0 or -errno. */
+static int ws_bare_replay(const struct ws_bench *w, enum bench_store store, double *ns,
+			  uint64_t *faults)
+{
+	struct ws_mrep m = { .w = w, .fd = w->file[store].fd, .stopfd = -1 };
+	pthread_t th, tl;
+	bool handling = false;
+	uint64_t t0, one = 1;
+	size_t bad = 0;
+	int ret;
+
+	if (store == STORE_DISK) {
+		fsync(m.fd);
+		posix_fadvise(m.fd, 0, 0, POSIX_FADV_DONTNEED);
+	}
+	ret = bare_map_open(&m.map, WS_SIZE);
+	if (ret)
+		return ret;
+	m.stopfd = eventfd(0, EFD_CLOEXEC);
+	if (m.stopfd < 0 || pthread_create(&th, NULL, ws_mrep_handler, &m))
+		ret = -EAGAIN;
+	handling = !ret;
+	t0 = now_ns();
+	if (!ret && pthread_create(&tl, NULL, ws_mrep_loop, &m))
+		ret = -EAGAIN;
+	if (!ret) {
+		bad = touch(m.map.pm, w->order, WS_SET);
+		*ns = (double)(now_ns() - t0);
+		pthread_join(tl, NULL);
+		ret = m.err ? m.err : bad ? -EIO : 0;
+	}
+	if (handling && write(m.stopfd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(th, NULL);
+	if (m.stopfd >= 0)
+		close(m.stopfd);
+	bare_map_close(&m.map);
+	*faults = m.faults;
+	return ret;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -1663,8 +1805,8 @@ static int bench_ws(struct bench *b)
 	static const enum bench_store stores[] = { STORE_TMPFS, STORE_DISK };
 	struct ws_bench *w = calloc(1, sizeof(*w));
 	double ns[2][WS_NMODES][1000], med[2][WS_NMODES];
-	double cpu[2][WS_NMODES][1000];
-	uint64_t maj[2][WS_NMODES] = { { 0 } };
+	double cpu[2][WS_NMODES][1000], mrep[2][1000], tcpu[2][1000];
+	uint64_t maj[2][WS_NMODES] = { { 0 } }, mrep_faults[2] = { 0 };
 	struct out o = { .tty = isatty(STDERR_FILENO) };
 	bool miss = false;
 	unsigned int r, k;
@@ -1699,7 +1841,7 @@ static int bench_ws(struct bench *b)
 	for (r = 0; r <= b->repeat && !ret; r++)
 		for (i = 0; i < 2 && !ret; i++)
 			for (k = 0; k < WS_NMODES && !ret; k++) {
-				double t = 0, c = 0;
+				double t = 0, c = 0, tc = 0;
 
 				if (r)
 					progress(&o, "ufault-bench: ws: round %u of %u: %s/%s", r,
@@ -1707,7 +1849,9 @@ static int bench_ws(struct bench *b)
 				else
 					progress(&o, "ufault-bench: ws: warm-up round: %s/%s",
 						 ws_mode_names[k], store_names[stores[i]]);
-				ret = ws_run(w, stores[i], (enum ws_mode)k, &t, &maj[i][k], &c);
+				ret = ws_run(w, stores[i], (enum ws_mode)k, &t, &maj[i][k], &c, &tc);
+				if (r && k == WS_FLOOR)
+					tcpu[i][r - 1] = tc;	/* the touches alone */
 				/* each cold start on a settled machine: the run
 				 * before's teardown weighed on the run after it
 				 * (recording right after the lazy run: 1.25x
@@ -1720,6 +1864,18 @@ static int bench_ws(struct bench *b)
 				if (ret)
 					fprintf(stderr, "ufault-bench: ws %s/%s: %s\n", ws_mode_names[k],
 						store_names[stores[i]], strerror(-ret));
+				if (!ret && k == WS_REPLAY) {
+					/* the minimal replay, measured beside it */
+					double t2 = 0;
+
+					ret = ws_bare_replay(w, stores[i], &t2, &mrep_faults[i]);
+					usleep(WS_SETTLE_US);
+					if (r)
+						mrep[i][r - 1] = t2;
+					if (ret)
+						fprintf(stderr, "ufault-bench: ws minimal replay/%s: %s\n",
+							store_names[stores[i]], strerror(-ret));
+				}
 			}
 	progress(&o, NULL);
 	if (ret)
@@ -1811,12 +1967,26 @@ static int bench_ws(struct bench *b)
 		       b->quick ? "" : "(>= 0.9)",
 		       b->quick ? "" : stores[i] != STORE_TMPFS ? "info" :
 		       best / med[i][WS_REPLAY] < 0.9 ? "MISS" : "PASS");
+		qsort(tcpu[i], b->repeat, sizeof(double), cmp_double);
+		printf("%-6s CPU: ufault's replay %.1f ms (all its threads), the minimal loop's "
+		       "%.1f ms and the touches' alone %.1f ms: ufault's replay over them %.2fx\n",
+		       store_names[stores[i]], cpu[i][WS_REPLAY][b->repeat / 2] / 1e6, one / 1e6,
+		       tcpu[i][b->repeat / 2] / 1e6,
+		       (one + tcpu[i][b->repeat / 2]) / cpu[i][WS_REPLAY][b->repeat / 2]);
+		qsort(mrep[i], b->repeat, sizeof(double), cmp_double);
+		printf("%-6s minimal replay, measured: %.1f ms, %" PRIu64 " touches served by its "
+		       "handler (last round); ufault's replay over it (minimal/replay) %.2fx %s\n",
+		       store_names[stores[i]], mrep[i][b->repeat / 2] / 1e6, mrep_faults[i],
+		       mrep[i][b->repeat / 2] / med[i][WS_REPLAY], b->quick ? "" : "(>= 0.9) info");
 	}
 	printf("(majors: faults that read their page, last round; goals judged on tmpfs; floor: "
 	       "the touches alone after a prefetch waited for; minimal prefetch loop: pread, "
 	       "UFFDIO_COPY and MADV_POPULATE_READ per recorded run, nothing else running; "
 	       "best replay: the loop in one thread beside the touches, or the floor and the "
-	       "two threads' CPU shared by the CPUs, whichever is less, at least the floor)\n");
+	       "two threads' CPU shared by the CPUs, whichever is less, at least the floor; "
+	       "minimal replay, measured: the loop in one thread started with the touches, a "
+	       "minimal handler serving the touches that come first, timed as the replay, "
+	       "in the same rounds)\n");
 	if (miss && b->check)
 		status = EXIT_MISS;
 out:
@@ -1877,6 +2047,8 @@ static void usage(FILE *out)
 		"                           cached\n"
 		"                   serve   a Firecracker-style client of uf_object_serve_uffd\n"
 		"                           (tools/serve/bench-serve.c)\n"
+		"                   serve-ws  its serve-ws rows alone: a working set pushed\n"
+		"                           into a client, beside a minimal push loop\n"
 		"                   serve-flood  its serve-flood rows alone: a client beside\n"
 		"                           an idle and a fault flood of another uid\n"
 		"                   attach  a second ufault client's warm reads against the\n"
@@ -2373,11 +2545,13 @@ int main(int argc, char **argv)
 	b.npages = b.size / PG;
 	if (b.only && !strcmp(b.only, "ws"))
 		return bench_ws(&b);
-	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood"))) {
+	if (b.only && (!strcmp(b.only, "serve") || !strcmp(b.only, "serve-flood") ||
+		       !strcmp(b.only, "serve-ws"))) {
 		struct bench_serve_opts so = {
 			.tmpfs_dir = b.file[STORE_TMPFS].dir, .repeat = (unsigned int)repeat,
 			.quick = quick, .check = b.check,
 			.flood_only = !strcmp(b.only, "serve-flood"),
+			.ws_only = !strcmp(b.only, "serve-ws"),
 		};
 
 		return bench_serve_main(&so);

@@ -41,6 +41,7 @@
 
 #include "serve/refuse.h"
 #include "serve/supervisor.h"
+#include "../src/lib/scm.h"		/* (linked from libufault.a) */
 
 #define MAX_CLIENTS	1024	/* served, or in their handshake */
 #define MAX_HELD	1024	/* refused VMMs failed closed, besides */
@@ -436,28 +437,16 @@ static uint64_t uffd_features(int fd)
  * userfaultfd, if it has none yet); the others are closed. */
 static void client_drain(struct client *c)
 {
-	char cbuf[CMSG_SPACE(4 * sizeof(int))], drop[4096];
+	char drop[4096];
 	struct iovec iov = { drop, sizeof(drop) };
-	struct msghdr mh;
-	struct cmsghdr *cm;
+	int fds[UF_SCM_MAX_FDS], nfd, k;
 
-	for (;;) {
-		mh = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-				      .msg_controllen = sizeof(cbuf) };
-		if (recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
-			return;
-		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			int k, fd, nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-			if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (k = 0; k < nfd; k++) {
-				memcpy(&fd, CMSG_DATA(cm) + (size_t)k * sizeof(int), sizeof(int));
-				if (c->uffd < 0)
-					c->uffd = fd;
-				else
-					close(fd);
-			}
+	while (uf_scm_recv(c->fd, &iov, 1, MSG_DONTWAIT, fds, UF_SCM_MAX_FDS, &nfd, NULL) > 0) {
+		for (k = 0; k < nfd; k++) {
+			if (c->uffd < 0)
+				c->uffd = fds[k];
+			else
+				close(fds[k]);
 		}
 	}
 }
@@ -490,7 +479,7 @@ static void client_refuse(struct server *s, unsigned int i, const char *why)
 		client_close(s, i, NULL);
 		return;
 	}
-	if (c->uffd < 0 || !refuse_is_uffd(c->uffd) ||
+	if (c->uffd < 0 || !uf_uffd_fd_is_uffd(c->uffd) ||
 	    (fl = fcntl(c->uffd, F_GETFL)) < 0 || fcntl(c->uffd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		char msg[192];
 
@@ -627,10 +616,9 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 static void client_read(struct server *s, unsigned int i)
 {
 	struct client *c = s->clients[i];
-	char cbuf[CMSG_SPACE(4 * sizeof(int))], drop[4096];
+	int fds[UF_SCM_MAX_FDS], nfd, mflags, k;
+	char drop[4096];
 	struct iovec iov;
-	struct msghdr mh = { 0 };
-	struct cmsghdr *cm;
 	const char *why;
 	bool incomplete;
 	ssize_t n;
@@ -664,32 +652,20 @@ static void client_read(struct server *s, unsigned int i)
 	}
 	iov.iov_base = c->buf + c->len;
 	iov.iov_len = MAX_HANDSHAKE - c->len;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	n = uf_scm_recv(c->fd, &iov, 1, MSG_DONTWAIT, fds, UF_SCM_MAX_FDS, &nfd, &mflags);
+	if (n == -EAGAIN)
 		return;		/* retried at the next poll */
-	for (cm = CMSG_FIRSTHDR(&mh); n >= 0 && cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		int fds[4], k, nfd;
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		memcpy(fds, CMSG_DATA(cm), (size_t)nfd * sizeof(int));
-		for (k = 0; k < nfd; k++) {
-			if (c->uffd < 0)
-				c->uffd = fds[k];
-			else
-				close(fds[k]);	/* one is the handshake's */
-		}
+	for (k = 0; k < nfd; k++) {
+		if (c->uffd < 0)
+			c->uffd = fds[k];
+		else
+			close(fds[k]);	/* one is the handshake's */
 	}
 	if (n < 0) {
-		client_close(s, i, strerror(errno));
+		client_close(s, i, strerror((int)-n));
 		return;
 	}
-	if (mh.msg_flags & MSG_CTRUNC) {
+	if (mflags & MSG_CTRUNC) {
 		client_refuse(s, i, "more file descriptors than one");
 		return;
 	}

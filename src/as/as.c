@@ -106,6 +106,7 @@ static struct uf_vma *as_vma_copy(struct uf_as *as, const struct uf_vma *src,
 	if (!v)
 		return NULL;
 	v->as = as;		/* (before readahead: its state is nocow too) */
+	v->remote = true;	/* (uf_vma_free() gives it back to nocow) */
 	if (src->nl_pgoff) {
 		v->nl_pgoff = uf_nocow_alloc(n * sizeof(*v->nl_pgoff));
 		if (!v->nl_pgoff) {

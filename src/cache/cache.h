@@ -78,10 +78,11 @@ static inline pthread_rwlock_t *uf_vma_table_lock(const struct uf_vma *vma)
 	return vma->as->vma_lock;
 }
 
-/* Is @vma another process's (as.c)? */
+/* Is @vma another process's (as.c)?  Read from the VMA, not its address
+ * space: a readahead job's reference keeps the VMA, not the space. */
 static inline bool uf_vma_remote(const struct uf_vma *vma)
 {
-	return vma->as->ops->remote;
+	return vma->remote;
 }
 
 /* object.c: object lifetime, and the mm's list of objects (mm->obj_lock) */

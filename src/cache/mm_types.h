@@ -270,6 +270,8 @@ struct uf_vma {
 	bool dead;			/* unlinked, being unmapped (atomic) */
 	bool detached;			/* unmapped by the program: the last
 					   uf_vma_put() frees it (ref_lock) */
+	bool remote;			/* another process's (as.c): nocow,
+					   and may outlive its address space */
 	struct uf_vma *ev_next;		/* lists of uf_vma_event() */
 	struct uf_vma *busy_next;	/* mm->busy */
 	unsigned long ino;		/* the memfd's inode (objects) */

@@ -7,7 +7,10 @@
  * which queues itself again every PF_CHUNK pages behind the readahead
  * windows waiting there, and threads of the prefetch's own (one for the
  * file and memory stores, two for a store with ->readv, seven for any
- * other: a remote store's round trips overlap).  They take
+ * other: a remote store's round trips overlap), and fills the first
+ * batch itself before it returns (the head start: the program's first
+ * touches find their pages in rather than racing threads that are still
+ * starting, each such race a fault).  They take
  * pieces (at most ra_max pages of one run) from one cursor, in recorded
  * order, and fill them with uf_object_fill(): holes only, under the
  * invalidate lock shared, clamped at i_size, one store read per piece;
@@ -312,6 +315,42 @@ static struct uf_vma *pf_vma_get(struct uf_object *obj, uint64_t pg)
 }
 
 /*
+ * Fill the claim @pc (@npc pieces) of @obj; @inflight pages of it were
+ * counted in pf->inflight.  Locking: takes obj->invalidate_lock shared
+ * around the fill, then pf->lock.
+ */
+static void pf_fill_claim(struct ws_prefetch *pf, struct uf_object *obj,
+			  const struct uf_ws_run *pc, size_t npc, uint64_t inflight)
+{
+	struct uf_mm *mm = obj->mm;
+	struct uf_vma *vma = NULL;
+	size_t filled = 0, i;
+
+	if (npc) {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		vma = pf_vma_get(obj, pc[0].start);
+		/* best effort: a page the store cannot give stays a
+		 * hole, and its own fault reports the error */
+		if (uf_object_fill_runs(obj, pc, npc, &filled, vma))
+			for (i = 0; i < npc; i++)
+				uf_object_fill(obj, pc[i].start, (size_t)pc[i].len,
+					       UF_FILL_ANY, &filled, NULL, vma);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		/* mapped where the copy could not map them */
+		if (filled)
+			uf_object_populate_runs(obj, pc, npc);
+		uf_add(&mm->stats.readahead_pages, filled);
+		if (vma)
+			uf_add(&vma->stats.readahead_pages, filled);
+	}
+	pf_unbusy(pf, inflight);
+	/* after: the last reference to an unmapped VMA puts the
+	 * object, whose last put waits for the pieces being filled */
+	if (vma)
+		uf_vma_put(vma);
+}
+
+/*
  * Fill pieces of the set until @max pages are done or none is left.
  * Return true when it stopped at @max.  Under a cache budget it stops the
  * prefetch where the cache would pass reclaim's low mark.
@@ -323,35 +362,10 @@ static bool pf_fill(struct ws_prefetch *pf, uint64_t max)
 	struct uf_ws_run pc[UF_READV_PAGES];
 	uint64_t n, done = 0, inflight;
 	struct uf_object *obj;
-	size_t npc, i;
+	size_t npc;
 
 	while (done < max && (obj = pf_claim(pf, pc, &npc, &n, &inflight))) {
-		struct uf_mm *mm = obj->mm;
-		struct uf_vma *vma = NULL;
-		size_t filled = 0;
-
-		if (npc) {
-			pthread_rwlock_rdlock(&obj->invalidate_lock);
-			vma = pf_vma_get(obj, pc[0].start);
-			/* best effort: a page the store cannot give stays a
-			 * hole, and its own fault reports the error */
-			if (uf_object_fill_runs(obj, pc, npc, &filled, vma))
-				for (i = 0; i < npc; i++)
-					uf_object_fill(obj, pc[i].start, (size_t)pc[i].len,
-						       UF_FILL_ANY, &filled, NULL, vma);
-			pthread_rwlock_unlock(&obj->invalidate_lock);
-			/* mapped where the copy could not map them */
-			if (filled)
-				uf_object_populate_runs(obj, pc, npc);
-			uf_add(&mm->stats.readahead_pages, filled);
-			if (vma)
-				uf_add(&vma->stats.readahead_pages, filled);
-		}
-		pf_unbusy(pf, inflight);
-		/* after: the last reference to an unmapped VMA puts the
-		 * object, whose last put waits for the pieces being filled */
-		if (vma)
-			uf_vma_put(vma);
+		pf_fill_claim(pf, obj, pc, npc, inflight);
 		done += n;
 	}
 	return done >= max;
@@ -422,7 +436,10 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	struct ws_prefetch *pf;
 	struct uf_ws_run *runs = NULL, *sorted = NULL;
 	struct uf_ws *ws;
-	size_t nruns = 0, i, nfill;
+	size_t nruns = 0, i, nfill, hnpc = 0;
+	uint64_t hn = 0, hinflight = 0;
+	struct uf_ws_run hpc[UF_READV_PAGES];
+	struct uf_object *hobj;
 	int ret;
 
 	if (!obj || !path || uf_object_orphaned(obj))
@@ -455,8 +472,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pf->mm = obj->mm;
 	nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS :
 		__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
-	pf->refs = 1 + (int)nfill;
-	pf->fillers = nfill;
+	pf->refs = 2 + (int)nfill;	/* ws->pf's, the fillers', the caller's */
+	pf->fillers = nfill + 1;	/* the caller fills the head */
 	pf->obj = obj;
 	pf->runs = runs;
 	pf->nruns = nruns;
@@ -464,6 +481,10 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pf->batch_max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
 			PF_BATCH_LOCAL;
 
+	/* the head start: the first batch is the caller's to fill while the
+	 * fillers start on the next ones, so that the program's first
+	 * touches find their pages in, not a race with threads starting */
+	hobj = pf_claim(pf, hpc, &hnpc, &hn, &hinflight);
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
 		ret = -EBUSY;
@@ -478,6 +499,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	}
 	pthread_mutex_unlock(&ws->lock);
 	if (ret) {
+		if (hobj)
+			pf_unbusy(pf, hinflight);
 		pf->refs = 1;
 		pf_put(pf);
 		return ret;
@@ -494,5 +517,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 		if (err)
 			pf_filler_end(pf);	/* the worker fills alone */
 	}
+	if (hobj)
+		pf_fill_claim(pf, hobj, hpc, hnpc, hinflight);
+	pf_filler_end(pf);
 	return 0;
 }

@@ -115,7 +115,6 @@ int uf_uffd_new_fd(uint64_t want, uint64_t *got);
 int uf_uffd_fd_register(int fd, unsigned long start, unsigned long len);
 void uf_uffd_fd_unregister(int fd, unsigned long start, unsigned long len);
 void uf_uffd_fd_wake(int fd, unsigned long addr, unsigned long len);
-bool uf_uffd_fd_is_uffd(int fd);
 int uf_uffd_start(struct uf_uffd *u, unsigned int nthreads, const struct uf_uffd_ops *ops,
 		  void *owner);
 void uf_uffd_stop(struct uf_uffd *u);

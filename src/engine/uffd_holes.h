@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uffd_holes.h - the kernel's poison marker on a userfaultfd's range, one
- * copy for the library (the engine, an attached client) and for
- * ufault-serve's supervisor (tools/serve/supervisor.c, which links it from
- * libufault.a).  Needs nothing of the library: fds and ioctls only.
+ * uffd_holes.h - calls on a bare userfaultfd fd: is it one, and the
+ * kernel's poison marker on its ranges.  One copy for the library (the
+ * engine, an attached client) and for ufault-serve (its supervisor and its
+ * refused clients, tools/serve/, which link it from libufault.a).  Needs nothing of the library: fds and ioctls only.
  * Defined in uffd.c, the one file that issues userfaultfd ioctls.
  */
 #ifndef UF_UFFD_HOLES_H
@@ -13,6 +13,11 @@
 #include <linux/userfaultfd.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
+
+#include <stdbool.h>
+
+/* Is @fd (handed over by another process) a userfaultfd? */
+bool uf_uffd_fd_is_uffd(int fd);
 
 /* UFFDIO_POISON (Linux 6.6) is newer than some installed headers. */
 struct uf_uffdio_poison {

@@ -418,8 +418,67 @@ static void *min_handler(void *arg)
 		if (pread(m->datafd, buf, PG, (off_t)(addr - m->base)) != (ssize_t)PG)
 			break;
 		c = (struct uffdio_copy){ .dst = addr, .src = (uint64_t)(uintptr_t)buf, .len = PG };
-		ioctl(m->uffd, UFFDIO_COPY, &c);
+		if (ioctl(m->uffd, UFFDIO_COPY, &c) < 0 && errno == EEXIST) {
+			/* a pusher's copy (min_ws_run) was first */
+			struct uffdio_range w = { .start = addr, .len = PG };
+
+			ioctl(m->uffd, UFFDIO_WAKE, &w);
+		}
 	}
+	free(buf);
+	return NULL;
+}
+
+/* The minimal push of a working set: a thread beside min_handler(). */
+struct sv_min_push {
+	struct sv_min *m;
+	const uint32_t *order;
+	size_t n;
+	int err;
+};
+
+/*
+ * The set in recorded order, a contiguous run at a time: one pread of the
+ * file and one UFFDIO_COPY into the client (its wake included), a page
+ * the client's fault already had skipped (EEXIST): what any server
+ * pushing a set into another process must do, and nothing else.
+ */
+static void *min_push(void *arg)
+{
+	struct sv_min_push *p = arg;
+	char *buf = aligned_alloc(PG, SV_WS_RUN * PG);
+	size_t i, j;
+
+	for (i = 0; buf && i < p->n; i = j) {
+		uint64_t len, done = 0;
+
+		for (j = i + 1; j < p->n && j - i < SV_WS_RUN && p->order[j] == p->order[j - 1] + 1;
+		     j++)
+			;
+		len = (j - i) * PG;
+		if (pread(p->m->datafd, buf, len, (off_t)p->order[i] * PG) != (ssize_t)len) {
+			p->err = -EIO;
+			break;
+		}
+		while (done < len) {
+			struct uffdio_copy c = { .dst = p->m->base + p->order[i] * PG + done,
+						 .src = (uint64_t)(uintptr_t)buf + done,
+						 .len = len - done };
+
+			if (ioctl(p->m->uffd, UFFDIO_COPY, &c) == 0)
+				break;
+			if (errno != EEXIST && errno != EAGAIN) {
+				p->err = -errno;
+				break;
+			}
+			/* past what went in, and the page already there */
+			done += c.copy > 0 ? (uint64_t)c.copy : 0;
+			if (errno == EEXIST)
+				done += PG;
+		}
+	}
+	if (!buf)
+		p->err = -ENOMEM;
 	free(buf);
 	return NULL;
 }
@@ -520,6 +579,53 @@ static int min_run(struct sv *s, const uint32_t *order, size_t n, struct sv_resu
 		close(m.uffd);
 	if (m.stopfd >= 0)
 		close(m.stopfd);
+	if (!ret && res->err)
+		ret = res->err;
+	return !ret && res->bad ? -EIO : ret;
+}
+
+/*
+ * One client run of the working set @order served by the minimal loops:
+ * min_push() pushing the set from when the client is taken (as ufault's
+ * push starts with the serve), min_handler() serving its faults meanwhile.
+ * The floor of uf_object_serve_prefetch(), in the same run.
+ */
+static int min_ws_run(struct sv *s, const uint32_t *order, size_t n, struct sv_result *res)
+{
+	uint64_t region[2], one = 1;
+	struct sv_min m = { .uffd = -1, .datafd = s->fd };
+	struct sv_min_push p = { .m = &m, .order = order, .n = n };
+	bool started = false, pushing = false;
+	pthread_t t, tp;
+	int sock, ret;
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	ret = client_start(s, order, n, &sock, &pid, NULL);
+	if (ret)
+		return ret;
+	m.stopfd = eventfd(0, EFD_CLOEXEC);
+	ret = client_handshake(sock, region, &m.uffd);
+	m.base = region[0];
+	if (!ret && m.stopfd < 0)
+		ret = -EPROTO;
+	if (!ret && pthread_create(&t, NULL, min_handler, &m))
+		ret = -EAGAIN;
+	started = !ret;
+	if (!ret && pthread_create(&tp, NULL, min_push, &p))
+		ret = -EAGAIN;
+	pushing = !ret;
+	ret = client_end(sock, pid, ret, res);
+	if (pushing)
+		pthread_join(tp, NULL);
+	if (started && write(m.stopfd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(t, NULL);
+	if (m.uffd >= 0)
+		close(m.uffd);
+	if (m.stopfd >= 0)
+		close(m.stopfd);
+	if (!ret && p.err && p.err != -ESRCH)
+		ret = p.err;
 	if (!ret && res->err)
 		ret = res->err;
 	return !ret && res->bad ? -EIO : ret;
@@ -884,6 +990,7 @@ static int row_huge(struct sv *s, bool *miss)
 static int row_ws(struct sv *s)
 {
 	uint64_t t[SV_NMODES][SV_MAX_REPEAT], m[SV_NMODES], faults[SV_NMODES] = { 0 };
+	uint64_t tmin[SV_MAX_REPEAT], mmin, fmin = 0;
 	struct stat st;
 	unsigned int r, k;
 	int ret = 0, fd;
@@ -906,10 +1013,22 @@ static int row_ws(struct sv *s)
 				t[k][r - 1] = res.ns;
 				faults[k] = res.faults;
 			}
+			if (!ret && k == SV_PREFETCH) {
+				/* the minimal loop, beside the prefetch */
+				ret = min_ws_run(s, s->ws, SV_WS_SET, &res);
+				if (ret)
+					fprintf(stderr, "ufault-bench: serve-ws minimal loop: %s\n",
+						strerror(-ret));
+				if (r) {
+					tmin[r - 1] = res.ns;
+					fmin = res.faults;
+				}
+			}
 		}
 	if (!ret) {
 		for (k = 0; k < SV_NMODES; k++)
 			m[k] = median(t[k], s->repeat);
+		mmin = median(tmin, s->repeat);
 		printf("%-20s lazy %9.0f us  record %9.0f us  prefetch %9.0f us  %6.2fx faster "
 		       "(info); record %.2fx lazy; client faults %" PRIu64 " / %" PRIu64 " / %" PRIu64
 		       "; record %ld bytes\n", "serve-ws", (double)m[SV_LAZY] / 1e3,
@@ -918,6 +1037,12 @@ static int row_ws(struct sv *s)
 		       (double)m[SV_RECORD] / (double)m[SV_LAZY], faults[SV_LAZY],
 		       faults[SV_RECORD], faults[SV_PREFETCH],
 		       stat(s->rec, &st) == 0 ? (long)st.st_size : -1L);
+		printf("%-20s minimal loop %9.0f us, client faults %" PRIu64 "; ufault's prefetch "
+		       "over the minimal loop's (minimal/prefetch) %.2fx %s  [minimal loop: a "
+		       "thread pushing each recorded run with pread + UFFDIO_COPY, a minimal "
+		       "handler beside it]\n", "serve-ws-min", (double)mmin / 1e3, fmin,
+		       (double)mmin / (double)m[SV_PREFETCH], s->quick ? "" :
+		       (double)mmin / (double)m[SV_PREFETCH] < 0.9 ? "(>= 0.9) MISS" : "(>= 0.9) PASS");
 		fflush(stdout);
 	}
 	unlink(s->rec);
@@ -1490,6 +1615,10 @@ int bench_serve_main(const struct bench_serve_opts *o)
 	       "a %zu MiB tmpfs file; median of %u after a warm-up round\n", s.size >> 20,
 	       s.repeat);
 	fflush(stdout);
+	if (o->ws_only) {
+		ret = row_ws(&s);
+		goto out;
+	}
 	if (!o->flood_only) {
 		ret = row_rand(&s, &miss);
 		if (!ret)
@@ -1507,6 +1636,7 @@ int bench_serve_main(const struct bench_serve_opts *o)
 		ret = row_flood(&s, false, &miss);
 	if (!ret)
 		ret = row_flood(&s, true, &miss);
+out:
 	free(s.rand);
 	free(s.seq);
 	free(s.ws);

@@ -17,6 +17,7 @@ struct bench_serve_opts {
 	bool quick;		/* smoke test: small sizes */
 	bool check;		/* exit 1 when a goal is missed */
 	bool flood_only;	/* the serve-flood rows alone (--only serve-flood) */
+	bool ws_only;		/* the serve-ws rows alone (--only serve-ws) */
 };
 
 /* Returns ufault-bench's exit status: 0, 1 goal missed (with check), 2 error,

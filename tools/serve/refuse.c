@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "refuse.h"
+#include "../../src/engine/uffd_holes.h"	/* (linked from libufault.a) */
 
 #include <errno.h>
 #include <linux/userfaultfd.h>
@@ -24,42 +25,21 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-/* UFFDIO_POISON (Linux 6.6) is newer than some installed headers. */
-struct refuse_poison {
-	struct uffdio_range range;
-	uint64_t mode;
-	int64_t updated;
-};
-#define REFUSE_UFFDIO_POISON	_IOWR(UFFDIO, 0x08, struct refuse_poison)
-
-/* See refuse.h. */
-bool refuse_is_uffd(int fd)
-{
-	char path[64], link[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return false;
-	link[n] = '\0';
-	return !strcmp(link, "anon_inode:[userfaultfd]");
-}
-
 /* The marker on the page at @addr (4 KiB, else the 2 MiB page of
- * hugetlbfs memory), which wakes the thread; 0 or -errno. */
+ * hugetlbfs memory), then the wake of its thread; 0 or -errno. */
 static int poison(int uffd, uint64_t addr)
 {
 	static const uint64_t sizes[] = { 4096, 2UL << 20 };
 	unsigned int i;
 
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		struct refuse_poison p = { .range = { addr & ~(sizes[i] - 1), sizes[i] } };
+		struct uffdio_range r = { addr & ~(sizes[i] - 1), sizes[i] };
+		int ret = uf_uffd_fd_poison(uffd, r.start, r.len);
 
-		if (ioctl(uffd, REFUSE_UFFDIO_POISON, &p) == 0)
-			return 0;
-		if (errno != EINVAL)
-			return -errno;	/* EEXIST: there now; EAGAIN: an event first */
+		if (!ret)
+			ioctl(uffd, UFFDIO_WAKE, &r);
+		if (ret != -EINVAL)
+			return ret;	/* EEXIST: there now; EAGAIN: an event first */
 	}
 	return -EINVAL;
 }

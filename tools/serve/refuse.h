@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 /* Is @fd a userfaultfd? */
-bool refuse_is_uffd(int fd);
+bool uf_uffd_fd_is_uffd(int fd);
 
 /* What refuse_answer() did. */
 struct refuse_result {

@@ -1,0 +1,79 @@
+/* Description: a prefetch fills the first batch of the set itself before
+ * uf_object_prefetch() returns (the head start): the set's first 32 pages
+ * in recorded order are then mapped in the program's mapping
+ * (/proc/self/pagemap) and read the file's bytes with no fault of
+ * ufault's, while the fillers bring in the rest. */
+#define _GNU_SOURCE
+#include "ws-test.h"
+
+#define SIZE	(16UL << 20)
+#define NPAGES	(SIZE / UF_PAGE_SIZE)
+#define PG	UF_PAGE_SIZE
+#define NSET	1024
+#define HEAD	32	/* a replay's first batch (UF_WS_BATCH_FIRST) */
+
+/* scattered, each once (an odd stride mod a power of 2) */
+static uint64_t set_page(size_t i)
+{
+	return (i * 2654435761ULL + 777) % NPAGES;
+}
+
+int main(void)
+{
+	char path[256], rec[300], scratch[300];
+	uint64_t pages[NSET];
+	struct uf_object *obj;
+	unsigned char *map, v;
+	struct ut_fault f;
+	struct uf_stats st;
+	struct uf_mm *mm;
+	size_t i, mapped;
+	int fd;
+
+	ut_catch_signals();
+	fd = ut_make_file("/var/tmp", SIZE, path, sizeof(path));
+	snprintf(rec, sizeof(rec), "%s.ws", path);
+	snprintf(scratch, sizeof(scratch), "%s.scratch", path);
+	for (i = 0; i < NSET; i++)
+		pages[i] = set_page(i);
+	CHECK_RET(ws_record_pages(path, SIZE, rec, pages, NSET), NSET);
+
+	mm = ut_mm_create(NULL);
+	CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);
+	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&map), 0);
+	CHECK_RET(uf_object_prefetch(obj, rec), 0);
+	/* at once: what the call left in */
+	mapped = ws_pages_mapped(map, pages, HEAD);
+	printf("%zu of the set's first %d pages mapped when the prefetch returned\n", mapped,
+	       HEAD);
+	CHECK(mapped == HEAD, "%zu of the first %d pages mapped", mapped, HEAD);
+	for (i = 0; i < HEAD; i++) {
+		uint64_t off = pages[i] * PG + 7;
+
+		CHECK(ut_read(map + off, &v, &f) == 0 && v == ut_pattern(off),
+		      "page %lu: wrong byte", (unsigned long)pages[i]);
+	}
+	CHECK_RET(uf_mm_stats(mm, &st), 0);
+	CHECK(st.major_faults == 0, "%lu major faults reading the head",
+	      (unsigned long)st.major_faults);
+
+	/* the rest comes in as before */
+	ws_wait_prefetch(obj, scratch);
+	for (i = HEAD; i < NSET; i++) {
+		uint64_t off = pages[i] * PG + 7;
+
+		CHECK(ut_read(map + off, &v, &f) == 0 && v == ut_pattern(off),
+		      "page %lu: wrong byte", (unsigned long)pages[i]);
+	}
+	CHECK_RET(uf_mm_stats(mm, &st), 0);
+	printf("%lu major faults over the set\n", (unsigned long)st.major_faults);
+	CHECK(st.major_faults == 0, "%lu major faults", (unsigned long)st.major_faults);
+
+	CHECK_RET(uf_munmap(mm, map, SIZE), 0);
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+	close(fd);
+	unlink(rec);
+	unlink(path);
+	return 0;
+}
