@@ -213,40 +213,17 @@ static void as_lost_writes(struct uf_vma *v, unsigned long s, unsigned long e)
 	pthread_rwlock_unlock(&v->obj->invalidate_lock);
 }
 
-/* The child's VMA at @addr with a reference, and the object page the
- * address shows; NULL if its table has none there.
- * Locking: takes as->vma_lock shared. */
-static struct uf_vma *as_lookup(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
-				bool *nonlinear)
-{
-	struct uf_vma *v;
-
-	pthread_rwlock_rdlock(as->vma_lock);
-	v = __uf_table_find(&as->vt, addr);
-	if (v) {
-		uint64_t idx = (addr - v->start) >> PAGE_SHIFT;
-
-		*pgoff = __uf_vma_pgoff(v, addr);
-		*nonlinear = v->nl_pgoff && (v->nl_pgoff[idx] & NL_WINDOW);
-		pthread_mutex_lock(&v->ref_lock);
-		v->refs++;
-		pthread_mutex_unlock(&v->ref_lock);
-	}
-	pthread_rwlock_unlock(as->vma_lock);
-	return v;
-}
-
-/* ->lookup_get: as_lookup(), again once the events read are applied (a
- * move not yet applied?).  Locking: none held. */
+/* ->lookup_get: uf_table_lookup_get(), again once the events read are
+ * applied (a move not yet applied?).  Locking: none held. */
 static struct uf_vma *as_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
 				    bool *nonlinear)
 {
-	struct uf_vma *v = as_lookup(as, addr, pgoff, nonlinear);
+	struct uf_vma *v = uf_table_lookup_get(as, addr, pgoff, nonlinear);
 
 	if (v)
 		return v;
 	uf_uffd_quiesce(as->uffd);
-	return as_lookup(as, addr, pgoff, nonlinear);
+	return uf_table_lookup_get(as, addr, pgoff, nonlinear);
 }
 
 /*

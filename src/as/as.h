@@ -19,6 +19,8 @@ struct uf_vma_lists {
 /* table.c: an address space's VMA table, one implementation for all */
 size_t __uf_table_index(const struct uf_vma_table *t, unsigned long addr);
 struct uf_vma *__uf_table_find(const struct uf_vma_table *t, unsigned long addr);
+struct uf_vma *uf_table_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				   bool *nonlinear);
 int __uf_table_insert(struct uf_vma_table *t, struct uf_vma *v);
 void __uf_table_remove_at(struct uf_vma_table *t, size_t i);
 void uf_table_free(struct uf_vma_table *t);
@@ -63,8 +65,6 @@ void uf_mm_put(struct uf_mm *mm);
 void uf_mm_put_child(struct uf_mm *mm);
 
 /* vma.c: the mappings of the program's own address space */
-struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
-				 bool *nonlinear);
 struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr);
 int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len);
 void uf_vma_inherit(struct uf_vma *vma, unsigned long start, unsigned long len);

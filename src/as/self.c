@@ -118,16 +118,15 @@ static struct uf_vma *own_copy(struct uf_as *as, const struct uf_vma *src, unsig
 	return nv;
 }
 
-/* ->lookup_get of the program's own address space (uf_vma_lookup_get). */
-static struct uf_vma *own_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
-				     bool *nonlinear)
-{
-	return uf_vma_lookup_get(as->mm, addr, pgoff, nonlinear);
-}
 
-/* ->no_vma: unmapped meanwhile: the retry meets the placeholder. */
+/*
+ * ->no_vma: no VMA at @page_addr in the table: a registered range it does
+ * not show yet (a mapping grown in place: refreshed now, and the retry
+ * finds it), or unmapped meanwhile (the retry meets the placeholder).
+ */
 static void own_no_vma(struct uf_as *as, unsigned long page_addr)
 {
+	uf_vma_refresh_fault(as->mm, page_addr);
 	uf_uffd_wake(as->uffd, page_addr, PAGE_SIZE);
 }
 
@@ -142,7 +141,7 @@ const struct uf_as_ops uf_own_as_ops = {
 	.remote		= false,
 	.copy		= own_copy,
 	.lost_writes	= own_lost_writes,
-	.lookup_get	= own_lookup_get,
+	.lookup_get	= uf_table_lookup_get,	/* table.c */
 	.no_vma		= own_no_vma,
 	.wp_fault	= uf_handle_wp_fault,	/* writeback.c */
 	.sigbus		= uf_fault_sigbus,	/* fault.c */

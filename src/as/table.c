@@ -41,6 +41,33 @@ struct uf_vma *__uf_table_find(const struct uf_vma_table *t, unsigned long addr)
 	return i < t->n && t->vmas[i]->start <= addr ? t->vmas[i] : NULL;
 }
 
+/*
+ * uf_table_lookup_get - ->lookup_get of an address space (the program's
+ * own, a fork child's, a client's): the VMA at @addr with a reference,
+ * and the object page the address shows (*nonlinear: inside a window);
+ * NULL if the table has none there.
+ * Locking: takes as->vma_lock shared, and vma->ref_lock inside it.
+ */
+struct uf_vma *uf_table_lookup_get(struct uf_as *as, unsigned long addr, uint64_t *pgoff,
+				   bool *nonlinear)
+{
+	struct uf_vma *v;
+
+	pthread_rwlock_rdlock(as->vma_lock);
+	v = __uf_table_find(&as->vt, addr);
+	if (v) {
+		uint64_t idx = (addr - v->start) >> PAGE_SHIFT;
+
+		*pgoff = __uf_vma_pgoff(v, addr);
+		*nonlinear = v->nl_pgoff && (v->nl_pgoff[idx] & NL_WINDOW);
+		pthread_mutex_lock(&v->ref_lock);
+		v->refs++;
+		pthread_mutex_unlock(&v->ref_lock);
+	}
+	pthread_rwlock_unlock(as->vma_lock);
+	return v;
+}
+
 /* Put @v in at its place.  Return 0 or -ENOMEM (nothing changed).
  * Locking: the table's lock held exclusive. */
 int __uf_table_insert(struct uf_vma_table *t, struct uf_vma *v)
@@ -92,13 +119,13 @@ void uf_table_free(struct uf_vma_table *t)
  * lock): a fill reads them under rmap_lock alone (see src/lib/lockorder.h, RMAP).
  * Another process's VMAs are on no such list.
  */
-static void rmap_wrlock(struct uf_as *as, struct uf_vma *v)
+static void table_rmap_wrlock(struct uf_as *as, struct uf_vma *v)
 {
 	if (v->obj && !as->ops->remote)
 		pthread_rwlock_wrlock(&v->obj->rmap_lock);
 }
 
-static void rmap_unlock(struct uf_as *as, struct uf_vma *v)
+static void table_rmap_unlock(struct uf_as *as, struct uf_vma *v)
 {
 	if (v->obj && !as->ops->remote)
 		pthread_rwlock_unlock(&v->obj->rmap_lock);
@@ -123,9 +150,9 @@ void __uf_as_unlink(struct uf_as *as, struct uf_vma *v)
 	__uf_table_remove_at(&as->vt, __uf_table_index(&as->vt, v->start));
 	__atomic_store_n(&v->dead, true, __ATOMIC_RELEASE);
 	if (v->obj && !as->ops->remote) {
-		rmap_wrlock(as, v);
+		table_rmap_wrlock(as, v);
 		__uf_rmap_unlink(v);
-		rmap_unlock(as, v);
+		table_rmap_unlock(as, v);
 	}
 }
 
@@ -144,12 +171,12 @@ struct uf_vma *__uf_as_split(struct uf_as *as, struct uf_vma *v, unsigned long a
 
 	if (!nv)
 		return NULL;
-	rmap_wrlock(as, v);
+	table_rmap_wrlock(as, v);
 	v->end = addr;
 	ret = __uf_as_link(as, nv);
 	if (ret)
 		v->end = nv->end;
-	rmap_unlock(as, v);
+	table_rmap_unlock(as, v);
 	if (ret) {
 		uf_vma_free(nv);
 		return NULL;
@@ -197,13 +224,13 @@ void __uf_as_unmap_range(struct uf_as *as, unsigned long s, unsigned long e,
 			as->ops->lost_writes(v, e, v->end);
 		}
 		if (v->start < s) {
-			rmap_wrlock(as, v);
+			table_rmap_wrlock(as, v);
 			v->end = s;			/* keep the head */
-			rmap_unlock(as, v);
+			table_rmap_unlock(as, v);
 		} else if (v->end > e) {
-			rmap_wrlock(as, v);
+			table_rmap_wrlock(as, v);
 			__as_trim_head(v, e);		/* keep the tail */
-			rmap_unlock(as, v);
+			table_rmap_unlock(as, v);
 		} else {
 			__uf_as_unlink(as, v);
 			v->ev_next = l->released;
@@ -246,10 +273,10 @@ void __uf_as_move(struct uf_as *as, unsigned long from, unsigned long to, unsign
 	}
 	while ((v = moved)) {
 		moved = v->ev_next;
-		rmap_wrlock(as, v);
+		table_rmap_wrlock(as, v);
 		v->start += to - from;
 		v->end += to - from;
-		rmap_unlock(as, v);
+		table_rmap_unlock(as, v);
 		__uf_table_insert(t, v);
 	}
 }

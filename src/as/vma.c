@@ -38,39 +38,6 @@ struct uf_vma *__uf_vma_find(struct uf_mm *mm, unsigned long addr)
 }
 
 /*
- * Find the VMA at @addr and take a reference; compute the object page the
- * address shows.  Return NULL if no ufault mapping is there.
- * Locking: takes mm->vma_lock shared.
- */
-struct uf_vma *uf_vma_lookup_get(struct uf_mm *mm, unsigned long addr, uint64_t *pgoff,
-				 bool *nonlinear)
-{
-	bool fresh = false;
-	struct uf_vma *vma;
-
-again:
-	pthread_rwlock_rdlock(&mm->vma_lock);
-	vma = __uf_vma_find(mm, addr);
-	if (vma) {
-		uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-		*pgoff = __uf_vma_pgoff(vma, addr);
-		*nonlinear = vma->nl_pgoff && (vma->nl_pgoff[idx] & NL_WINDOW);
-		pthread_mutex_lock(&vma->ref_lock);
-		vma->refs++;
-		pthread_mutex_unlock(&vma->ref_lock);
-	}
-	pthread_rwlock_unlock(&mm->vma_lock);
-	/* a registered range no VMA covers: a mapping grown in place? */
-	if (!vma && !fresh) {
-		fresh = true;
-		if (uf_vma_refresh_fault(mm, addr) > 0)
-			goto again;
-	}
-	return vma;
-}
-
-/*
  * Register [start, start + len) of @vma with the mm's userfaultfd: MISSING
  * always, and WP (asynchronous, write-protected at once) for dirty tracking
  * of shared writable object mappings.
@@ -85,7 +52,7 @@ int uf_vma_register(struct uf_vma *vma, unsigned long start, unsigned long len)
 	 */
 	bool wp = (vma->flags & VMA_WP) ||
 		  (vma->mm->budget_pages && vma->mm->wp_sync && (vma->flags & VMA_SHARED)) ||
-		  (vma->obj && !uf_vma_remote(vma) && uf_ws_watching(vma->obj));
+		  (vma->obj && !uf_vma_remote(vma) && uf_fill_watched(vma->obj));
 	int ret = uf_uffd_register(&vma->mm->uffd, start, len, wp);
 
 	if (ret)

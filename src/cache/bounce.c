@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Per-thread bounce buffers for store reads and writes: uf_bounce_get(),
- * uf_bounce_put().
+ * uf_bounce_put() (inline, bounce.h: a buffer a thread has kept is taken
+ * and given back there); here, a new or larger buffer and the list's
+ * freeing at thread exit.
  */
 #define _GNU_SOURCE
-#include "cache/cache.h"
+#include "cache/bounce.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,16 +38,10 @@
  */
 #define BOUNCE_HUGE	(1u << 20)
 #define HUGE_BYTES	((size_t)2 << 20)
-struct uf_bounce {
-	struct uf_bounce *next;
-	void *p;
-	size_t len;
-};
-
 static pthread_key_t bounce_key;
 static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
-static __thread struct uf_bounce *bounce_free;	/* this thread's spare buffers */
-static __thread bool bounce_keyed;		/* bounce_key is set */
+__thread struct uf_bounce *uf_bounce_spare;	/* this thread's spare buffers */
+__thread bool uf_bounce_keyed;		/* bounce_key is set */
 
 static void bounce_free_all(void *arg)
 {
@@ -56,7 +52,7 @@ static void bounce_free_all(void *arg)
 		free(b->p);
 		free(b);
 	}
-	bounce_free = NULL;
+	uf_bounce_spare = NULL;
 }
 
 static void bounce_key_init(void)
@@ -64,12 +60,14 @@ static void bounce_key_init(void)
 	pthread_key_create(&bounce_key, bounce_free_all);
 }
 
-struct uf_bounce *uf_bounce_get(size_t len, void **bufp)
+/* uf_bounce_get() (bounce.h) where this thread has no spare buffer as
+ * large as @len. */
+struct uf_bounce *uf_bounce_get_new(size_t len, void **bufp)
 {
-	struct uf_bounce *b = bounce_free;
+	struct uf_bounce *b = uf_bounce_spare;
 
 	if (b) {
-		bounce_free = b->next;
+		uf_bounce_spare = b->next;
 	} else {
 		b = calloc(1, sizeof(*b));
 		if (!b)
@@ -100,17 +98,11 @@ struct uf_bounce *uf_bounce_get(size_t len, void **bufp)
 	return b;
 }
 
-void uf_bounce_put(struct uf_bounce *b)
+/* The first buffer a thread gives back: its exit frees the list (once
+ * per thread: the key holds the list's head pointer, not the head). */
+void uf_bounce_keep(void)
 {
-	if (!b)
-		return;
-	b->next = bounce_free;
-	bounce_free = b;
-	if (!bounce_keyed) {
-		/* thread exit frees the list (once per thread: the key holds
-		 * the list's head pointer, not the head) */
-		pthread_once(&bounce_once, bounce_key_init);
-		pthread_setspecific(bounce_key, &bounce_free);
-		bounce_keyed = true;
-	}
+	pthread_once(&bounce_once, bounce_key_init);
+	pthread_setspecific(bounce_key, &uf_bounce_spare);
+	uf_bounce_keyed = true;
 }

@@ -10,6 +10,7 @@
 #include "cache/mm_types.h"
 #include "store/store.h"
 
+
 /*
  * vm_area.c: a VMA as the layers below the address space see it: its
  * lifetime and references, the object page an address shows, and (these
@@ -19,9 +20,6 @@ struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot);
 void uf_vma_free(struct uf_vma *vma);
 void uf_vma_put(struct uf_vma *vma);
 void uf_vma_release(struct uf_vma *vma);
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr);
-void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
-		    void (*fn)(void *arg, uint64_t pg), void *arg);
 /*
  * rmap.c: the object's mappings (obj->vmas): the mm's own VMAs of it; a child's
  * are in the child's table only.  Linked and unlinked with mm->vma_lock
@@ -35,6 +33,18 @@ void __uf_rmap_unlink(struct uf_vma *vma);
 	for (uf_lockdep_assert_held(&(obj)->rmap_lock, "obj->vmas"),		\
 	     (vma) = (obj)->vmas; (vma); (vma) = (vma)->obj_next)
 
+/* Does a mapping of @obj track writes by write-protect (writeback.c)?
+ * Locking: obj->rmap_lock held (any mode). */
+static inline bool __uf_object_tracked(struct uf_object *obj)
+{
+	struct uf_vma *vma;
+
+	uf_rmap_foreach(vma, obj)
+		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP)
+			return true;
+	return false;
+}
+
 /* A fault answered with SIGBUS for @why: counted in @mm's and @vma's stats. */
 static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
 					 enum uf_sigbus_cause why)
@@ -47,6 +57,15 @@ static inline void uf_count_sigbus_cause(struct uf_mm *mm, struct uf_vma *vma,
 	uf_add((uint64_t *)((char *)&mm->stats + at), 1);
 	if (vma)
 		uf_add((uint64_t *)((char *)&vma->stats + at), 1);
+}
+
+/* The object page @addr of @vma shows.
+ * Locking: the table's lock held (any mode), for vma->nl_pgoff. */
+static inline uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
+{
+	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
+
+	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
 }
 
 static inline struct uf_uffd *uf_vma_uffd(const struct uf_vma *vma)
@@ -103,9 +122,7 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 bool uf_object_batched_reads(struct uf_object *obj);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
-struct uf_bounce;
-struct uf_bounce *uf_bounce_get(size_t len, void **bufp);
-void uf_bounce_put(struct uf_bounce *b);
+#include "cache/bounce.h"	/* uf_bounce_get(), uf_bounce_put() */
 
 /* fdata->flags, set by uf_filemap_fault(): the page is past EOF (the
  * kernel raises SIGBUS itself on the retry) */
@@ -113,38 +130,17 @@ void uf_bounce_put(struct uf_bounce *b);
 /* ... its copy woke the faulting thread (no wake is due) */
 #define UF_FAULT_FLAG_WOKEN	0x40000000u
 
-/*
- * pagebits.c: the present and dirty bits of an object's pages, sparse.
- * Bit operations need obj->invalidate_lock held (any mode); growing the
- * map and freeing its empty parts (uf_pagebits_grow, uf_pagebits_clear_range)
- * need it exclusive.
- */
-enum uf_pg { UF_PG_PRESENT, UF_PG_DIRTY, UF_PG_NMAPS };
-#define UF_PG_MASK_ALL	((1U << UF_PG_PRESENT) | (1U << UF_PG_DIRTY))
-bool uf_pagebits_test(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
-/* 1: was set, 0: newly set, -ENOMEM (no leaf; uf_pagebits_reserve() first) */
-int uf_pagebits_set(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
-bool uf_pagebits_clear(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg);
-/* Make sure setting bits of [first, first + n) needs no allocation. */
-int uf_pagebits_reserve(struct uf_pagebits *pm, uint64_t first, uint64_t n);
-/* The first page in [from, end) whose bit is set, or @end. */
-uint64_t uf_pagebits_next(struct uf_pagebits *pm, enum uf_pg map, uint64_t from, uint64_t end);
-/* Are the bits of all of [first, first + n) set (e.g. a 2 MiB extent)? */
-bool uf_pagebits_full(struct uf_pagebits *pm, enum uf_pg map, uint64_t first, uint64_t n);
-/* Clear the maps in @mask over [first, end) and free the parts left
- * empty; return how many present bits were cleared.  @mask 0: only free. */
-uint64_t uf_pagebits_clear_range(struct uf_pagebits *pm, unsigned int mask, uint64_t first,
-				uint64_t end);
-int uf_pagebits_grow(struct uf_pagebits *pm, uint64_t pages);
-void uf_pagebits_free(struct uf_pagebits *pm);
+/* pagebits.c, pagebits.h: the present and dirty bits of an object's pages */
+#include "cache/pagebits.h"
 
 /* writeback.c */
+void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
+		    void (*fn)(void *arg, uint64_t pg), void *arg);
 int uf_vma_collect_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long end);
 void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end);
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len);
 int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long end);
-bool __uf_object_tracked(struct uf_object *obj);
 int __uf_object_protect_holes(struct uf_object *obj, uint64_t first, uint64_t n,
 			      const struct uf_vma *skip);
 int __uf_object_writeback(struct uf_object *obj, uint64_t first, uint64_t last);
@@ -152,11 +148,15 @@ int uf_object_sync_range(struct uf_object *obj, uint64_t first, uint64_t last, b
 void __uf_object_protect(struct uf_object *obj, uint64_t first, uint64_t n);
 void uf_handle_wp_fault(struct uf_vma *vma, unsigned long addr, uint64_t pgoff);
 
-/* reclaim.c */
-long uf_reclaim(struct uf_mm *mm, size_t room);
-long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need);
-void uf_cache_uncharge(struct uf_mm *mm, size_t n);
+/* reclaim.c: the cache budget (uf_reclaim() and uf_cache_charge(): reclaim.h) */
 void __uf_reclaim_note_fill(struct uf_object *obj, uint64_t pgoff, bool page_locked);
+
+/* Give back @n pages uf_cache_charge() granted and a fill did not add. */
+static inline void uf_cache_uncharge(struct uf_mm *mm, size_t n)
+{
+	if (mm && mm->budget_pages && n)
+		uf_add(&mm->charged, -(uint64_t)n);
+}
 
 /* worker.c: background work of an mm, one thread */
 struct uf_work {
@@ -244,8 +244,7 @@ void *uf_mmap_aligned(size_t len, int prot, int flags, int fd, uint64_t off);
 int uf_huge_init(struct uf_mm *mm);
 void uf_huge_stop(struct uf_mm *mm);
 void uf_huge_free(struct uf_mm *mm, bool child);
-void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n);
-void uf_huge_busy(struct uf_mm *mm);
+void uf_huge_busy(struct uf_mm *mm);	/* (__uf_huge_filled(): huge.h) */
 void __uf_huge_punched(struct uf_object *obj, uint64_t first, uint64_t last);
 uint64_t __uf_huge_evicted(struct uf_object *obj, uint64_t first, uint64_t last);
 void __uf_huge_cut(struct uf_object *obj, uint64_t first, uint64_t old_last);
@@ -272,17 +271,11 @@ int uf_cache_fd_restrict(int fd);
 int uf_object_cache_map(struct uf_object *obj, uint64_t size);
 int __uf_object_set_size(struct uf_object *obj, uint64_t size);
 
+/* observer.h: who watches an object's fills (the working-set recorder) */
+#include "cache/observer.h"
+
 /* ws_record.c, ws_replay.c, ws_serve.c: recording what is touched, prefetching it again */
-struct uf_ra_req;
-bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgoff,
-		  struct uf_ra_req *req);
-void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault);
-bool uf_ws_watching(struct uf_object *obj);
 void uf_ws_unwatch(struct uf_object *obj);
-void uf_ws_checkpoint(struct uf_object *obj);
-void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n, bool checked);
-void uf_ws_release(struct uf_object *obj);
-void uf_ws_free_child(struct uf_object *obj);
 
 /* A working set read from a record file (uf_object_serve_prefetch):
  * shared by the processes it is pushed into, freed by its last put. */
@@ -301,13 +294,5 @@ bool uf_ws_serve_recording(struct uf_object *obj, uint64_t rec);
 void uf_ws_serve_note(struct uf_object *obj, uint64_t rec, uint64_t pg);
 const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg);
 void uf_ws_set_put(struct uf_ws_set *set);
-
-/* Test switch (UFAULT_BREAK_PROTOCOL, read by uf_mm_create): fills skip
- * the invalidate lock, so that ufault-stress can show it finds the race. */
-extern int uf_break_protocol;
-static inline bool uf_protocol_broken(void)
-{
-	return __atomic_load_n(&uf_break_protocol, __ATOMIC_RELAXED);
-}
 
 #endif /* UF_CACHE_H */

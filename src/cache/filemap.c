@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Objects' page cache: uf_filemap_fault(), uf_object_pread()/pwrite().
+ * Objects' page cache: uf_filemap_fault(), uf_object_pread()/pwrite(),
+ * and the cache handed on to the next process (uf_object_cache_fd(),
+ * uf_object_adopt_cache()).
  * Filling the cache from the store is fill.c's, readahead readahead.c's,
  * object lifetime object.c's.
  *
@@ -31,9 +33,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* the test switch of uf_protocol_broken() (cache.h), set by uf_mm_create() */
-int uf_break_protocol;
 
 /* How long a fill waits for room in a full cache: ROOM_TRIES reclaims,
  * ROOM_WAIT_US apart (pages being filled leave room within a fill's time;
@@ -116,22 +115,17 @@ static int fill_removed(struct uf_object *obj, uint64_t pgoff)
 }
 
 
-UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
+/*
+ * The fill of a fault on fdata->pgoff of @vma: window @ra (the fault's
+ * page first), *@filled pages inserted, *@major when the page was.  It
+ * waits for room (a full cache) and for the table to catch up (a mapping
+ * that could not be protected), as below.  Return uf_object_fill()'s.
+ * Locking: none held; takes obj->invalidate_lock shared.
+ */
+static int fault_fill(struct uf_vma *vma, struct uf_object *obj, struct uf_fault_data *fdata,
+		      const struct uf_ra_req *ra, size_t *filled, bool *major)
 {
-	struct uf_object *obj;
-	struct uf_ra_req ra;
-	size_t filled = 0;
-	bool major = false;
 	int ret, tries, behind = 0;
-
-	if (!vma || !fdata || !(obj = vma->obj)) {
-		if (fdata)
-			fdata->type = UF_FAULT_SIGBUS;
-		return NULL;
-	}
-	if (!uf_ws_window(obj, vma, fdata->pgoff, &ra))	/* (recording, prefetching) */
-		uf_readahead_window(vma, fdata->pgoff, &ra);
-	uf_ws_checkpoint(obj);		/* (a record watching readahead) */
 
 	/*
 	 * Broken on purpose with UFAULT_BREAK_PROTOCOL (for ufault-stress):
@@ -142,23 +136,23 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 	 * (the VMA is kept alive by the caller's reference) */
 	for (tries = 0;; tries++) {
 		/* direct reclaim: room for the window under the budget */
-		long freed = uf_reclaim(vma->mm, ra.n);
+		long freed = uf_reclaim(vma->mm, ra->n);
 
 		if (!uf_protocol_broken())
 			pthread_rwlock_rdlock(&obj->invalidate_lock);
 		/* one store read per run of holes, one wake (by the caller, or
 		 * by the copy of a lone page straight into the faulting mapping) */
-		if (ra.n == 1 && !ra.bg_n)
+		if (ra->n == 1 && !ra->bg_n)
 			fill_wake.vma = vma;
 		fill_wake.pgoff = fdata->pgoff;
 		fill_wake.faulting = true;
 		fill_wake.woken = false;
-		ret = uf_object_fill(obj, ra.first, ra.n, fdata->pgoff, &filled, &major, vma);
+		ret = uf_object_fill(obj, ra->first, ra->n, fdata->pgoff, filled, major, vma);
 		fill_wake.vma = NULL;
 		fill_wake.faulting = false;
 		if (fill_wake.woken)
 			fdata->flags |= UF_FAULT_FLAG_WOKEN;
-		if (!ret && !major && !uf_protocol_broken())
+		if (!ret && !*major && !uf_protocol_broken())
 			ret = fill_removed(obj, fdata->pgoff);
 		if (!uf_protocol_broken())
 			pthread_rwlock_unlock(&obj->invalidate_lock);
@@ -190,6 +184,26 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 		usleep(ROOM_WAIT_US);
 	}
 	fill_insert_dirty = false;
+	return ret;
+}
+
+UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
+{
+	struct uf_object *obj;
+	struct uf_ra_req ra;
+	size_t filled = 0;
+	bool major = false;
+	int ret;
+
+	if (!vma || !fdata || !(obj = vma->obj)) {
+		if (fdata)
+			fdata->type = UF_FAULT_SIGBUS;
+		return NULL;
+	}
+	if (!uf_fill_window(obj, vma, fdata->pgoff, &ra))	/* (recording, prefetching) */
+		uf_readahead_window(vma, fdata->pgoff, &ra);
+	uf_fill_checkpoint(obj);	/* (a record watching readahead) */
+	ret = fault_fill(vma, obj, fdata, &ra, &filled, &major);
 	uf_readahead_submit(vma, &ra);
 
 	if (ret == -ENOMEM || ret == -ENOBUFS) {
@@ -201,7 +215,7 @@ UF_EXPORT struct uf_page *uf_filemap_fault(struct uf_vma *vma, struct uf_fault_d
 			uf_count_sigbus_cause(vma->mm, vma, UF_SIGBUS_STORE);
 		fdata->type = UF_FAULT_SIGBUS;
 	} else {
-		uf_ws_note(obj, fdata->pgoff, 1, true);
+		uf_fill_note(obj, fdata->pgoff, 1, true);
 		fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
 		if (filled > (major ? 1u : 0u)) {
 			uint64_t ra = filled - (major ? 1 : 0);
@@ -326,13 +340,13 @@ static ssize_t read_chunk(struct uf_object *obj, void *buf, size_t len, uint64_t
 		return 0;
 	if (len > size - offset)
 		len = (size_t)(size - offset);
-	uf_ws_checkpoint(obj);		/* (a record watching readahead) */
+	uf_fill_checkpoint(obj);	/* (a record watching readahead) */
 	ret = fill_range(obj, offset >> PAGE_SHIFT, (offset + len - 1) >> PAGE_SHIFT);
 	if (ret)
 		return ret;
 	done = memfd_io(obj->memfd, buf, len, offset, false);
 	if (done > 0)
-		uf_ws_note(obj, offset >> PAGE_SHIFT,
+		uf_fill_note(obj, offset >> PAGE_SHIFT,
 			   ((offset + (uint64_t)done - 1) >> PAGE_SHIFT) - (offset >> PAGE_SHIFT) + 1,
 			   true);
 	return done;
@@ -474,4 +488,155 @@ UF_EXPORT ssize_t uf_object_pwrite(struct uf_object *obj, const void *buf, size_
 	return done ? (ssize_t)done : ret;
 }
 
+/* ------------------------------------------------------------------ */
+/* The cache handed on: a cache that outlives its process              */
+/* ------------------------------------------------------------------ */
 
+UF_EXPORT int uf_object_cache_fd(struct uf_object *obj)
+{
+	int fd;
+
+	if (!obj || obj->attach || !obj->ops || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	fd = fcntl(obj->memfd, F_DUPFD_CLOEXEC, 3);
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * The pages @fd holds, as present (and dirty when the object is
+ * writable: which of them an earlier process had not yet written back is
+ * not known), with the budget's and the collapse's bookkeeping a fill
+ * does.  SEEK_DATA on shmem reports each page in the memfd (swapped out
+ * ones too), at page granularity.
+ * Locking: obj->invalidate_lock held exclusive.
+ */
+static int __adopt_pages(struct uf_object *obj, int fd, uint64_t size)
+{
+	uint64_t npages = size_pages(size), p, q;
+	off_t off = 0, data, hole;
+	int ret;
+
+	while ((uint64_t)off < size) {
+		data = lseek(fd, off, SEEK_DATA);
+		if (data < 0)
+			return errno == ENXIO ? 0 : -errno;
+		hole = lseek(fd, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		p = (uint64_t)data >> PAGE_SHIFT;
+		q = size_pages((uint64_t)hole);
+		if (q > npages)
+			q = npages;
+		if (p >= q)
+			break;
+		ret = uf_pagebits_reserve(&obj->pages, p, q - p);
+		if (ret)
+			return ret;
+		for (uint64_t k = p; k < q; k++) {
+			mark_present(obj, k, false);
+			if (!obj->readonly)
+				uf_pagebits_set(&obj->pages, UF_PG_DIRTY, k);
+		}
+		__uf_huge_filled(obj, p, q - p);
+		off = hole;
+	}
+	return 0;
+}
+
+/*
+ * Make @nfd the cache, mapped for @cap bytes, in place of the object's:
+ * the new mapping first, so that on failure nothing has changed (and
+ * @nfd is closed).  Return 0 or -errno.
+ * Locking: mm->vma_lock shared, obj->invalidate_lock exclusive.
+ */
+static int __adopt_map(struct uf_object *obj, int nfd, uint64_t cap)
+{
+	struct uf_mm *mm = obj->mm;
+	char *old_map = obj->cache_map;
+	uint64_t old_cap = obj->cache_cap;
+	int old_fd = obj->memfd, ret;
+
+	obj->memfd = nfd;
+	obj->cache_map = MAP_FAILED;
+	obj->cache_cap = 0;
+	ret = uf_object_cache_map(obj, cap);
+	if (!ret)
+		ret = uf_pagebits_grow(&obj->pages, size_pages(cap));
+	if (ret) {
+		if (obj->cache_map != MAP_FAILED) {
+			uf_uffd_unregister(&mm->uffd, (unsigned long)obj->cache_map, obj->cache_cap);
+			munmap(obj->cache_map, obj->cache_cap);
+		}
+		obj->memfd = old_fd;
+		obj->cache_map = old_map;
+		obj->cache_cap = old_cap;
+		close(nfd);
+		return ret;
+	}
+	if (old_map != MAP_FAILED) {
+		/* unregistered first, the unmap raises no event to wait for */
+		uf_uffd_unregister(&mm->uffd, (unsigned long)old_map, old_cap);
+		munmap(old_map, old_cap);
+	}
+	close(old_fd);
+	return 0;
+}
+
+UF_EXPORT int uf_object_adopt_cache(struct uf_object *obj, int fd)
+{
+	struct stat st, mine;
+	struct uf_mm *mm;
+	uint64_t msize, size;
+	int nfd, fl, ret;
+	bool busy;
+
+	if (!obj || fd < 0 || obj->attach || !obj->ops || uf_object_orphaned(obj))
+		return -EINVAL;
+	if (uf_object_forked(obj))
+		return -ECHILD;
+	mm = obj->mm;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* a memfd (the only files with seals), open for writing */
+	fl = fcntl(fd, F_GETFL);
+	if (!S_ISREG(st.st_mode) || fcntl(fd, F_GET_SEALS) < 0)
+		return -EINVAL;
+	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
+		return -EBADF;
+	/* (an earlier release's cache: mode 0777) */
+	if (uf_cache_fd_restrict(fd) < 0)
+		return -errno;
+	if (fstat(obj->memfd, &mine) == 0 && mine.st_dev == st.st_dev && mine.st_ino == st.st_ino)
+		return 0;
+	msize = (uint64_t)st.st_size;
+	if (msize > UF_MAX_SIZE)
+		return -EFBIG;
+
+	pthread_rwlock_rdlock(&mm->vma_lock);
+	pthread_rwlock_wrlock(&obj->invalidate_lock);
+	size = obj->size;
+	pthread_rwlock_rdlock(&obj->rmap_lock);
+	busy = obj->vmas || uf_load(&obj->npresent) || __atomic_load_n(&mm->nchildren,
+								       __ATOMIC_RELAXED);
+	pthread_rwlock_unlock(&obj->rmap_lock);
+	ret = busy ? -EBUSY : msize != size && obj->readonly ? -ESTALE : 0;
+	nfd = ret ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (!ret && nfd < 0)
+		ret = -errno;
+	if (!ret)
+		ret = __adopt_map(obj, nfd, msize > size ? msize : size);
+	if (ret)
+		goto out;
+	__atomic_store_n(&obj->size, msize, __ATOMIC_RELEASE);
+	ret = __adopt_pages(obj, nfd, msize);
+	/* a truncate the earlier process had not finished: the store, which
+	 * it changes first, has the size (the cache's stays on failure) */
+	if (!ret && msize != size)
+		(void)__uf_object_set_size(obj, size);
+out:
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	pthread_rwlock_unlock(&mm->vma_lock);
+	return ret;
+}

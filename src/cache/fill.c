@@ -99,7 +99,7 @@ static unsigned long copy_dest(struct uf_object *obj, struct uf_vma *vma, uint64
 
 		/* a watched record: a mapping shows only pages touched, so
 		 * only the faulting page goes there (see ws_replay.c) */
-		bool watched = pg >= vma->pgoff && pg < vend && uf_ws_watching(obj);
+		bool watched = pg >= vma->pgoff && pg < vend && uf_fill_watched(obj);
 
 		if (watched && !(fill_wake.faulting && fill_wake.pgoff == pg)) {
 			if (fill_wake.faulting && fill_wake.pgoff > pg &&
@@ -188,7 +188,7 @@ static int insert_copy(struct uf_object *obj, uint64_t pg, const char *src, size
 	    dst != cdst && !(mode & UF_UFFD_WP) && !(vma->prot & PROT_WRITE))
 		mode &= ~UF_UFFD_DONTWAKE;
 	/* pending before a thread can map them (a watched record) */
-	uf_ws_filled(obj, pg, run, fill_wake.faulting);
+	uf_fill_filled(obj, pg, run, fill_wake.faulting);
 	if (dst == cdst)
 		ret = uf_uffd_copy(&obj->mm->uffd, dst, src, run << PAGE_SHIFT, mode, copied);
 	else	/* -EAGAIN while the table may be behind the kernel */
@@ -754,7 +754,7 @@ int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src)
 	else if (ret > 0)
 		ret = 0;
 	if (!ret)
-		uf_ws_note(obj, pgoff, 1, false);	/* a ->fault's own page */
+		uf_fill_note(obj, pgoff, 1, false);	/* a ->fault's own page */
 out:
 	uf_bounce_put(bounce);
 	pthread_rwlock_unlock(&obj->invalidate_lock);

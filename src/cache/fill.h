@@ -6,7 +6,8 @@
 #ifndef UF_CACHE_FILL_H
 #define UF_CACHE_FILL_H
 
-#include "cache/cache.h"
+#include "cache/huge.h"
+#include "cache/reclaim.h"
 
 /*
  * The page of the fault this thread is filling (uf_filemap_fault()) when

@@ -35,7 +35,7 @@
  * never held across a system call that can wait.
  */
 #define _GNU_SOURCE
-#include "cache/cache.h"
+#include "cache/huge.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +65,7 @@ struct huge_ext {
  * worker fills.
  */
 struct uf_huge {
+	struct uf_huge_fills fills;	/* first: what fills stamp (cache.h) */
 	struct uf_mm *mm;
 	struct uf_thread thread;
 	bool started;
@@ -75,17 +76,7 @@ struct uf_huge {
 	struct huge_ext *q;		/* FIFO: q[head..n) */
 	size_t head, n, cap;
 	struct uf_object *busy;		/* being collapsed now */
-	bool unsupported;		/* MADV_COLLAPSE said EINVAL (atomic) */
-	uint64_t last_fill_ns;		/* the mm's latest fill (atomic) */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ */
 /* Aligned mappings                                                    */
@@ -304,7 +295,7 @@ static bool collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 	if (!ret)
 		uf_add(&h->mm->stats.huge_collapses, 1);
 	else if (err == EINVAL)	/* no MADV_COLLAPSE (before 6.1), or THP off for good */
-		__atomic_store_n(&h->unsupported, true, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->fills.unsupported, true, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	if (!ret && __atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED) == gen &&
 	    __collapsible(obj, ext, first)) {
@@ -374,8 +365,8 @@ static void *huge_thread(void *arg)
 		 * server used).  Once both pause for HUGE_QUIET_NS, the queue
 		 * goes.
 		 */
-		quiet = __atomic_load_n(&h->last_fill_ns, __ATOMIC_RELAXED) + HUGE_QUIET_NS;
-		if (now_ns() < quiet) {
+		quiet = __atomic_load_n(&h->fills.last_fill_ns, __ATOMIC_RELAXED) + HUGE_QUIET_NS;
+		if (uf_huge_now_ns() < quiet) {
 			struct timespec ts = {
 				.tv_sec = (time_t)(quiet / 1000000000ULL),
 				.tv_nsec = (long)(quiet % 1000000000ULL),
@@ -390,7 +381,7 @@ static void *huge_thread(void *arg)
 		h->busy = e.obj;
 		pthread_mutex_unlock(&h->lock);
 
-		retry = !__atomic_load_n(&h->unsupported, __ATOMIC_RELAXED) &&
+		retry = !__atomic_load_n(&h->fills.unsupported, __ATOMIC_RELAXED) &&
 			collapse(h, e.obj, e.ext) && ++e.tries < HUGE_TRIES;
 		if (retry)
 			usleep(10000);	/* let it settle; nothing is held */
@@ -438,31 +429,19 @@ void uf_huge_busy(struct uf_mm *mm)
 {
 	struct uf_huge *h = mm->huge;
 
-	if (h && !__atomic_load_n(&h->unsupported, __ATOMIC_RELAXED))
-		__atomic_store_n(&h->last_fill_ns, now_ns(), __ATOMIC_RELAXED);
+	if (h && !__atomic_load_n(&h->fills.unsupported, __ATOMIC_RELAXED))
+		__atomic_store_n(&h->fills.last_fill_ns, uf_huge_now_ns(), __ATOMIC_RELAXED);
 }
 
 /*
- * Pages [first, first + n) of @obj were just filled: queue the extents
- * they complete.
+ * Extent @ext of @obj is full (__uf_huge_filled(), cache.h): queue it.
  * Locking: obj->invalidate_lock held (any mode).
  */
-void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint64_t n)
+void __uf_huge_queue_full(struct uf_object *obj, uint64_t ext)
 {
-	struct uf_huge *h = obj->mm ? obj->mm->huge : NULL;
-	uint64_t ext, last_ext, size_ext;
+	struct uf_huge *h = obj->mm->huge;
 
-	/* (a watched record: a huge mapping would show pages untouched) */
-	if (!h || !n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED) ||
-	    uf_ws_watching(obj))
-		return;
-	__atomic_store_n(&h->last_fill_ns, now_ns(), __ATOMIC_RELAXED);
-	size_ext = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) >> UF_HUGE_SHIFT;
-	last_ext = (first + n - 1) / UF_HUGE_PAGES;
-	for (ext = first / UF_HUGE_PAGES; ext <= last_ext && ext < size_ext; ext++)
-		if (uf_pagebits_full(&obj->pages, UF_PG_PRESENT, ext * UF_HUGE_PAGES,
-				    UF_HUGE_PAGES))
-			huge_queue(h, obj, ext);
+	huge_queue(h, obj, ext);
 }
 
 /*

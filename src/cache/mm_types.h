@@ -352,7 +352,8 @@ struct uf_object {
 	struct uf_vma *vmas;
 	uint64_t rmap_gen;
 	struct uf_object *mm_next;	/* under mm->obj_lock */
-	struct uf_ws *ws;		/* record and replay (ws_record.c, ws_replay.c) */
+	const struct uf_fill_observer_ops *observer;	/* or NULL (observer.h) */
+	struct uf_ws *ws;		/* its data: ws_*.c's working set */
 	/* served by a ufault-serve (uf_object_attach, attach.c): none of the
 	 * cache state above is used, every call goes to the server */
 	struct uf_attach *attach;
@@ -382,7 +383,6 @@ struct uf_remote_ops {
 	int (*mprotect)(struct uf_object *obj, unsigned long start, unsigned long end, int prot);
 	int (*msync)(struct uf_object *obj, unsigned long start, unsigned long end);
 };
-
 
 /* pid.c's checks on an mm and an object: is this a fork child of the
  * process that made @mm, @obj? */

@@ -244,7 +244,8 @@ static void object_free_child(struct uf_object *obj)
 	 * is left alone (its ->release may act on what the parent shares) */
 	if (obj->ops == &uf_file_store_ops)
 		uf_file_store_free_child(obj->store);
-	uf_ws_free_child(obj);
+	if (obj->observer)
+		obj->observer->free_child(obj);
 	if (obj->memfd >= 0)
 		close(obj->memfd);
 	uf_pagebits_free(&obj->pages);
@@ -270,7 +271,8 @@ UF_EXPORT void uf_object_put(struct uf_object *obj)
 	if (obj->mm)
 		mm_objects_del(obj->mm, obj);
 	uf_huge_forget(obj);		/* and no collapse */
-	uf_ws_release(obj);		/* a record ends, a prefetch stops */
+	if (obj->observer)		/* a record ends, a prefetch stops */
+		obj->observer->release(obj);
 	if (obj->ops) {
 		uf_object_sync(obj);
 		if (obj->ops->release)
@@ -331,63 +333,6 @@ UF_EXPORT int uf_object_create_mem(struct uf_mm *mm, uint64_t size, struct uf_ob
 	return ret;
 }
 
-UF_EXPORT int uf_object_cache_fd(struct uf_object *obj)
-{
-	int fd;
-
-	if (!obj || obj->attach || !obj->ops || uf_object_orphaned(obj))
-		return -EINVAL;
-	if (uf_object_forked(obj))
-		return -ECHILD;
-	fd = fcntl(obj->memfd, F_DUPFD_CLOEXEC, 3);
-	return fd < 0 ? -errno : fd;
-}
-
-/*
- * The pages @fd holds, as present (and dirty when the object is
- * writable: which of them an earlier process had not yet written back is
- * not known), with the budget's and the collapse's bookkeeping a fill
- * does.  SEEK_DATA on shmem reports each page in the memfd (swapped out
- * ones too), at page granularity.
- * Locking: obj->invalidate_lock held exclusive.
- */
-static int __adopt_pages(struct uf_object *obj, int fd, uint64_t size)
-{
-	uint64_t npages = size_pages(size), p, q;
-	off_t off = 0, data, hole;
-	int ret;
-
-	while ((uint64_t)off < size) {
-		data = lseek(fd, off, SEEK_DATA);
-		if (data < 0)
-			return errno == ENXIO ? 0 : -errno;
-		hole = lseek(fd, data, SEEK_HOLE);
-		if (hole < 0)
-			return -errno;
-		p = (uint64_t)data >> PAGE_SHIFT;
-		q = size_pages((uint64_t)hole);
-		if (q > npages)
-			q = npages;
-		if (p >= q)
-			break;
-		ret = uf_pagebits_reserve(&obj->pages, p, q - p);
-		if (ret)
-			return ret;
-		for (uint64_t k = p; k < q; k++) {
-			if (uf_pagebits_set(&obj->pages, UF_PG_PRESENT, k) == 0) {
-				uf_add(&obj->npresent, 1);
-				if (obj->mm->budget_pages)
-					__uf_reclaim_note_fill(obj, k, false);
-			}
-			if (!obj->readonly)
-				uf_pagebits_set(&obj->pages, UF_PG_DIRTY, k);
-		}
-		__uf_huge_filled(obj, p, q - p);
-		off = hole;
-	}
-	return 0;
-}
-
 /*
  * The cache's inode mode: 0400, owned by this process's uid.  Read-only
  * clients receive a read-only file of the cache (attach.c), and anyone
@@ -399,89 +344,4 @@ static int __adopt_pages(struct uf_object *obj, int fd, uint64_t size)
 int uf_cache_fd_restrict(int fd)
 {
 	return fchmod(fd, 0400);
-}
-
-UF_EXPORT int uf_object_adopt_cache(struct uf_object *obj, int fd)
-{
-	struct stat st, mine;
-	struct uf_mm *mm;
-	uint64_t msize, size, cap;
-	char *old_map;
-	uint64_t old_cap;
-	int old_fd, nfd, fl, ret;
-	bool busy;
-
-	if (!obj || fd < 0 || obj->attach || !obj->ops || uf_object_orphaned(obj))
-		return -EINVAL;
-	if (uf_object_forked(obj))
-		return -ECHILD;
-	mm = obj->mm;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	/* a memfd (the only files with seals), open for writing */
-	fl = fcntl(fd, F_GETFL);
-	if (!S_ISREG(st.st_mode) || fcntl(fd, F_GET_SEALS) < 0)
-		return -EINVAL;
-	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
-		return -EBADF;
-	/* (an earlier release's cache: mode 0777) */
-	if (uf_cache_fd_restrict(fd) < 0)
-		return -errno;
-	if (fstat(obj->memfd, &mine) == 0 && mine.st_dev == st.st_dev && mine.st_ino == st.st_ino)
-		return 0;
-	msize = (uint64_t)st.st_size;
-	if (msize > UF_MAX_SIZE)
-		return -EFBIG;
-
-	pthread_rwlock_rdlock(&mm->vma_lock);
-	pthread_rwlock_wrlock(&obj->invalidate_lock);
-	size = obj->size;
-	pthread_rwlock_rdlock(&obj->rmap_lock);
-	busy = obj->vmas || uf_load(&obj->npresent) || __atomic_load_n(&mm->nchildren,
-								       __ATOMIC_RELAXED);
-	pthread_rwlock_unlock(&obj->rmap_lock);
-	ret = busy ? -EBUSY : msize != size && obj->readonly ? -ESTALE : 0;
-	nfd = ret ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (!ret && nfd < 0)
-		ret = -errno;
-	if (ret)
-		goto out;
-	/* the new cache's mapping first: on failure nothing has changed */
-	old_map = obj->cache_map;
-	old_cap = obj->cache_cap;
-	old_fd = obj->memfd;
-	cap = msize > size ? msize : size;
-	obj->memfd = nfd;
-	obj->cache_map = MAP_FAILED;
-	obj->cache_cap = 0;
-	ret = uf_object_cache_map(obj, cap);
-	if (!ret)
-		ret = uf_pagebits_grow(&obj->pages, size_pages(cap));
-	if (ret) {
-		if (obj->cache_map != MAP_FAILED) {
-			uf_uffd_unregister(&mm->uffd, (unsigned long)obj->cache_map, obj->cache_cap);
-			munmap(obj->cache_map, obj->cache_cap);
-		}
-		obj->memfd = old_fd;
-		obj->cache_map = old_map;
-		obj->cache_cap = old_cap;
-		close(nfd);
-		goto out;
-	}
-	if (old_map != MAP_FAILED) {
-		/* unregistered first, the unmap raises no event to wait for */
-		uf_uffd_unregister(&mm->uffd, (unsigned long)old_map, old_cap);
-		munmap(old_map, old_cap);
-	}
-	close(old_fd);
-	__atomic_store_n(&obj->size, msize, __ATOMIC_RELEASE);
-	ret = __adopt_pages(obj, nfd, msize);
-	/* a truncate the earlier process had not finished: the store, which
-	 * it changes first, has the size (the cache's stays on failure) */
-	if (!ret && msize != size)
-		(void)__uf_object_set_size(obj, size);
-out:
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-	pthread_rwlock_unlock(&mm->vma_lock);
-	return ret;
 }

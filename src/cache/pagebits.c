@@ -8,7 +8,7 @@
  * height follows the object's size; the root pointer carries it in its
  * low bits, so one atomic load gives both.
  *
- * Locking (the caller's, see cache.h): setting, clearing and testing
+ * Locking (the caller's, see pagebits.h): setting, clearing and testing
  * bits needs obj->invalidate_lock held in any mode; they are atomic, and a
  * missing leaf or node is allocated without a lock (compare-and-swap, the
  * loser frees its copy).  Growing the tree (uf_pagebits_grow) and freeing
@@ -16,50 +16,20 @@
  * the tree then.
  */
 #define _GNU_SOURCE
-#include "cache/cache.h"
+#include "cache/pagebits.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#define LEAF_SHIFT	15
-#define LEAF_PAGES	(1ULL << LEAF_SHIFT)
-#define LEAF_WORDS	(LEAF_PAGES / BITS_PER_LONG)
-#define NODE_SHIFT	9
-#define NODE_SLOTS	(1U << NODE_SHIFT)
-#define HEIGHT_MASK	7UL
-
-struct pm_leaf {
-	unsigned long w[UF_PG_NMAPS][LEAF_WORDS];
-};
-
-struct pm_node {
-	void *slot[NODE_SLOTS];
-};
-
-/* pages a tree of height @h covers */
-static uint64_t capacity(unsigned int h)
-{
-	unsigned int shift = LEAF_SHIFT + NODE_SHIFT * h;
-
-	return shift >= 64 ? UINT64_MAX : 1ULL << shift;
-}
-
-/* the index shift of a node at level @l (1: its slots hold leaves) */
-static unsigned int level_shift(unsigned int l)
-{
-	return LEAF_SHIFT + NODE_SHIFT * (l - 1);
-}
-
-static void *load(void *const *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
+/* the test switch of uf_protocol_broken() (pagebits.h), set by uf_mm_create():
+ * read by the fills and by the frees of the tree, the lowest of them */
+int uf_break_protocol;
 
 /* What *slot holds, or a new zeroed block of @size put there.  NULL: out
  * of memory. */
 static void *install(void **slot, size_t size)
 {
-	void *cur = load(slot), *n;
+	void *cur = pb_load(slot), *n;
 
 	if (cur)
 		return cur;
@@ -80,10 +50,12 @@ static void *install(void **slot, size_t size)
 static struct pm_leaf *leaf_of(struct uf_pagebits *pm, uint64_t pg, bool alloc, uint64_t *skip_to)
 {
 	uintptr_t r = __atomic_load_n(&pm->root, __ATOMIC_ACQUIRE);
-	unsigned int h = r & HEIGHT_MASK, l;
-	void *p = (void *)(r & ~HEIGHT_MASK);
+	unsigned int h = r & PB_HEIGHT_MASK, l;
+	void *p = (void *)(r & ~PB_HEIGHT_MASK);
 
-	if (pg >= capacity(h)) {
+	if (!alloc)
+		return pb_leaf_find(pm, pg, skip_to);
+	if (pg >= pb_capacity(h)) {
 		*skip_to = UINT64_MAX;
 		return NULL;
 	}
@@ -99,22 +71,22 @@ static struct pm_leaf *leaf_of(struct uf_pagebits *pm, uint64_t pg, bool alloc, 
 			p = n;
 		} else {
 			free(n);
-			if ((r & HEIGHT_MASK) != h)	/* grown meanwhile: again */
+			if ((r & PB_HEIGHT_MASK) != h)	/* grown meanwhile: again */
 				return leaf_of(pm, pg, alloc, skip_to);
-			p = (void *)(r & ~HEIGHT_MASK);
+			p = (void *)(r & ~PB_HEIGHT_MASK);
 		}
 	}
 	if (!p) {
-		*skip_to = capacity(h);
+		*skip_to = pb_capacity(h);
 		return NULL;
 	}
 	for (l = h; l >= 1; l--) {
-		void **slot = &((struct pm_node *)p)->slot[(pg >> level_shift(l)) & (NODE_SLOTS - 1)];
+		void **slot = &((struct pm_node *)p)->slot[(pg >> pb_level_shift(l)) & (PB_NODE_SLOTS - 1)];
 		void *c = alloc ? install(slot, l > 1 ? sizeof(struct pm_node) : sizeof(struct pm_leaf))
-				: load(slot);
+				: pb_load(slot);
 
 		if (!c) {
-			*skip_to = ((pg >> level_shift(l)) + 1) << level_shift(l);
+			*skip_to = ((pg >> pb_level_shift(l)) + 1) << pb_level_shift(l);
 			return NULL;
 		}
 		p = c;
@@ -122,21 +94,8 @@ static struct pm_leaf *leaf_of(struct uf_pagebits *pm, uint64_t pg, bool alloc, 
 	return p;
 }
 
-static unsigned long *word_of(struct pm_leaf *lf, enum uf_pg map, uint64_t pg)
-{
-	return &lf->w[map][(pg & (LEAF_PAGES - 1)) / BITS_PER_LONG];
-}
-
-bool uf_pagebits_test(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
-{
-	uint64_t skip;
-	struct pm_leaf *lf = leaf_of(pm, pg, false, &skip);
-
-	return lf && (__atomic_load_n(word_of(lf, map, pg), __ATOMIC_ACQUIRE) >>
-		      (pg % BITS_PER_LONG)) & 1;
-}
-
-int uf_pagebits_set(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
+/* uf_pagebits_set() where @pg's leaf is not there yet: allocate it. */
+int uf_pagebits_set_new(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
 {
 	unsigned long m = 1UL << (pg % BITS_PER_LONG);
 	uint64_t skip;
@@ -144,25 +103,17 @@ int uf_pagebits_set(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
 
 	if (!lf)
 		return -ENOMEM;
-	return (__atomic_fetch_or(word_of(lf, map, pg), m, __ATOMIC_ACQ_REL) & m) != 0;
+	return (__atomic_fetch_or(pb_word_of(lf, map, pg), m, __ATOMIC_ACQ_REL) & m) != 0;
 }
 
-bool uf_pagebits_clear(struct uf_pagebits *pm, enum uf_pg map, uint64_t pg)
-{
-	unsigned long m = 1UL << (pg % BITS_PER_LONG);
-	uint64_t skip;
-	struct pm_leaf *lf = leaf_of(pm, pg, false, &skip);
-
-	return lf && (__atomic_fetch_and(word_of(lf, map, pg), ~m, __ATOMIC_ACQ_REL) & m);
-}
-
-int uf_pagebits_reserve(struct uf_pagebits *pm, uint64_t first, uint64_t n)
+/* uf_pagebits_reserve() where a leaf is missing: allocate every one. */
+int uf_pagebits_reserve_new(struct uf_pagebits *pm, uint64_t first, uint64_t n)
 {
 	uint64_t pg, skip;
 
 	if (!n)
 		return 0;
-	for (pg = first & ~(LEAF_PAGES - 1); pg < first + n; pg += LEAF_PAGES)
+	for (pg = first & ~(PB_LEAF_PAGES - 1); pg < first + n; pg += PB_LEAF_PAGES)
 		if (!leaf_of(pm, pg, true, &skip))
 			return -ENOMEM;
 	return 0;
@@ -178,8 +129,8 @@ uint64_t uf_pagebits_next(struct uf_pagebits *pm, enum uf_pg map, uint64_t from,
 			from = skip;
 			continue;
 		}
-		base = from & ~(LEAF_PAGES - 1);
-		lend = base + LEAF_PAGES < end ? base + LEAF_PAGES : end;
+		base = from & ~(PB_LEAF_PAGES - 1);
+		lend = base + PB_LEAF_PAGES < end ? base + PB_LEAF_PAGES : end;
 		for (i = from - base; base + i < lend; i = (i | (BITS_PER_LONG - 1)) + 1) {
 			unsigned long w = __atomic_load_n(&lf->w[map][i / BITS_PER_LONG],
 							  __ATOMIC_ACQUIRE) & (~0UL << (i % BITS_PER_LONG));
@@ -195,29 +146,12 @@ uint64_t uf_pagebits_next(struct uf_pagebits *pm, enum uf_pg map, uint64_t from,
 	return end;
 }
 
-bool uf_pagebits_full(struct uf_pagebits *pm, enum uf_pg map, uint64_t first, uint64_t n)
-{
-	uint64_t pg = first, end = first + n;
-
-	while (pg < end) {
-		uint64_t skip, i = pg % BITS_PER_LONG;
-		uint64_t k = BITS_PER_LONG - i < end - pg ? BITS_PER_LONG - i : end - pg;
-		unsigned long want = (k == BITS_PER_LONG ? ~0UL : ((1UL << k) - 1)) << i;
-		struct pm_leaf *lf = leaf_of(pm, pg, false, &skip);
-
-		if (!lf || (__atomic_load_n(word_of(lf, map, pg), __ATOMIC_ACQUIRE) & want) != want)
-			return false;
-		pg += k;
-	}
-	return true;
-}
-
 static bool leaf_empty(const struct pm_leaf *lf)
 {
 	size_t m, i;
 
 	for (m = 0; m < UF_PG_NMAPS; m++)
-		for (i = 0; i < LEAF_WORDS; i++)
+		for (i = 0; i < PB_LEAF_WORDS; i++)
 			if (lf->w[m][i])
 				return false;
 	return true;
@@ -240,7 +174,7 @@ static bool clear_subtree(void **slot, unsigned int level, uint64_t base, unsign
 	if (level == 0) {
 		struct pm_leaf *lf = p;
 		uint64_t lo = (first > base ? first : base) - base;
-		uint64_t hi = (end < base + LEAF_PAGES ? end : base + LEAF_PAGES) - base;
+		uint64_t hi = (end < base + PB_LEAF_PAGES ? end : base + PB_LEAF_PAGES) - base;
 		int m;
 
 		for (m = 0; m < UF_PG_NMAPS; m++) {
@@ -267,9 +201,9 @@ static bool clear_subtree(void **slot, unsigned int level, uint64_t base, unsign
 		*slot = NULL;
 		return true;
 	}
-	for (i = 0; i < NODE_SLOTS; i++) {
-		uint64_t cb = base + ((uint64_t)i << level_shift(level));
-		uint64_t ce = cb + (1ULL << level_shift(level));
+	for (i = 0; i < PB_NODE_SLOTS; i++) {
+		uint64_t cb = base + ((uint64_t)i << pb_level_shift(level));
+		uint64_t ce = cb + (1ULL << pb_level_shift(level));
 		struct pm_node *n = p;
 
 		if (n->slot[i] && ce > first && cb < end)
@@ -288,8 +222,8 @@ uint64_t uf_pagebits_clear_range(struct uf_pagebits *pm, unsigned int mask, uint
 				uint64_t end)
 {
 	uintptr_t r = pm->root;
-	unsigned int h = r & HEIGHT_MASK;
-	void *top = (void *)(r & ~HEIGHT_MASK);
+	unsigned int h = r & PB_HEIGHT_MASK;
+	void *top = (void *)(r & ~PB_HEIGHT_MASK);
 	uint64_t cleared = 0;
 	/* a fill running without the invalidate lock (the protocol broken on
 	 * purpose, for ufault-stress) may be in the tree: free nothing */
@@ -305,10 +239,10 @@ uint64_t uf_pagebits_clear_range(struct uf_pagebits *pm, unsigned int mask, uint
 int uf_pagebits_grow(struct uf_pagebits *pm, uint64_t pages)
 {
 	uintptr_t r = pm->root;
-	unsigned int h = r & HEIGHT_MASK;
-	void *top = (void *)(r & ~HEIGHT_MASK);
+	unsigned int h = r & PB_HEIGHT_MASK;
+	void *top = (void *)(r & ~PB_HEIGHT_MASK);
 
-	while (capacity(h) < pages) {
+	while (pb_capacity(h) < pages) {
 		if (top) {
 			struct pm_node *n = calloc(1, sizeof(*n));
 
@@ -330,13 +264,13 @@ static void free_subtree(void *p, unsigned int level)
 	if (!p)
 		return;
 	if (level)
-		for (i = 0; i < NODE_SLOTS; i++)
+		for (i = 0; i < PB_NODE_SLOTS; i++)
 			free_subtree(((struct pm_node *)p)->slot[i], level - 1);
 	free(p);
 }
 
 void uf_pagebits_free(struct uf_pagebits *pm)
 {
-	free_subtree((void *)(pm->root & ~HEIGHT_MASK), pm->root & HEIGHT_MASK);
+	free_subtree((void *)(pm->root & ~PB_HEIGHT_MASK), pm->root & PB_HEIGHT_MASK);
 	pm->root = 0;
 }

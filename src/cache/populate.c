@@ -60,7 +60,7 @@ void uf_vma_populate_cached(struct uf_vma *vma)
 	first = (off_t)(vma->pgoff << PAGE_SHIFT);
 	pthread_rwlock_unlock(&mm->vma_lock);
 	/* (a watched record: a mapping shows only what was touched) */
-	if (!obj || !(flags & VMA_WP) || mm->budget_pages || uf_ws_watching(obj))
+	if (!obj || !(flags & VMA_WP) || mm->budget_pages || uf_fill_watched(obj))
 		return;
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
 	size = (off_t)((obj->size + PAGE_SIZE - 1) & PAGE_MASK);

@@ -39,7 +39,7 @@
  * only to list the objects.
  */
 #define _GNU_SOURCE
-#include "cache/cache.h"
+#include "cache/reclaim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -369,7 +369,8 @@ static uint64_t cache_used(struct uf_mm *mm)
 }
 
 /*
- * uf_cache_charge - reserve room for @want new pages of cache, of which
+ * uf_cache_charge_budget - uf_cache_charge() (cache.h) under a budget:
+ * reserve room for @want (> 0) new pages of cache, of which
  * @need must be had.  Pages beyond @need (readahead) are granted only up
  * to the budget; the @need pages may take the slack above it, one
  * readahead window, which covers faults that land while reclaim catches
@@ -380,13 +381,11 @@ static uint64_t cache_used(struct uf_mm *mm)
  * added are counted as present.
  * Locking: any; takes mm->charge_lock, then mm->obj_lock.
  */
-long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need)
+long uf_cache_charge_budget(struct uf_mm *mm, size_t want, size_t need)
 {
 	uint64_t used, room;
 	long granted;
 
-	if (!mm || !mm->budget_pages || !want)
-		return (long)want;
 	pthread_mutex_lock(&mm->charge_lock);
 	used = cache_used(mm);
 	room = used < mm->budget_pages ? mm->budget_pages - used : 0;
@@ -399,14 +398,9 @@ long uf_cache_charge(struct uf_mm *mm, size_t want, size_t need)
 	return granted;
 }
 
-void uf_cache_uncharge(struct uf_mm *mm, size_t n)
-{
-	if (mm && mm->budget_pages && n)
-		uf_add(&mm->charged, -(uint64_t)n);
-}
-
 /*
- * uf_reclaim - make room for @room more pages under the budget: when what
+ * uf_reclaim_budget - uf_reclaim() (cache.h) under a budget: make room
+ * for @room more pages: when what
  * is cached and charged leaves less, evict down to 15/16 of the budget (or
  * lower, for a large @room).  One thread reclaims at a time: a caller with
  * @room waits for the one reclaiming (it needs the room: direct reclaim),
@@ -416,13 +410,13 @@ void uf_cache_uncharge(struct uf_mm *mm, size_t n)
  * refuses).
  * Locking: no ufault lock held.
  */
-long uf_reclaim(struct uf_mm *mm, size_t room)
+long uf_reclaim_budget(struct uf_mm *mm, size_t room)
 {
 	uint64_t total, low, evicted = 0;
 	bool wb_failed = false;
 	int rounds = 0;
 
-	if (!mm->budget_pages || cache_used(mm) + room <= mm->budget_pages)
+	if (cache_used(mm) + room <= mm->budget_pages)
 		return 0;
 	if (room)
 		pthread_mutex_lock(&mm->reclaim_lock);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * A mapping as the layers below the address space see it (the kernel's
- * vm_area_struct, with vm_area_alloc() and vm_area_free()): which object
- * page an address of a VMA shows, the VMA's references and its lifetime.
+ * vm_area_struct, with vm_area_alloc() and vm_area_free()): the VMA's
+ * references and its lifetime (which object page an address shows is
+ * __uf_vma_pgoff(), cache.h; which pages a mapping shows now,
+ * uf_vma_present(), writeback.c).
  * A handler thread serving a fault in it, or background readahead for
  * it, holds a reference; the table (vma.c, as.c) holds one while it is
  * mapped.  The last reference to a VMA the program unmapped calls
@@ -15,52 +17,6 @@
 #include "cache/cache.h"
 
 #include <stdlib.h>
-
-/* The object page @addr of @vma shows.
- * Locking: mm->vma_lock held (any mode), for vma->nl_pgoff. */
-uint64_t __uf_vma_pgoff(const struct uf_vma *vma, unsigned long addr)
-{
-	uint64_t idx = (addr - vma->start) >> PAGE_SHIFT;
-
-	return vma->nl_pgoff ? vma->nl_pgoff[idx] & ~NL_WINDOW : vma->pgoff + idx;
-}
-
-/*
- * Call @fn(@arg, pg) for the object page of each address of [start, end)
- * in @vma that the process's page tables map now (PAGEMAP_SCAN of the
- * pagemap @fd, PAGE_IS_PRESENT), in address order.  A scan that fails
- * ends it: the rest looks unmapped.
- * Locking: obj->rmap_lock held (any mode), for where @vma lies.
- */
-void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
-		    void (*fn)(void *arg, uint64_t pg), void *arg)
-{
-	struct page_region vec[64];
-	struct pm_scan_arg scan = {
-		.size = sizeof(scan),
-		.vec = (unsigned long)vec,
-		.vec_len = 64,
-		.category_mask = PAGE_IS_PRESENT,
-		.return_mask = PAGE_IS_PRESENT,
-	};
-
-	while (start < end) {
-		unsigned long a;
-		long n, i;
-
-		scan.start = start;
-		scan.end = end;
-		n = ioctl(fd, PAGEMAP_SCAN, &scan);
-		if (n < 0)
-			return;
-		for (i = 0; i < n; i++)
-			for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE)
-				fn(arg, __uf_vma_pgoff(vma, a));
-		if (scan.walk_end <= start)
-			return;
-		start = scan.walk_end;
-	}
-}
 
 struct uf_vma *uf_vma_alloc(struct uf_mm *mm, size_t len, int prot)
 {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Dirty pages and writeback: uf_object_sync(), and what uf_msync() (vma.c)
- * calls for each object it syncs, uf_object_sync_range().
+ * calls for each object it syncs, uf_object_sync_range(); and the pages a
+ * mapping shows present (uf_vma_present(), PAGEMAP_SCAN as the dirty
+ * scans use it, for reclaim and a watched record).
  *
  * A page is dirty when its bit in obj->pages says so (UF_PG_DIRTY:
  * uf_object_pwrite() and write faults set it) or
@@ -34,6 +36,43 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/*
+ * Call @fn(@arg, pg) for the object page of each address of [start, end)
+ * in @vma that the process's page tables map now (PAGEMAP_SCAN of the
+ * pagemap @fd, PAGE_IS_PRESENT), in address order.  A scan that fails
+ * ends it: the rest looks unmapped.
+ * Locking: obj->rmap_lock held (any mode), for where @vma lies.
+ */
+void uf_vma_present(int fd, const struct uf_vma *vma, unsigned long start, unsigned long end,
+		    void (*fn)(void *arg, uint64_t pg), void *arg)
+{
+	struct page_region vec[64];
+	struct pm_scan_arg scan = {
+		.size = sizeof(scan),
+		.vec = (unsigned long)vec,
+		.vec_len = 64,
+		.category_mask = PAGE_IS_PRESENT,
+		.return_mask = PAGE_IS_PRESENT,
+	};
+
+	while (start < end) {
+		unsigned long a;
+		long n, i;
+
+		scan.start = start;
+		scan.end = end;
+		n = ioctl(fd, PAGEMAP_SCAN, &scan);
+		if (n < 0)
+			return;
+		for (i = 0; i < n; i++)
+			for (a = vec[i].start; a < vec[i].end; a += PAGE_SIZE)
+				fn(arg, __uf_vma_pgoff(vma, a));
+		if (scan.walk_end <= start)
+			return;
+		start = scan.walk_end;
+	}
+}
 
 int uf_vma_writeprotect(struct uf_vma *vma, unsigned long start, unsigned long len)
 {
@@ -89,18 +128,6 @@ int uf_vma_protect_cached(struct uf_vma *vma, unsigned long start, unsigned long
 	}
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	return ret;
-}
-
-/* Does a mapping of @obj track writes by write-protect?
- * Locking: obj->rmap_lock or mm->vma_lock held (any mode). */
-bool __uf_object_tracked(struct uf_object *obj)
-{
-	struct uf_vma *vma;
-
-	uf_rmap_foreach(vma, obj)
-		if (__atomic_load_n(&vma->flags, __ATOMIC_RELAXED) & VMA_WP)
-			return true;
-	return false;
 }
 
 /* The addresses of @vma (nonlinear) that show pages [first, first + n),

@@ -114,6 +114,8 @@ void __ws_note_page(struct uf_ws *ws, uint64_t pg);
 int ws_record_start(struct uf_object *obj, const char *path, bool serve_only);
 
 /* ws_replay.c */
+bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgoff,
+		  struct uf_ra_req *req);
 bool __pf_running(struct ws_prefetch *pf);
 void pf_put(struct ws_prefetch *pf);
 

@@ -13,8 +13,8 @@
  * object's faults read their own page only (no readahead window, no
  * background window): every page then enters the cache through the fault
  * of its first touch, in any mapping of any address space the mm serves,
- * and uf_filemap_fault() notes it (uf_ws_note()).  uf_object_pread() notes
- * the pages it reads, cached or not.  Pages already cached when the record
+ * and uf_filemap_fault() notes it (ws_note(), the observer's ->note).
+ * uf_object_pread() notes the pages it reads, cached or not.  Pages already cached when the record
  * starts are not seen until they leave the cache and are touched again: a
  * record is meant for a cold object.  The price is one fault per page
  * where readahead would have read a run in one.
@@ -29,7 +29,7 @@
  * kernel's fault-around off (they stay so until unmapped: dropping the
  * mode would need an unregistration, and a touch meanwhile would put a
  * zero page into the cache); no fill copies a page into them but the
- * faulting one (copy_dest() in filemap.c), nothing populates them, no
+ * faulting one (copy_dest() in fill.c), nothing populates them, no
  * extent collapses.  Each time the record takes a page (a fault, a
  * pread) it first scans the last WS_RECENT windows and takes their pages
  * now mapped, in page order; uf_object_record_stop() scans every pending
@@ -66,7 +66,10 @@
 /* The object's state                                                  */
 /* ------------------------------------------------------------------ */
 
-/* obj->ws, made on first use.  Locking: none (compare-and-swap). */
+static const struct uf_fill_observer_ops ws_observer_ops;
+
+/* obj->ws, made on first use, and obj->observer with it.  Locking: none
+ * (compare-and-swap). */
 struct uf_ws *ws_get(struct uf_object *obj)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE), *exp = NULL;
@@ -83,8 +86,10 @@ struct uf_ws *ws_get(struct uf_object *obj)
 					 __ATOMIC_ACQUIRE)) {
 		pthread_mutex_destroy(&ws->lock);
 		free(ws);
-		ws = exp;
+		return exp;
 	}
+	/* the fills report to it from now on (after obj->ws is there) */
+	__atomic_store_n(&obj->observer, &ws_observer_ops, __ATOMIC_RELEASE);
 	return ws;
 }
 
@@ -226,7 +231,7 @@ static void __ws_pend(struct uf_ws *ws, uint64_t first, uint64_t n, bool fault)
  * unseen.
  * Locking: any lock above ws->lock may be held (lockorder.h); takes it.
  */
-void uf_ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault)
+static void ws_filled(struct uf_object *obj, uint64_t first, uint64_t n, bool fault)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 
@@ -332,7 +337,7 @@ static void ws_scan_recent(struct uf_object *obj, struct uf_ws *ws)
  * Locking: no ws->lock, page_lock or lock under rmap_lock held (see
  * src/lib/lockorder.h); takes obj->rmap_lock shared and ws->lock.
  */
-void uf_ws_checkpoint(struct uf_object *obj)
+static void ws_checkpoint(struct uf_object *obj)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 
@@ -343,11 +348,11 @@ void uf_ws_checkpoint(struct uf_object *obj)
 /*
  * Pages [first, first + n) of @obj were touched (a fault served) or read
  * (pread): record those seen for the first time, after the recent
- * windows' pages touched before (uf_ws_checkpoint(); not again with
+ * windows' pages touched before (ws_checkpoint(); not again with
  * @checked, when the caller did it).
- * Locking: as uf_ws_checkpoint().
+ * Locking: as ws_checkpoint().
  */
-void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n, bool checked)
+static void ws_note(struct uf_object *obj, uint64_t first, uint64_t n, bool checked)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 	uint64_t i;
@@ -356,7 +361,7 @@ void uf_ws_note(struct uf_object *obj, uint64_t first, uint64_t n, bool checked)
 	    __atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED))
 		return;
 	if (!checked)
-		uf_ws_checkpoint(obj);
+		ws_checkpoint(obj);
 	pthread_mutex_lock(&ws->lock);
 	for (i = 0; ws->recording && !ws->serve_only && i < n; i++)
 		__ws_note_page(ws, first + i);
@@ -480,7 +485,7 @@ static void ws_watch_start(struct uf_object *obj, struct uf_ws *ws, uint64_t rec
 }
 
 /* Is readahead of @obj watched by a record now?  Locking: none. */
-bool uf_ws_watching(struct uf_object *obj)
+static bool ws_watching(struct uf_object *obj)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 
@@ -615,7 +620,7 @@ UF_EXPORT int uf_object_record_stop(struct uf_object *obj)
  * prefetch (its next turn finds no object), free the state.
  * Locking: none held; takes ws->lock, then pf->lock.
  */
-void uf_ws_release(struct uf_object *obj)
+static void ws_release(struct uf_object *obj)
 {
 	struct uf_ws *ws = __atomic_load_n(&obj->ws, __ATOMIC_ACQUIRE);
 	struct ws_out out = { .fd = -1 };
@@ -644,6 +649,7 @@ void uf_ws_release(struct uf_object *obj)
 	}
 	pthread_mutex_destroy(&ws->lock);
 	free(ws);
+	obj->observer = NULL;
 	obj->ws = NULL;
 }
 
@@ -652,7 +658,7 @@ void uf_ws_release(struct uf_object *obj)
  * parent's temporary file alone.  The prefetch belongs to the parent's
  * worker; the child's copy of it is not freed (its lock may be held).
  */
-void uf_ws_free_child(struct uf_object *obj)
+static void ws_free_child(struct uf_object *obj)
 {
 	struct uf_ws *ws = obj->ws;
 
@@ -660,5 +666,18 @@ void uf_ws_free_child(struct uf_object *obj)
 		return;
 	__ws_record_free(ws);
 	free(ws);
+	obj->observer = NULL;
 	obj->ws = NULL;
 }
+
+/* What the fills report to (observer.h): a record's and a prefetch's
+ * hooks, obj->observer from the first ws_get() on. */
+static const struct uf_fill_observer_ops ws_observer_ops = {
+	.window		= uf_ws_window,
+	.checkpoint	= ws_checkpoint,
+	.watching	= ws_watching,
+	.filled		= ws_filled,
+	.note		= ws_note,
+	.release	= ws_release,
+	.free_child	= ws_free_child,
+};

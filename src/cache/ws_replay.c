@@ -78,7 +78,7 @@ bool uf_ws_window(struct uf_object *obj, const struct uf_vma *vma, uint64_t pgof
 	*req = (struct uf_ra_req){ .first = pgoff, .n = 1, .idx = -1 };
 	if (__atomic_load_n(&ws->recording, __ATOMIC_ACQUIRE) &&
 	    !__atomic_load_n(&ws->serve_only, __ATOMIC_RELAXED))
-		/* watched: readahead's window (its pages: uf_ws_filled()) */
+		/* watched: readahead's window (its pages: ->filled) */
 		return !(__atomic_load_n(&ws->watch, __ATOMIC_ACQUIRE) && !uf_vma_remote(vma) &&
 			 !vma->nl_pgoff);
 	if (!__atomic_load_n(&ws->pf, __ATOMIC_ACQUIRE))

@@ -8,7 +8,7 @@
  *   up through the struct uf_uffd_ops of the address space it is in (the
  *   program's own: mm.c; another process's: as.c)
  *     -> fault_serve(): find the VMA and the object page (pgoff), in
- *        the address space's table (as->ops->lookup_get: vma.c, as.c)
+ *        the address space's table (as->ops->lookup_get: table.c)
  *     -> the VMA's ->fault() (or the ->nopage adapter) finds the page:
  *          returns a page         -> install_page() copies it in
  *          installed it itself    -> uf_vm_insert_page()/uf_vm_insert_pfn()

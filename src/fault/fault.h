@@ -7,6 +7,7 @@
 #define UF_FAULT_H
 
 #include "cache/cache.h"
+#include "cache/reclaim.h"
 
 /* fault.c: ->fault of the mm's engine and of a child's (as.c); between
  * faults, lifting poison markers (uf_fault_idle, uf_fault_idle_ms) */
