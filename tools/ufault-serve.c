@@ -613,7 +613,8 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n, in[0].page_size);
 	ret = uf_object_serve_uffd_huge(s->obj, c->uffd, r, (unsigned int)n,
 					&(struct uf_serve_opts){ .on_remove = super_on_remove,
-								 .arg = (void *)(uintptr_t)c->id },
+								 .arg = (void *)(uintptr_t)c->id,
+								 .tenant = (unsigned int)c->uid + 1 },
 					(size_t)in[0].page_size);
 	if (ret)
 		super_forget(c->id, false);
@@ -1101,7 +1102,8 @@ static int take_clients(struct server *s, struct super_state *sup)
 		struct super_client *h = &sup->clients[i];
 		struct uf_serve_opts o = { .removed = h->removed, .nremoved = h->nremoved,
 					   .on_remove = super_on_remove,
-					   .arg = (void *)(uintptr_t)h->id };
+					   .arg = (void *)(uintptr_t)h->id,
+					   .tenant = (unsigned int)h->uid + 1 };
 		struct client *c = calloc(1, sizeof(*c));
 		int ret = c && s->nclients < MAX_CLIENTS ? 0 : -ENOMEM;
 

@@ -15,7 +15,8 @@
  * The files: serve.c (this one: uf_object_serve_uffd*(), the regions and
  * their lifetime, the VMAs' ops, the process's events), serve_fault.c
  * (serving a fault by copy, running ahead of a 4 KiB stream),
- * serve_huge.c (hugetlbfs memory, 2 MiB pages), serve_push.c (a working
+ * serve_huge.c (hugetlbfs memory, 2 MiB pages), serve_fair.c (a tenant
+ * over its share served at a low priority), serve_push.c (a working
  * set pushed into the process); serve.h is theirs alone.
  *
  * The process is an address space of the mm (as.c): a struct uf_as whose
@@ -387,6 +388,7 @@ static int regions_make(struct uf_object *obj, const struct uf_serve_region *s, 
 		if (opts) {
 			r[i]->on_remove = opts->on_remove;
 			r[i]->arg = opts->arg;
+			r[i]->tenant = opts->tenant;
 		}
 		/* the VMA the address space copies (as.c): its ->open is
 		 * called for the copy */
