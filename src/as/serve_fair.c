@@ -34,6 +34,13 @@
 #define FAIR_WINDOW_NS	100000000ULL	/* 100 ms */
 #define FAIR_STALE	50		/* windows: a slot unused so long is free */
 #define FAIR_NICE	19
+/* A fault or window counts its time up to FAIR_CAP_NS: past that it
+ * waits (for a slow store, or for the CPU when lowered), and waiting
+ * takes nothing from anyone.  A tenant under FAIR_FLOOR_NS a window (a
+ * fifth of a CPU) is never lowered: it takes too little to matter, and
+ * lowering stops its run-ahead. */
+#define FAIR_CAP_NS	2000000ULL
+#define FAIR_FLOOR_NS	20000000ULL
 
 struct fair_slot {
 	unsigned int tenant;	/* 0: free (atomic) */
@@ -111,8 +118,9 @@ static struct fair_slot *fair_slot(unsigned int tenant, uint64_t w)
 	return free_;
 }
 
-/* Did @me take more than its share (1.25x an equal share) of the last
- * window, with another tenant served in it too? */
+/* Did @me take more than its share (1.25x an equal share, and more than
+ * FAIR_FLOOR_NS) of the last window, with another tenant served in it
+ * too? */
 static bool fair_over(const struct fair_slot *me, uint64_t w)
 {
 	uint64_t total = 0, mine = 0, v;
@@ -132,7 +140,7 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
 		if (s == me)
 			mine = v;
 	}
-	return n >= 2 && mine * n * 4 > total * 5;
+	return n >= 2 && mine > FAIR_FLOOR_NS && mine * n * 4 > total * 5;
 }
 
 /*
@@ -176,5 +184,6 @@ void serve_fair_end(struct serve_fair *f)
 		return;
 	now = fair_now();
 	fair_roll(s, now / FAIR_WINDOW_NS);
-	__atomic_add_fetch(&s->cur, now - f->t0, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->cur, now - f->t0 < FAIR_CAP_NS ? now - f->t0 : FAIR_CAP_NS,
+			   __ATOMIC_RELAXED);
 }
