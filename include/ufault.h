@@ -924,8 +924,8 @@ struct uf_serve_range {
  * @tenant: 0, or who the process belongs to (ufault-serve passes its uid
  *	plus 1).  While processes of two tenants or more are served at
  *	once, a tenant whose faults took more than 1.25x an equal share of
- *	the server's serving time over the last 100 ms, and more than a
- *	fifth of a CPU (each fault counted up to 2 ms), has its faults (and
+ *	the server's serving time over the last 25 to 50 ms, and more than
+ *	5 ms of it (each fault counted up to 2 ms), has its faults (and
  *	the copies run ahead of them) served at nice 19, and not run ahead
  *	of: the others get the CPU first.  Only where the serving threads
  *	may raise their priority back (CAP_SYS_NICE, or RLIMIT_NICE 20);

@@ -902,7 +902,8 @@ static int client_accept(struct server *s)
  * that reconnects as fast as it is refused then waits in the listen
  * queue (its connect() sleeps once the queue is full) and costs this
  * process a batch per rest, not a CPU spinning in accept(); a connection
- * of another tenant waits that long at most behind it.
+ * of another tenant waits behind the flooder's, a rest for each batch
+ * ahead of it in the queue.
  */
 static void accept_batch(struct server *s)
 {

@@ -2,8 +2,9 @@
 /*
  * Fairness between the tenants of served processes (struct uf_serve_opts'
  * @tenant; ufault-serve passes each VMM's uid): while two tenants or
- * more have had faults served in the last window, a tenant that took more
- * than its share of the handlers' time there has its faults served at the
+ * more have had faults served in the last window and this one, a tenant
+ * that took more than its share of the handlers' time there has its
+ * faults served at the
  * lowest CPU priority, and without running ahead (serve_fault()).
  *
  * Why a priority and not a queue: a tenant's process waits for each of
@@ -31,16 +32,16 @@
 #include <unistd.h>
 
 #define FAIR_SLOTS	64
-#define FAIR_WINDOW_NS	100000000ULL	/* 100 ms */
+#define FAIR_WINDOW_NS	25000000ULL	/* 25 ms: a restore may take 200 */
 #define FAIR_STALE	50		/* windows: a slot unused so long is free */
 #define FAIR_NICE	19
 /* A fault or window counts its time up to FAIR_CAP_NS: past that it
  * waits (for a slow store, or for the CPU when lowered), and waiting
- * takes nothing from anyone.  A tenant under FAIR_FLOOR_NS a window (a
- * fifth of a CPU) is never lowered: it takes too little to matter, and
- * lowering stops its run-ahead. */
+ * takes nothing from anyone.  A tenant under FAIR_FLOOR_NS in the last
+ * window and this one is never lowered: it takes too little to matter,
+ * and lowering stops its run-ahead. */
 #define FAIR_CAP_NS	2000000ULL
-#define FAIR_FLOOR_NS	20000000ULL
+#define FAIR_FLOOR_NS	(FAIR_WINDOW_NS / 5)
 
 struct fair_slot {
 	unsigned int tenant;	/* 0: free (atomic) */
@@ -119,8 +120,8 @@ static struct fair_slot *fair_slot(unsigned int tenant, uint64_t w)
 }
 
 /* Did @me take more than its share (1.25x an equal share, and more than
- * FAIR_FLOOR_NS) of the last window, with another tenant served in it
- * too? */
+ * FAIR_FLOOR_NS) of the last window and this one, with another tenant
+ * served in them too? */
 static bool fair_over(const struct fair_slot *me, uint64_t w)
 {
 	uint64_t total = 0, mine = 0, v;
@@ -132,7 +133,8 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
 		if (!__atomic_load_n(&s->tenant, __ATOMIC_RELAXED))
 			continue;
 		fair_roll(s, w);
-		v = __atomic_load_n(&s->prev, __ATOMIC_RELAXED);
+		v = __atomic_load_n(&s->prev, __ATOMIC_RELAXED) +
+		    __atomic_load_n(&s->cur, __ATOMIC_RELAXED);
 		if (!v)
 			continue;
 		total += v;
