@@ -925,9 +925,9 @@ struct uf_serve_range {
  *	plus 1).  While processes of two tenants or more are served at
  *	once, a tenant whose faults took more than 1.25x an equal share of
  *	the server's serving time over the last 25 to 50 ms, and more than
- *	5 ms of it (each fault counted up to 2 ms), has its faults (and
- *	the copies run ahead of them) served at nice 19, and not run ahead
- *	of: the others get the CPU first.  Only where the serving threads
+ *	5 ms of it (each fault or window run ahead counted up to 2 ms),
+ *	has its faults served at nice 19, and is not run ahead of: the
+ *	others get the CPU first.  Only where the serving threads
  *	may raise their priority back (CAP_SYS_NICE, or RLIMIT_NICE 20);
  *	not for hugetlbfs memory.
  */

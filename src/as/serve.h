@@ -79,7 +79,7 @@ struct serve_fair {
 	uint64_t t0;			/* ns, monotonic: the fault began */
 	bool low;			/* the thread was lowered for it */
 };
-bool serve_fair_begin(unsigned int tenant, struct serve_fair *f);
+bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower);
 void serve_fair_end(struct serve_fair *f);
 
 /* serve.c: regions and their lifetime, the VMAs' ops */

@@ -5,7 +5,8 @@
  * more have had faults served in the last window and this one, a tenant
  * that took more than its share of the handlers' time there has its
  * faults served at the
- * lowest CPU priority, and without running ahead (serve_fault()).
+ * lowest CPU priority, and without running ahead (serve_fault()); its
+ * run-ahead windows in flight are counted, and run as they are.
  *
  * Why a priority and not a queue: a tenant's process waits for each of
  * its faults, so what a hostile tenant takes from the others is the
@@ -146,11 +147,14 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
 }
 
 /*
- * A fault of @tenant (0: none) begins on this thread: lowered if its
- * tenant is over its share.  Fill *@f for serve_fair_end().  Return
- * whether it was lowered (then the fault does not run ahead).
+ * A fault of @tenant (0: none) begins on this thread: with @lower, the
+ * thread is lowered if that tenant is over its share.  Fill *@f for
+ * serve_fair_end().  Return whether the tenant is over its share (then
+ * the fault does not run ahead).  The worker's run-ahead windows are
+ * counted, never lowered: the worker is one thread for every tenant, so
+ * a window run low would hold up the others' behind it.
  */
-bool serve_fair_begin(unsigned int tenant, struct serve_fair *f)
+bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower)
 {
 	f->slot = NULL;
 	f->low = false;
@@ -160,6 +164,8 @@ bool serve_fair_begin(unsigned int tenant, struct serve_fair *f)
 	f->slot = fair_slot(tenant, f->t0 / FAIR_WINDOW_NS);
 	if (!f->slot || !fair_over(f->slot, f->t0 / FAIR_WINDOW_NS) || !fair_may_renice())
 		return false;
+	if (!lower)
+		return true;
 	if (fair_base == 100) {
 		errno = 0;
 		fair_base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));

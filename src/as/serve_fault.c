@@ -434,15 +434,14 @@ static int __ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n
 }
 
 /* ->window of the sink (above), its time counted to the process's
- * tenant, and run low when that tenant is over its share (serve_fair.c).
- * Locking: none held. */
+ * tenant (serve_fair.c).  Locking: none held. */
 static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 {
 	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 	struct serve_fair fair;
 	int ret;
 
-	serve_fair_begin(w->r->tenant, &fair);
+	serve_fair_begin(w->r->tenant, &fair, false);
 	ret = __ahead_window(w, first, n);
 	serve_fair_end(&fair);
 	return ret;
@@ -650,7 +649,7 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 	if (r->huge)
 		return serve_fault_huge(vma, fdata);
 	/* a tenant over its share: served low, and not run ahead of */
-	low = serve_fair_begin(r->tenant, &fair);
+	low = serve_fair_begin(r->tenant, &fair, true);
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */
