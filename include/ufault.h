@@ -921,12 +921,22 @@ struct uf_serve_range {
  *	object's mm with no ufault lock held, after the range reads zeros.
  *	It must not call into ufault for this mm.
  * @arg: @on_remove's first argument.
+ * @tenant: 0, or who the process belongs to (ufault-serve passes its uid
+ *	plus 1).  While processes of two tenants or more are served at
+ *	once, a tenant whose faults took more than 1.25x an equal share of
+ *	the server's serving time over the last 25 to 50 ms, and more than
+ *	5 ms of it (each fault or window run ahead counted up to 2 ms),
+ *	has its faults served at nice 19, and is not run ahead of: the
+ *	others get the CPU first.  Only where the serving threads
+ *	may raise their priority back (CAP_SYS_NICE, or RLIMIT_NICE 20);
+ *	not for hugetlbfs memory.
  */
 struct uf_serve_opts {
 	const struct uf_serve_range *removed;
 	size_t nremoved;
 	void (*on_remove)(void *arg, uint64_t start, uint64_t len);
 	void *arg;
+	unsigned int tenant;
 };
 
 /**

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: a tenant that reconnects as fast as ufault-serve refuses it (over --max-per-uid) does not fill the log: past 100 refusals in a second the rest are counted on one line, every refusal is still counted in --stats, and a VMM is served meanwhile */
+/* Description: a tenant that reconnects as fast as ufault-serve refuses it (over --max-per-uid) does not fill the log: past 20 refusals in a second the rest are counted on one line, every refusal is still counted in --stats, and a VMM is served meanwhile */
 #include "serve-test.h"
 
 #define STORM 600

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: --max-per-uid 4: uid 65534 holding 4 idle connections has its 5th closed at once (its log line names pid, uid and the limit) and a 6th that sends a userfaultfd fails closed (EPIPE before, or SIGBUS after), while root's VMM is served; once its connections close, uid 65534 is served again; a VMM whose userfaultfd asks for fork events is refused and gets SIGBUS */
+/* Description: --max-per-uid 4: uid 65534 holding 4 idle connections has its 5th closed at once (its log line names pid, uid and the limit) and a 6th that sends a userfaultfd fails closed (EPIPE before, or SIGBUS after), while root's VMM is served; once its connections close, uid 65534 is served again; a VMM whose userfaultfd asks for fork events is refused (logged with its pid, uid and why) and gets SIGBUS */
 #include "serve-test.h"
 
 #include <grp.h>
@@ -149,7 +149,10 @@ int main(void)
 	uffd = uffd_map(UFFD_FEATURE_EVENT_FORK, 0, &p, json, sizeof(json));
 	s = send_uffd(srv.sock, json, uffd);
 	CHECK(s >= 0, "fork events: refused before the handshake");
-	ut_server_log_wait(&srv, "fork events");
+	/* logged with its pid, uid and the reason */
+	snprintf(want, sizeof(want), "client pid %d uid 0: refused: a userfaultfd with fork events",
+		 (int)getpid());
+	ut_server_log_wait(&srv, want);
 	CHECK(ut_read(p + 5 * 4096, &v, &f) == SIGBUS, "fork events: read %u, signal %d", v, f.sig);
 	return UT_PASS;
 }

@@ -51,7 +51,11 @@
 #define HUGE_PAGE	(2ULL << 20)	/* hugetlbfs guests: "huge_pages": "2M" */
 #define UFFD_FEATURE_EVENT_FORK_	0x2	/* <linux/userfaultfd.h> */
 #define ACCEPT_RETRY_MS	1000	/* accept() out of fds: tried again after */
-#define STORM_BURST	100	/* refusals at accept a second, logged each */
+#define STORM_BURST	20	/* refusals a second, logged each */
+#define ACCEPT_BATCH	128	/* accepts per wake: the listen queue (64) and more */
+#define ACCEPT_REST_MS	20	/* in a refusal storm: the listener rests so long
+				   after each batch that refused one */
+#define CONNECT_BURST	20	/* "connected" lines a second, logged each */
 
 struct client {
 	int fd;
@@ -71,6 +75,13 @@ struct client {
 	bool quiet;		/* refused in a storm: counted, not logged */
 	uint64_t deadline;	/* ms, monotonic: the handshake's end */
 	char why[128];		/* refused: why */
+};
+
+/* Things counted a second at a time, to log past a burst on one line. */
+struct burst {
+	uint64_t start;		/* ms, monotonic: this second began */
+	unsigned int n;		/* in it */
+	unsigned int prev;	/* in the second before it */
 };
 
 struct server {
@@ -104,8 +115,10 @@ struct server {
 	bool accept_off;	/* not accepting: out of fds, or of slots */
 	bool accept_logged;	/* ... and logged (till one is accepted) */
 	uint64_t emfile_at;	/* ms: out of fds logged then (once a second) */
-	uint64_t storm_start;	/* ms: this second of refusals at accept */
-	unsigned int storm_n;	/* refusals at accept in it */
+	struct burst storm;	/* refusals, a second at a time */
+	uint64_t accept_rest;	/* ms, monotonic: in a storm, the listener
+				   rests till then */
+	struct burst conns;	/* connections accepted, a second at a time */
 	uint64_t accept_retry;	/* ms, monotonic: out of fds, try then */
 };
 
@@ -589,7 +602,8 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	c->id = super_adopt(c->fd, c->uffd, c->pid, c->uid, r, (unsigned int)n, in[0].page_size);
 	ret = uf_object_serve_uffd_huge(s->obj, c->uffd, r, (unsigned int)n,
 					&(struct uf_serve_opts){ .on_remove = super_on_remove,
-								 .arg = (void *)(uintptr_t)c->id },
+								 .arg = (void *)(uintptr_t)c->id,
+								 .tenant = (unsigned int)c->uid + 1 },
 					(size_t)in[0].page_size);
 	if (ret)
 		super_forget(c->id, false);
@@ -716,39 +730,64 @@ static bool peer_allowed(const struct server *s, int fd, const struct ucred *cre
 	return false;
 }
 
-/* The second of a refusal storm is over: its line.  Return the ms till
- * it is (-1: no storm). */
-static int storm_flush(struct server *s, uint64_t now)
+/* A second of @b is over at @now: its line, if more than @max came; a
+ * new second begins. */
+static void burst_roll(struct burst *b, uint64_t now, unsigned int max, const char *what)
 {
-	if (s->storm_n <= STORM_BURST)
+	if (b->n > max)
+		logf_("%u more %s, not logged one by one", b->n - max, what);
+	b->prev = now - b->start < 2000 ? b->n : 0;
+	b->start = now;
+	b->n = 0;
+}
+
+/* The second of a burst past @max is over: its line.  Return the ms till
+ * it is (-1: no burst). */
+static int burst_flush(struct burst *b, uint64_t now, unsigned int max, const char *what)
+{
+	if (b->n <= max)
 		return -1;
-	if (now - s->storm_start < 1000)
-		return (int)(s->storm_start + 1000 - now);
-	logf_("%u more connections refused in a second (uid not allowed or over --max-per-uid), "
-	      "not logged one by one", s->storm_n - STORM_BURST);
-	s->storm_n = 0;
+	if (now - b->start < 1000)
+		return (int)(b->start + 1000 - now);
+	burst_roll(b, now, max, what);
 	return -1;
 }
 
+/* One more of @b at @now: return true past @max this second (counted,
+ * logged on the second's line, not on its own). */
+static bool burst_note(struct burst *b, uint64_t now, unsigned int max, const char *what)
+{
+	if (now - b->start >= 1000)
+		burst_roll(b, now, max, what);
+	return ++b->n > max;
+}
+
+#define STORM_WHAT	"connections refused in a second (not allowed, over --max-per-uid, no " \
+			"slot, or no handshake in time)"
+#define CONNECT_WHAT	"connections accepted in a second"
+
 /*
- * A refusal at accept (a uid not allowed, over --max-per-uid, or past a
- * full table).  A tenant that reconnects as fast as it is refused would
- * fill the log: past STORM_BURST refusals in a second, the rest of that
- * second's are counted and logged as one line.  (The listener does not rest: the
- * connections queued behind the flooder's are other tenants'.)  Return
- * true: refuse quietly.
+ * A refusal (a uid not allowed, over --max-per-uid, past a full table,
+ * or a handshake timed out).  A tenant that reconnects as fast as it is
+ * refused would fill the log: past STORM_BURST refusals in a second, the
+ * rest of that second's are counted and logged as one line (and every
+ * one in --stats).  Return true: refuse quietly.
  */
 static bool storm_note(struct server *s, uint64_t now)
 {
-	if (now - s->storm_start >= 1000) {
-		storm_flush(s, now);
-		s->storm_start = now;
-		s->storm_n = 0;
-	}
-	return ++s->storm_n > STORM_BURST;
+	return burst_note(&s->storm, now, STORM_BURST, STORM_WHAT);
 }
 
-static void client_accept(struct server *s)
+/* In a refusal storm (this second, or the one before it)? */
+static bool in_storm(const struct server *s, uint64_t now)
+{
+	return s->storm.n > STORM_BURST ||
+	       (s->storm.prev > STORM_BURST && now - s->storm.start < 1000);
+}
+
+/* Accept one connection: 0 (in its handshake now), 1 (refused), or -1
+ * (none: the queue is empty, or out of fds). */
+static int client_accept(struct server *s)
 {
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
@@ -774,7 +813,7 @@ static void client_accept(struct server *s)
 			s->accept_off = true;
 			s->accept_retry = now + ACCEPT_RETRY_MS;
 		}
-		return;
+		return -1;
 	}
 	if (s->accept_logged)
 		logf_("accepting again (%u clients)", s->nclients);
@@ -782,7 +821,7 @@ static void client_accept(struct server *s)
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
 		logf_("a client: SO_PEERCRED: %s; connection closed", strerror(errno));
 		close(fd);
-		return;
+		return 1;
 	}
 	if (s->nclients == TABLE_SIZE || !(c = calloc(1, sizeof(*c)))) {
 		/* (no slot even to hold it: a handshake already sent is
@@ -794,7 +833,7 @@ static void client_accept(struct server *s)
 			      "refused and held); connection closed", (int)cred.pid,
 			      (unsigned)cred.uid, s->nclients, s->nheld_now);
 		close(fd);
-		return;
+		return 1;
 	}
 	n = uid_count(s, cred.uid, false);
 	c->fd = fd;
@@ -810,14 +849,14 @@ static void client_accept(struct server *s)
 		c->quiet = storm_note(s, now_ms());
 		uf_object_serve_client(s->obj, fd, -EAGAIN);	/* a ufault client is told */
 		client_refuse(s, s->nclients - 1, why);
-		return;
+		return 1;
 	}
 	if (n >= s->max_per_uid) {
 		snprintf(why, sizeof(why), "uid %u has %u connections already (--max-per-uid)",
 			 (unsigned)cred.uid, n);
 		c->quiet = storm_note(s, now_ms());
 		client_refuse(s, s->nclients - 1, why);
-		return;
+		return 1;
 	}
 	if (!peer_allowed(s, fd, &cred)) {
 		c->quiet = storm_note(s, now_ms());
@@ -825,9 +864,38 @@ static void client_accept(struct server *s)
 		snprintf(why, sizeof(why), "not allowed (uid %u gid %u: neither root, this user, "
 			 "--allow-uid nor --allow-gid)", (unsigned)cred.uid, (unsigned)cred.gid);
 		client_refuse(s, s->nclients - 1, why);
-		return;
+		return 1;
 	}
-	logf_("client pid %d uid %u connected", (int)c->pid, (unsigned)c->uid);
+	if (!burst_note(&s->conns, now_ms(), CONNECT_BURST, CONNECT_WHAT))
+		logf_("client pid %d uid %u connected", (int)c->pid, (unsigned)c->uid);
+	return 0;
+}
+
+/*
+ * The listener is readable: accept what its queue holds (ACCEPT_BATCH
+ * at most), one poll() for them all.  In a refusal storm a batch that
+ * refused a connection rests the listener for ACCEPT_REST_MS: a tenant
+ * that reconnects as fast as it is refused then waits in the listen
+ * queue (its connect() sleeps once the queue is full) and costs this
+ * process a batch per rest, not a CPU spinning in accept(); a connection
+ * of another tenant waits behind the flooder's, a rest for each batch
+ * ahead of it in the queue.
+ */
+static void accept_batch(struct server *s)
+{
+	bool refused = false;
+	uint64_t now;
+	int k, r;
+
+	for (k = 0; k < ACCEPT_BATCH && s->lfd >= 0 && !s->accept_off; k++) {
+		r = client_accept(s);
+		if (r < 0)
+			break;
+		refused |= r > 0;
+	}
+	now = now_ms();
+	if (refused && in_storm(s, now))
+		s->accept_rest = now + ACCEPT_REST_MS;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1011,7 +1079,8 @@ static int take_clients(struct server *s, struct super_state *sup)
 		struct super_client *h = &sup->clients[i];
 		struct uf_serve_opts o = { .removed = h->removed, .nremoved = h->nremoved,
 					   .on_remove = super_on_remove,
-					   .arg = (void *)(uintptr_t)h->id };
+					   .arg = (void *)(uintptr_t)h->id,
+					   .tenant = (unsigned int)h->uid + 1 };
 		struct client *c = calloc(1, sizeof(*c));
 		int ret = c && s->nclients < MAX_CLIENTS ? 0 : -ENOMEM;
 
@@ -1148,15 +1217,16 @@ static bool on_signal(struct server *s)
 }
 
 /* The listener is polled unless accept() ran out of fds (retried after
- * ACCEPT_RETRY_MS, or at once when a client goes).  A full table does not
- * stop it: each new connection is answered (client_accept). */
+ * ACCEPT_RETRY_MS, or at once when a client goes), or rests in a refusal
+ * storm (accept_batch).  A full table does not stop it: each new
+ * connection is answered (client_accept). */
 static bool accepting(struct server *s, uint64_t now)
 {
 	if (s->lfd < 0)
 		return false;
 	if (s->accept_off && now >= s->accept_retry)
 		s->accept_off = false;
-	return !s->accept_off;
+	return !s->accept_off && now >= s->accept_rest;
 }
 
 /* Handshakes past their deadline are refused (failed closed if their
@@ -1176,6 +1246,7 @@ static int handshake_timeouts(struct server *s, uint64_t now)
 			continue;
 		if (c->deadline <= now) {
 			s->ntimeouts++;
+			c->quiet = storm_note(s, now);
 			client_refuse(s, i, why);
 		} else if (c->deadline < next) {
 			next = c->deadline;
@@ -1237,9 +1308,16 @@ static int loop_timeout(struct server *s, uint64_t now, uint64_t *next_stats)
 
 	if (u >= 0)
 		t = t < 0 || u < t ? u : t;
-	u = storm_flush(s, now);
+	u = burst_flush(&s->storm, now, STORM_BURST, STORM_WHAT);
 	if (u >= 0)
 		t = t < 0 || u < t ? u : t;
+	u = burst_flush(&s->conns, now, CONNECT_BURST, CONNECT_WHAT);
+	if (u >= 0)
+		t = t < 0 || u < t ? u : t;
+	if (s->accept_rest > now && !s->accept_off) {
+		u = (int)(s->accept_rest - now);
+		t = t < 0 || u < t ? u : t;
+	}
 
 	if (s->stats_s) {
 		if (now >= *next_stats) {
@@ -1294,7 +1372,7 @@ static void serve_loop(struct server *s)
 			if (pfd[2 + i].revents)
 				client_read(s, i);
 		if (pfd[1].revents && s->lfd >= 0)
-			client_accept(s);
+			accept_batch(s);
 	}
 	logf_("every client has gone: exiting");
 }

@@ -15,7 +15,8 @@
  * The files: serve.c (this one: uf_object_serve_uffd*(), the regions and
  * their lifetime, the VMAs' ops, the process's events), serve_fault.c
  * (serving a fault by copy, running ahead of a 4 KiB stream),
- * serve_huge.c (hugetlbfs memory, 2 MiB pages), serve_push.c (a working
+ * serve_huge.c (hugetlbfs memory, 2 MiB pages), serve_fair.c (a tenant
+ * over its share served at a low priority), serve_push.c (a working
  * set pushed into the process); serve.h is theirs alone.
  *
  * The process is an address space of the mm (as.c): a struct uf_as whose
@@ -391,6 +392,7 @@ static int regions_make(struct uf_object *obj, const struct uf_serve_region *s, 
 		if (opts) {
 			r[i]->on_remove = opts->on_remove;
 			r[i]->arg = opts->arg;
+			r[i]->tenant = opts->tenant;
 		}
 		/* the VMA the address space copies (as.c): its ->open is
 		 * called for the copy */
@@ -466,16 +468,33 @@ out:
 	return ret;
 }
 
-UF_EXPORT int uf_object_serve_uffd_opts(struct uf_object *obj, int uffd,
-					const struct uf_serve_region *regions, unsigned int n,
-					const struct uf_serve_opts *opts)
+/*
+ * uf_object_serve_uffd_opts() and uf_object_serve_uffd_huge() are
+ * versioned: UFAULT_0.9's read struct uf_serve_opts' @tenant; the first
+ * ones (UFAULT_0.4, UFAULT_0.7; below), bound to programs built before
+ * the struct had it, read the four members those programs' structs have.
+ */
+__asm__(".symver uf_object_serve_uffd_opts_0_9, uf_object_serve_uffd_opts@@UFAULT_0.9");
+__asm__(".symver uf_object_serve_uffd_opts_0_4, uf_object_serve_uffd_opts@UFAULT_0.4");
+__asm__(".symver uf_object_serve_uffd_huge_0_9, uf_object_serve_uffd_huge@@UFAULT_0.9");
+__asm__(".symver uf_object_serve_uffd_huge_0_7, uf_object_serve_uffd_huge@UFAULT_0.7");
+
+UF_EXPORT int uf_object_serve_uffd_opts_0_9(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct uf_serve_opts *opts);
+UF_EXPORT int uf_object_serve_uffd_opts_0_9(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct uf_serve_opts *opts)
 {
 	return serve_uffd(obj, uffd, regions, n, opts, false);
 }
 
-UF_EXPORT int uf_object_serve_uffd_huge(struct uf_object *obj, int uffd,
-					const struct uf_serve_region *regions, unsigned int n,
-					const struct uf_serve_opts *opts, size_t page_size)
+UF_EXPORT int uf_object_serve_uffd_huge_0_9(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct uf_serve_opts *opts, size_t page_size);
+UF_EXPORT int uf_object_serve_uffd_huge_0_9(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct uf_serve_opts *opts, size_t page_size)
 {
 	unsigned int i;
 
@@ -492,4 +511,47 @@ UF_EXPORT int uf_object_serve_uffd_huge(struct uf_object *obj, int uffd,
 		if ((opts->removed[i].start | opts->removed[i].len) & (UF_HUGE_SIZE - 1))
 			return -EINVAL;
 	return serve_uffd(obj, uffd, regions, n, opts, true);
+}
+
+/* struct uf_serve_opts before @tenant (UFAULT_0.4 to 0.8) */
+struct serve_opts_0_4 {
+	const struct uf_serve_range *removed;
+	size_t nremoved;
+	void (*on_remove)(void *arg, uint64_t start, uint64_t len);
+	void *arg;
+};
+
+static const struct uf_serve_opts *opts_0_4(const struct serve_opts_0_4 *old,
+					    struct uf_serve_opts *o)
+{
+	if (!old)
+		return NULL;
+	*o = (struct uf_serve_opts){ .removed = old->removed, .nremoved = old->nremoved,
+				     .on_remove = old->on_remove, .arg = old->arg };
+	return o;
+}
+
+UF_EXPORT int uf_object_serve_uffd_opts_0_4(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct serve_opts_0_4 *opts);
+UF_EXPORT int uf_object_serve_uffd_opts_0_4(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct serve_opts_0_4 *opts)
+{
+	struct uf_serve_opts o;
+
+	return uf_object_serve_uffd_opts_0_9(obj, uffd, regions, n, opts_0_4(opts, &o));
+}
+
+UF_EXPORT int uf_object_serve_uffd_huge_0_7(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct serve_opts_0_4 *opts, size_t page_size);
+UF_EXPORT int uf_object_serve_uffd_huge_0_7(struct uf_object *obj, int uffd,
+					    const struct uf_serve_region *regions, unsigned int n,
+					    const struct serve_opts_0_4 *opts, size_t page_size)
+{
+	struct uf_serve_opts o;
+
+	return uf_object_serve_uffd_huge_0_9(obj, uffd, regions, n, opts_0_4(opts, &o),
+					     page_size);
 }

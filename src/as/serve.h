@@ -2,8 +2,8 @@
 /*
  * Private to the files serving another process's memory: serve.c (the
  * regions, uf_object_serve_uffd*()), serve_fault.c (a fault, running
- * ahead), serve_huge.c (hugetlbfs memory), serve_push.c (the working set
- * pushed).
+ * ahead), serve_huge.c (hugetlbfs memory), serve_fair.c (tenants over
+ * their share served low), serve_push.c (the working set pushed).
  */
 #ifndef UF_AS_SERVE_H
 #define UF_AS_SERVE_H
@@ -47,6 +47,7 @@ struct serve_region {
 	unsigned long *hbusy, *hdone;
 	uint32_t hgen;			/* a futex: bumped when a delivery ends */
 	int hwaiters;			/* faults waiting on it (atomic) */
+	unsigned int tenant;		/* struct uf_serve_opts' (serve_fair.c) */
 };
 
 /*
@@ -77,6 +78,15 @@ struct serve_ahead_work {
 	uint64_t first, n, cut;
 	unsigned long *done;
 };
+
+/* serve_fair.c: a fault of a tenant over its share is served low */
+struct serve_fair {
+	void *slot;			/* the tenant's, or NULL */
+	uint64_t t0;			/* ns, monotonic: the fault began */
+	bool low;			/* the thread was lowered for it */
+};
+bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower);
+void serve_fair_end(struct serve_fair *f);
 
 /* serve.c: regions and their lifetime, the VMAs' ops */
 bool region_removed(struct serve_region *r, uint64_t pg);

@@ -384,16 +384,15 @@ static void ahead_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 }
 
 /*
- * ->window of the sink: fill object pages [first, first + n) of @w's
+ * The window of the sink: fill object pages [first, first + n) of @w's
  * region, copying them on into the VMAs of the region that show them as
  * they enter the cache; then copy those the cache had, or the fill could
  * not copy.  All but the first page (the marker).  Return 0, or -ESRCH
  * when the process is gone.
  * Locking: none held.
  */
-static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
+static int __ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 {
-	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 	struct ahead_fill sink = { .sink = { .obj = w->obj, .fn = ahead_fill_fn }, .w = w };
 	struct uf_object *obj = w->obj;
 	struct uf_mm *mm = obj->mm;
@@ -432,6 +431,20 @@ static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
 	}
 	return ret == -ESRCH ? ret : 0;
+}
+
+/* ->window of the sink (above), its time counted to the process's
+ * tenant (serve_fair.c).  Locking: none held. */
+static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
+{
+	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
+	struct serve_fair fair;
+	int ret;
+
+	serve_fair_begin(w->r->tenant, &fair, false);
+	ret = __ahead_window(w, first, n);
+	serve_fair_end(&fair);
+	return ret;
 }
 
 /* ->release of the sink.  No lock held. */
@@ -628,12 +641,15 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 		.sink = { .sink = { .obj = vma->obj, .fn = serve_sink_fn }, .vma = vma, .r = r,
 			  .pg = pg, .end = pg },
 	};
-	bool streamed, again = true;
+	bool streamed, again = true, low;
+	struct serve_fair fair;
 	int ret = 0, tries;
 
 	uf_huge_busy(vma->mm);		/* a restore: the collapses wait */
 	if (r->huge)
 		return serve_fault_huge(vma, fdata);
+	/* a tenant over its share: served low, and not run ahead of */
+	low = serve_fair_begin(r->tenant, &fair, true);
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */
@@ -658,7 +674,7 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 	 * ended: of one that went on from a window of its own, grown to half
 	 * the largest at least (as the kernel's readahead ramps up: a short
 	 * run readahead took for a stream is not worth windows more) */
-	if (!ret && (c.ahead != UF_RA_NO ||
+	if (!ret && !low && (c.ahead != UF_RA_NO ||
 		     (streamed && !r->set && vma->mm->worker && !vma->nl_pgoff &&
 		      c.end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
 		ahead_kick(vma, r, pg, c.end, c.ahead == UF_RA_NO, c.ahead == UF_RA_NEXT);
@@ -676,5 +692,6 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 		serve_sigbus(vma, fdata, ret, c.fill_failed);
 	else
 		fdata->type = c.major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
+	serve_fair_end(&fair);
 	return NULL;
 }

@@ -1301,6 +1301,11 @@ static int srv_start(struct sv *s, struct sv_srv *v)
 			return 0;
 		}
 		if (waitpid(v->pid, NULL, WNOHANG) == v->pid) {
+			/* what it said last, to tell why */
+			char *last = n > 1 ? memrchr(buf, '\n', (size_t)n - 1) : NULL;
+
+			fprintf(stderr, "ufault-bench: ufault-serve exited at its start: %s",
+				last ? last + 1 : n > 0 ? buf : "(nothing logged)\n");
 			v->pid = 0;
 			return -EPROTO;
 		}

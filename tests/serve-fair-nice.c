@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+/* Description: ufault-serve serves a tenant over its share at nice 19: uid 65534's VMMs faulting alone never lower a server thread (0 of 3000 looks at the server's threads), and beside a root VMM faulting slowly, a server thread is seen at nice 19; the root VMM reads SOURCE's bytes throughout */
+#include "serve-test.h"
+
+#include <grp.h>
+#include <sys/stat.h>
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+#define LEN	(16u << 20)
+#define LOOKS	3000
+
+/* VMMs one after another, each touching every page of LEN in order
+ * (@pace_us between pages) and checking the bytes; never returns. */
+static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_us)
+{
+	for (;;) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			struct uffdio_api api = { .api = UFFD_API };
+			struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+			int uffd = (int)syscall(SYS_userfaultfd,
+						O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+			char *p = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			char json[256];
+			size_t i;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (uffd < 0 || p == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api))
+				_exit(3);
+			reg.range = (struct uffdio_range){ (unsigned long)p, LEN };
+			if (ioctl(uffd, UFFDIO_REGISTER, &reg))
+				_exit(3);
+			snprintf(json, sizeof(json),
+				 "[{\"base_host_virt_addr\":%lu,\"size\":%u,\"offset\":0,"
+				 "\"page_size\":4096}]", (unsigned long)p, LEN);
+			ut_send_handshake(sock, json, strlen(json), uffd);
+			for (i = 0; i < LEN; i += 4096) {
+				if ((unsigned char)p[i] != ut_pattern(i))
+					_exit(4);
+				if (pace_us)
+					usleep(pace_us);
+			}
+			_exit(0);
+		}
+		if (pid > 0) {
+			int st;
+
+			waitpid(pid, &st, 0);
+			if (!WIFEXITED(st) || WEXITSTATUS(st))
+				_exit(5);	/* wrong bytes, or SIGBUS */
+		}
+	}
+}
+
+/* A child running vmms(), as @uid. */
+static pid_t start(const char *sock, uid_t uid, unsigned int pace_us)
+{
+	pid_t pid = fork();
+
+	CHECK(pid >= 0, "fork");
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+		_exit(2);
+	prctl(PR_SET_DUMPABLE, 1);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	vmms(sock, pace_us);
+}
+
+/* Is a thread of @pid at nice 19 now? */
+static bool lowered(pid_t pid)
+{
+	char path[320], buf[512], *p;
+	struct dirent *e;
+	bool low = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	CHECK(d, "%s: %s", path, strerror(errno));
+	while (!low && (e = readdir(d))) {
+		int fd, nice = 0;
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		/* after the comm's ')': state is field 3, nice field 19 */
+		p = strrchr(buf, ')');
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+					"%*d %d", &nice) == 1 && nice == 19)
+			low = true;
+	}
+	closedir(d);
+	return low;
+}
+
+static void alive(pid_t pid, const char *who)
+{
+	int st;
+
+	CHECK(waitpid(pid, &st, WNOHANG) == 0, "%s's VMMs: status %#x", who, st);
+}
+
+int main(void)
+{
+	static const char *const opts[] = { "--allow-uid", "65534", "--threads", "2", NULL };
+	struct ut_server srv;
+	pid_t hostile, honest;
+	int i, seen = 0;
+
+	ut_watchdog(120);
+	if (geteuid() != 0) {
+		fprintf(stderr, "not root: the tenant is another uid\n");
+		return UT_SKIP;
+	}
+	ut_server_start(&srv, LEN, opts);
+	CHECK(chmod(srv.dir, 0711) == 0, "chmod: %s", strerror(errno));
+	hostile = start(srv.sock, 65534, 0);
+	ut_server_log_wait(&srv, "served, 1 region");
+	for (i = 0; i < LOOKS; i++) {
+		seen += lowered(srv.pid);
+		if (i % 100 == 0)
+			alive(hostile, "uid 65534");
+	}
+	fprintf(stderr, "one tenant: lowered in %d of %d looks\n", seen, LOOKS);
+	CHECK(seen == 0, "a thread at nice 19 with one tenant (%d looks of %d)", seen, LOOKS);
+
+	honest = start(srv.sock, 0, 200);
+	for (i = 0; !seen && i < 50 * LOOKS; i++) {
+		seen += lowered(srv.pid);
+		if (i % 100 == 0) {
+			alive(hostile, "uid 65534");
+			alive(honest, "root");
+		}
+	}
+	fprintf(stderr, "two tenants: lowered after %d looks\n", i);
+	CHECK(seen, "no server thread at nice 19 in %d looks with two tenants", i);
+	alive(honest, "root");
+	kill(hostile, SIGKILL);
+	kill(honest, SIGKILL);
+	waitpid(hostile, NULL, 0);
+	waitpid(honest, NULL, 0);
+	printf("pass: a server thread lowered beside another tenant only\n");
+	return UT_PASS;
+}
