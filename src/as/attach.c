@@ -451,16 +451,100 @@ static void *att_watcher(void *arg)
 	}
 }
 
+/* A new client state for @socket_path, not connected; NULL without
+ * memory (*err -ENOMEM) or for a path too long (*err -ENAMETOOLONG). */
+static struct uf_attach *att_alloc(const char *socket_path, int acc, int *err)
+{
+	struct uf_attach *a;
+
+	*err = -ENAMETOOLONG;
+	if (strlen(socket_path) >= sizeof(a->sa.sun_path))
+		return NULL;
+	*err = -ENOMEM;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->sa.sun_family = AF_UNIX;
+	strcpy(a->sa.sun_path, socket_path);
+	a->oflags = (uint32_t)acc;
+	a->sock = a->uffd = a->stopfd = -1;
+	pthread_mutex_init(&a->lock, NULL);
+	uf_lockdep_class(&a->lock, UF_LK_ATTACH);
+	pthread_cond_init(&a->cond, NULL);
+	return a;
+}
+
+/* Give back what att_alloc() and the steps after it made. */
+static void att_free_state(struct uf_attach *a)
+{
+	if (a->stopfd >= 0)
+		close(a->stopfd);
+	if (a->uffd >= 0)
+		close(a->uffd);
+	if (a->sock >= 0)
+		close(a->sock);
+	pthread_cond_destroy(&a->cond);
+	pthread_mutex_destroy(&a->lock);
+	free(a);
+}
+
+/* Connect, say hello, and take the cache's memfd (*memfdp): 0 or -errno. */
+static int att_connect(struct uf_attach *a, int *memfdp)
+{
+	struct timeval tv = { .tv_sec = ATT_HELLO_TIMEOUT_S };
+	uint32_t flags = 0;
+	struct stat st;
+	int ret;
+
+	a->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (a->sock < 0)
+		return -errno;
+	if (connect(a->sock, (struct sockaddr *)&a->sa, sizeof(a->sa)) < 0)
+		return -errno;
+	/* a socket that never answers is not a server: bounded wait */
+	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ret = att_hello(a->sock, a->oflags, memfdp, &flags);
+	if (ret)
+		return ret;
+	tv.tv_sec = 0;
+	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	a->server_readonly = flags & ATT_READONLY;
+	a->copy = flags & ATT_COPY;
+	if (fstat(*memfdp, &st) < 0)
+		return -errno;
+	a->cache_dev = st.st_dev;
+	a->cache_ino = st.st_ino;
+	return 0;
+}
+
+/* The fd the server reads our faults from, handed to it, and the
+ * watcher's stop fd: 0 or -errno. */
+static int att_uffd(struct uf_attach *a)
+{
+	uint64_t got;
+	int ret;
+
+	ret = uf_uffd_new_fd(UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EVENT_UNMAP |
+			     UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |
+			     UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_POISON, &got);
+	if (ret < 0)
+		return ret;
+	a->uffd = ret;
+	if (!(got & UFFD_FEATURE_MISSING_SHMEM))
+		return -EOPNOTSUPP;
+	ret = att_send_uffd(a, a->sock, got);
+	if (ret)
+		return ret;
+	a->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return a->stopfd < 0 ? -errno : 0;
+}
+
 UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int oflags,
 			       struct uf_object **objp)
 {
-	struct timeval tv = { .tv_sec = ATT_HELLO_TIMEOUT_S };
-	struct uf_attach *a;
-	struct uf_object *obj;
-	struct stat st;
-	uint32_t flags = 0;
-	uint64_t got;
 	int acc = oflags & O_ACCMODE, ret, memfd = -1;
+	struct uf_object *obj;
+	struct uf_attach *a;
 
 	if (!mm || !socket_path || !objp || (oflags & ~O_ACCMODE) ||
 	    (acc != O_RDONLY && acc != O_RDWR))
@@ -469,70 +553,15 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 		return -ECHILD;
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -EINVAL;
-	a = calloc(1, sizeof(*a));
+	a = att_alloc(socket_path, acc, &ret);
+	if (!a)
+		return ret;
 	obj = calloc(1, sizeof(*obj));
-	if (!a || !obj) {
-		free(a);
-		free(obj);
-		return -ENOMEM;
-	}
-	a->sa.sun_family = AF_UNIX;
-	if (strlen(socket_path) >= sizeof(a->sa.sun_path)) {
-		free(a);
-		free(obj);
-		return -ENAMETOOLONG;
-	}
-	strcpy(a->sa.sun_path, socket_path);
-	a->oflags = (uint32_t)acc;
-	a->uffd = a->stopfd = -1;
-	pthread_mutex_init(&a->lock, NULL);
-	uf_lockdep_class(&a->lock, UF_LK_ATTACH);
-	pthread_cond_init(&a->cond, NULL);
-	a->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (a->sock < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	if (connect(a->sock, (struct sockaddr *)&a->sa, sizeof(a->sa)) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	/* a socket that never answers is not a server: bounded wait */
-	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	ret = att_hello(a->sock, a->oflags, &memfd, &flags);
+	ret = obj ? att_connect(a, &memfd) : -ENOMEM;
+	if (!ret)
+		ret = att_uffd(a);
 	if (ret)
 		goto fail;
-	tv.tv_sec = 0;
-	setsockopt(a->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	a->server_readonly = flags & ATT_READONLY;
-	a->copy = flags & ATT_COPY;
-	if (fstat(memfd, &st) < 0) {
-		ret = -errno;
-		goto fail;
-	}
-	a->cache_dev = st.st_dev;
-	a->cache_ino = st.st_ino;
-
-	/* the fd the server reads our faults from */
-	ret = uf_uffd_new_fd(UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EVENT_UNMAP |
-			     UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |
-			     UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_POISON, &got);
-	if (ret < 0)
-		goto fail;
-	a->uffd = ret;
-	if (!(got & UFFD_FEATURE_MISSING_SHMEM)) {
-		ret = -EOPNOTSUPP;
-		goto fail;
-	}
-	ret = att_send_uffd(a, a->sock, got);
-	if (ret)
-		goto fail;
-
-	a->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (a->stopfd < 0) {
-		ret = -errno;
-		goto fail;
-	}
 	obj->mm = mm;
 	obj->pid = mm->pid;
 	obj->refs = 1;
@@ -545,7 +574,6 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 	ret = -pthread_create(&a->watcher, NULL, att_watcher, a);
 	if (ret)
 		goto fail;
-	memfd = -1;
 	__atomic_add_fetch(&mm->refs, 1, __ATOMIC_RELAXED);	/* the object's */
 	pthread_mutex_lock(&mm->attach_lock);
 	a->next = mm->attached;
@@ -555,17 +583,9 @@ UF_EXPORT int uf_object_attach(struct uf_mm *mm, const char *socket_path, int of
 	*objp = obj;
 	return 0;
 fail:
-	if (a->stopfd >= 0)
-		close(a->stopfd);
-	if (a->uffd >= 0)
-		close(a->uffd);
-	if (a->sock >= 0)
-		close(a->sock);
 	if (memfd >= 0)
 		close(memfd);
-	pthread_cond_destroy(&a->cond);
-	pthread_mutex_destroy(&a->lock);
-	free(a);
+	att_free_state(a);
 	free(obj);
 	return ret;
 }

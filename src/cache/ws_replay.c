@@ -430,13 +430,60 @@ static void *pf_thread(void *arg)
 
 /* Locking: takes ws->lock, pf->lock and the worker's queue lock inside
  * it; reads the file with no lock held. */
+/* A prefetch of @runs (@nruns of them, and @sorted by page) into @obj,
+ * with *@nfill fillers besides the caller; NULL without memory. */
+static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs, size_t nruns,
+				  struct uf_ws_run *sorted, size_t *nfill)
+{
+	bool readv = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) != NULL;
+	struct ws_prefetch *pf = calloc(1, sizeof(*pf));
+
+	if (!pf)
+		return NULL;
+	pf->sorted = sorted;
+	pthread_mutex_init(&pf->lock, NULL);
+	uf_lockdep_class(&pf->lock, UF_LK_PREFETCH);
+	pthread_cond_init(&pf->idle, NULL);
+	pf->work.fn = pf_work_fn;
+	pf->mm = obj->mm;
+	*nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS :
+		 readv ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
+	pf->refs = 2 + (int)*nfill;	/* ws->pf's, the fillers', the caller's */
+	pf->fillers = *nfill + 1;	/* the caller fills the head */
+	pf->obj = obj;
+	pf->runs = runs;
+	pf->nruns = nruns;
+	pf->batch = PF_BATCH_FIRST;
+	pf->batch_max = readv ? UF_READV_PAGES : PF_BATCH_LOCAL;
+	return pf;
+}
+
+/* The fillers past the worker (@nfill in all): threads of their own. */
+static void pf_start_fillers(struct ws_prefetch *pf, size_t nfill)
+{
+	size_t i;
+
+	for (i = 1; i < nfill; i++) {
+		pthread_attr_t attr;
+		pthread_t t;
+		int err;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		err = pthread_create(&t, &attr, pf_thread, pf);
+		pthread_attr_destroy(&attr);
+		if (err)
+			pf_filler_end(pf);	/* the worker fills alone */
+	}
+}
+
 UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 {
 	struct ws_version rec = { 0 }, now;
-	struct ws_prefetch *pf;
+	struct ws_prefetch *pf = NULL;
 	struct uf_ws_run *runs = NULL, *sorted = NULL;
 	struct uf_ws *ws;
-	size_t nruns = 0, i, nfill, hnpc = 0;
+	size_t nruns = 0, nfill = 0, hnpc = 0;
 	uint64_t hn = 0, hinflight = 0;
 	struct uf_ws_run hpc[UF_READV_PAGES];
 	struct uf_object *hobj;
@@ -455,31 +502,13 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	if (!ret && !same_version(&rec, &now))
 		ret = -ESTALE;
 	ws = ret ? NULL : ws_get(obj);
-	pf = ret || !ws ? NULL : calloc(1, sizeof(*pf));
-	if (!ret && !pf)
+	if (!ret && (!ws || !(pf = pf_new(obj, runs, nruns, sorted, &nfill))))
 		ret = -ENOMEM;
 	if (ret) {
-		free(pf);
 		free(sorted);
 		free(runs);
 		return ret;
 	}
-	pf->sorted = sorted;
-	pthread_mutex_init(&pf->lock, NULL);
-	uf_lockdep_class(&pf->lock, UF_LK_PREFETCH);
-	pthread_cond_init(&pf->idle, NULL);
-	pf->work.fn = pf_work_fn;
-	pf->mm = obj->mm;
-	nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS :
-		__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
-	pf->refs = 2 + (int)nfill;	/* ws->pf's, the fillers', the caller's */
-	pf->fillers = nfill + 1;	/* the caller fills the head */
-	pf->obj = obj;
-	pf->runs = runs;
-	pf->nruns = nruns;
-	pf->batch = PF_BATCH_FIRST;
-	pf->batch_max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
-			PF_BATCH_LOCAL;
 
 	/* the head start: the first batch is the caller's to fill while the
 	 * fillers start on the next ones, so that the program's first
@@ -505,18 +534,7 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 		pf_put(pf);
 		return ret;
 	}
-	for (i = 1; i < nfill; i++) {
-		pthread_attr_t attr;
-		pthread_t t;
-		int err;
-
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		err = pthread_create(&t, &attr, pf_thread, pf);
-		pthread_attr_destroy(&attr);
-		if (err)
-			pf_filler_end(pf);	/* the worker fills alone */
-	}
+	pf_start_fillers(pf, nfill);
 	if (hobj)
 		pf_fill_claim(pf, hobj, hpc, hnpc, hinflight);
 	pf_filler_end(pf);
