@@ -64,10 +64,19 @@
  *                      each run (an empty cache), alone, beside an idle
  *                      flood (another uid, 65534, holding as many
  *                      connections that never send as the server lets it,
- *                      reconnecting as soon as one is closed), and beside
+ *                      reconnecting as soon as one is closed), beside
  *                      a fault flood (uid 65534's VMMs one after another,
- *                      each touching all of the data): its throughput
- *                      beside each, as a ratio to alone: goal >= 0.7x.
+ *                      each touching all of the data), beside lying
+ *                      offsets (uid 65534's ufault clients, one after
+ *                      another, each mapping the rest of the cache and
+ *                      telling the server it maps the page after each of
+ *                      its pages: each of its 64 reads faults until its
+ *                      SIGBUS, which it catches, and goes on), and
+ *                      beside a mapping flood (a ufault client of uid
+ *                      65534 telling as many mappings as its table
+ *                      takes, 4096, then attaching again, in a loop):
+ *                      its throughput beside each, as a ratio to alone:
+ *                      goal >= 0.7x.
  *                      For reference, beside that uid burning a CPU and
  *                      nothing else: what the machine's own sharing
  *                      costs, which no server can give back (on 2 CPUs,
@@ -115,6 +124,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <grp.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -1410,7 +1420,172 @@ static void __attribute__((noreturn)) flood_cpu(void)
 		x++;
 }
 
-enum sv_flood { FL_ALONE, FL_IDLE, FL_FAULTS, FL_CPU, FL_N };
+/* The protocol of ufault clients (src/as/attach_proto.h), as an attacker
+ * speaks it: a connection of its own, no libufault. */
+struct fl_req {
+	uint32_t op, pad;
+	uint64_t a, b, c, d;
+};
+
+struct fl_rep {
+	int64_t ret;
+	uint64_t pad;
+};
+
+enum { FL_ATT_UFFD = 1, FL_ATT_MAP };
+#define FL_ATT_SHARED	0x100
+#define FL_ATT_MAPS	4096	/* a client's table (uf_object_attach(3)) */
+
+/* Send @r to the attach server on @s, with @fd as SCM_RIGHTS when it is
+ * >= 0, and read its answer: the answer's ret, or -EPIPE. */
+static int64_t fl_call(int s, const struct fl_req *r, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { (void *)r, sizeof(*r) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+	struct fl_rep p;
+
+	if (fd >= 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	if (sendmsg(s, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*r) ||
+	    recv(s, &p, sizeof(p), MSG_WAITALL) != (ssize_t)sizeof(p))
+		return -EPIPE;
+	return p.ret;
+}
+
+/* Attach to the server at @path O_RDWR, by hand, and hand it a
+ * user-mode-only userfaultfd with @features: the connection, or -1;
+ * *@memfd the cache's fd it sent, *@uffd the userfaultfd. */
+static int fl_attach(const char *path, uint64_t features, int *memfd, int *uffd)
+{
+	struct { char magic[8]; uint8_t version, pad[3]; uint32_t oflags; } h = {
+		.magic = "UFATTACH", .version = 1, .oflags = O_RDWR };
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	char ans[24], cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = { ans, sizeof(ans) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct fl_req r = { .op = FL_ATT_UFFD };
+	struct cmsghdr *cm;
+	int s = unix_connect(path);
+
+	*memfd = *uffd = -1;
+	if (s < 0)
+		return -1;
+	if (write(s, &h, sizeof(h)) != (ssize_t)sizeof(h) ||
+	    recvmsg(s, &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC) != (ssize_t)sizeof(ans))
+		goto fail;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(memfd, CMSG_DATA(cm), sizeof(int));
+	*uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | 1);
+	if (*memfd < 0 || *uffd < 0 || ioctl(*uffd, UFFDIO_API, &api) ||
+	    fl_call(s, &r, *uffd) != 0)
+		goto fail;
+	return s;
+fail:
+	close(s);
+	return -1;
+}
+
+static sigjmp_buf fl_jmp;
+
+static void fl_sigbus(int sig)
+{
+	(void)sig;
+	siglongjmp(fl_jmp, 1);
+}
+
+/* One lying client: it maps pages [@first, @npages - 1) of the cache and
+ * tells the server it maps [@first + 1, @npages), then reads its pages at
+ * random: each fault fills the page after the one it maps, the fault
+ * repeats and ends in SIGBUS (after 8: as_unresolved()), which it
+ * catches, and goes on to another page; @tries of them, then it exits
+ * (and its connection with it). */
+static void __attribute__((noreturn)) flood_liar(const char *path, size_t first,
+						 size_t npages, unsigned int tries)
+{
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct sigaction sa = { .sa_handler = fl_sigbus };
+	size_t len = (npages - 1 - first) * PG;
+	volatile unsigned int i = 0;
+	struct fl_req r;
+	int memfd, uffd, s = fl_attach(path, UFFD_FEATURE_MISSING_SHMEM, &memfd, &uffd);
+	uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL;
+	char *p;
+
+	if (s < 0 || len == 0)
+		_exit(1);
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, memfd, (off_t)(first * PG));
+	reg.range = (struct uffdio_range){ (uint64_t)(uintptr_t)p, len };
+	if (p == MAP_FAILED || ioctl(uffd, UFFDIO_REGISTER, &reg))
+		_exit(1);
+	r = (struct fl_req){ .op = FL_ATT_MAP, .a = (uintptr_t)p, .b = len, .c = first + 1,
+			     .d = PROT_READ | FL_ATT_SHARED };
+	if (fl_call(s, &r, -1) != 0)
+		_exit(1);
+	sigaction(SIGBUS, &sa, NULL);
+	sigsetjmp(fl_jmp, 1);
+	while (i++ < tries) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		(void)*(const volatile char *)(p + (x >> 33) % (len / PG) * PG);
+	}
+	_exit(0);
+}
+
+/* The lying-offsets flood: lying clients of the other tenant, one after
+ * another, over the pages from @first on (past the client's). */
+static void __attribute__((noreturn)) flood_lies(const char *path, size_t first, size_t npages)
+{
+	flood_become();
+	for (;;) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			flood_liar(path, first, npages, 64);
+		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+			usleep(10000);
+	}
+}
+
+/* The mapping flood: a client of the other tenant telling the server as
+ * many mappings (none of them real) as its table takes, until -ENOMEM,
+ * then attaching again and again. */
+static void __attribute__((noreturn)) flood_maps(const char *path)
+{
+	flood_become();
+	for (;;) {
+		int memfd, uffd, s = fl_attach(path, 0, &memfd, &uffd);
+		struct fl_req r;
+		uint64_t i;
+
+		for (i = 0; s >= 0 && i <= FL_ATT_MAPS; i++) {
+			r = (struct fl_req){ .op = FL_ATT_MAP, .a = 0x100000000ULL + i * 2 * PG,
+					     .b = PG, .d = PROT_READ };
+			if (fl_call(s, &r, -1) != 0)
+				break;
+		}
+		if (s < 0)
+			usleep(10000);
+		else
+			close(s);
+		if (memfd >= 0)
+			close(memfd);
+		if (uffd >= 0)
+			close(uffd);
+	}
+}
+
+enum sv_flood { FL_ALONE, FL_IDLE, FL_FAULTS, FL_LIES, FL_MAPS, FL_CPU, FL_N };
 
 /* The client's touches of @order (@n pages, all below page @n: its cold
  * random faults, or its cold restore) from a fresh ufault-serve, beside
@@ -1432,6 +1607,10 @@ static int flood_run(struct sv *s, enum sv_flood flood, const uint32_t *order, s
 				flood_idle(v.sock);
 			if (flood == FL_CPU)
 				flood_cpu();
+			if (flood == FL_LIES)
+				flood_lies(v.sock, n, s->size / PG);
+			if (flood == FL_MAPS)
+				flood_maps(v.sock);
 			flood_faults(v.sock, n * PG, s->size - n * PG);
 		}
 		if (fl < 0) {
@@ -1464,12 +1643,14 @@ static int flood_run(struct sv *s, enum sv_flood flood, const uint32_t *order, s
 static int row_flood(struct sv *s, bool restore, bool *miss)
 {
 	static const char *const names[FL_N] = { "alone", "idle flood", "fault flood",
-						 "CPU burner" };
+						 "lying offsets", "mapping flood", "CPU burner" };
 	const char *row = restore ? "serve-flood-restore" : "serve-flood";
 	const uint32_t *order = restore ? s->seq : s->rand;
 	size_t n = restore ? s->npages / 4 : s->nrand;
 	uint64_t t[FL_N][SV_MAX_REPEAT], m[FL_N];
+	double x[FL_N];
 	unsigned int r, k;
+	bool bad = false;
 	int ret = 0;
 
 	if (geteuid() != 0) {
@@ -1493,20 +1674,21 @@ static int row_flood(struct sv *s, bool restore, bool *miss)
 	}
 	if (ret)
 		return ret;
-	for (k = 0; k < FL_N; k++)
+	for (k = 0; k < FL_N; k++) {
 		m[k] = median(t[k], s->repeat);
-	*miss |= (double)m[FL_ALONE] / (double)m[FL_IDLE] < 0.7 ||
-		 (double)m[FL_ALONE] / (double)m[FL_FAULTS] < 0.7;
-	printf("%-20s alone %9.2f us/page  beside an idle flood %5.2fx  beside a fault flood "
-	       "%5.2fx (goal >= 0.70x) %s  [%s of %zu pages; a fresh ufault-serve each run; the "
-	       "flooder is uid %d, --max-per-uid 64, --handshake-timeout 1; for reference, beside "
-	       "a process of that uid burning a CPU and nothing else: %.2fx]\n", row,
-	       (double)m[FL_ALONE] / 1e3 / (double)n,
-	       (double)m[FL_ALONE] / (double)m[FL_IDLE], (double)m[FL_ALONE] / (double)m[FL_FAULTS],
-	       (double)m[FL_ALONE] / (double)m[FL_IDLE] < 0.7 ||
-	       (double)m[FL_ALONE] / (double)m[FL_FAULTS] < 0.7 ? "MISS" : "PASS",
-	       restore ? "cold restore" : "cold random faults", n, FLOOD_UID,
-	       (double)m[FL_ALONE] / (double)m[FL_CPU]);
+		x[k] = (double)m[FL_ALONE] / (double)m[k];
+		/* (the CPU burner is for reference: no goal) */
+		bad |= k != FL_ALONE && k != FL_CPU && x[k] < 0.7;
+	}
+	*miss |= !s->quick && bad;
+	printf("%-20s alone %9.2f us/page; beside an idle flood %5.2fx, a fault flood %5.2fx, "
+	       "lying offsets %5.2fx, a mapping flood %5.2fx %s %s  [%s of %zu pages; a fresh "
+	       "ufault-serve each run; the flooder is uid %d, --max-per-uid 64, "
+	       "--handshake-timeout 1; for reference, beside a process of that uid burning a "
+	       "CPU and nothing else: %.2fx]\n", row, (double)m[FL_ALONE] / 1e3 / (double)n,
+	       x[FL_IDLE], x[FL_FAULTS], x[FL_LIES], x[FL_MAPS],
+	       s->quick ? "" : "(goal >= 0.70x)", s->quick ? "" : bad ? "MISS" : "PASS",
+	       restore ? "cold restore" : "cold random faults", n, FLOOD_UID, x[FL_CPU]);
 	fflush(stdout);
 	return 0;
 }
