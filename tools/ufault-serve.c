@@ -446,22 +446,30 @@ static uint64_t uffd_features(int fd)
 	return feat;
 }
 
+/* The @nfd fds that came on @c's socket: the first is its userfaultfd,
+ * if it has none yet; the others are closed. */
+static void client_take_fds(struct client *c, const int *fds, int nfd)
+{
+	int k;
+
+	for (k = 0; k < nfd; k++) {
+		if (c->uffd < 0)
+			c->uffd = fds[k];
+		else
+			close(fds[k]);
+	}
+}
+
 /* What is queued on @c's socket: dropped, but for the first fd (its
  * userfaultfd, if it has none yet); the others are closed. */
 static void client_drain(struct client *c)
 {
 	char drop[4096];
 	struct iovec iov = { drop, sizeof(drop) };
-	int fds[UF_SCM_MAX_FDS], nfd, k;
+	int fds[UF_SCM_MAX_FDS], nfd;
 
-	while (uf_scm_recv(c->fd, &iov, 1, MSG_DONTWAIT, fds, UF_SCM_MAX_FDS, &nfd, NULL) > 0) {
-		for (k = 0; k < nfd; k++) {
-			if (c->uffd < 0)
-				c->uffd = fds[k];
-			else
-				close(fds[k]);
-		}
-	}
+	while (uf_scm_recv(c->fd, &iov, 1, MSG_DONTWAIT, fds, UF_SCM_MAX_FDS, &nfd, NULL) > 0)
+		client_take_fds(c, fds, nfd);
 }
 
 /*
@@ -630,7 +638,7 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 static void client_read(struct server *s, unsigned int i)
 {
 	struct client *c = s->clients[i];
-	int fds[UF_SCM_MAX_FDS], nfd, mflags, k;
+	int fds[UF_SCM_MAX_FDS], nfd, mflags;
 	char drop[4096];
 	struct iovec iov;
 	const char *why;
@@ -669,12 +677,7 @@ static void client_read(struct server *s, unsigned int i)
 	n = uf_scm_recv(c->fd, &iov, 1, MSG_DONTWAIT, fds, UF_SCM_MAX_FDS, &nfd, &mflags);
 	if (n == -EAGAIN)
 		return;		/* retried at the next poll */
-	for (k = 0; k < nfd; k++) {
-		if (c->uffd < 0)
-			c->uffd = fds[k];
-		else
-			close(fds[k]);	/* one is the handshake's */
-	}
+	client_take_fds(c, fds, nfd);	/* one is the handshake's */
 	if (n < 0) {
 		client_close(s, i, strerror((int)-n));
 		return;
