@@ -118,6 +118,10 @@ int main(void)
 
 	for (i = 0; i < TABLE; i++)
 		close(idle[i]);
+	/* the server has seen them go (else the VMM below may still find the
+	 * table full, and be refused as it should be) */
+	while (ut_server_fds(&srv) > base)
+		usleep(10000);
 	ut_fc_map(&fc, 1, &len, &off);
 	UT_SERVE_SKIP_NO_UFFD(&fc);
 	ut_fc_handshake(&fc, srv.sock);
