@@ -417,15 +417,31 @@ static int fill_span_read(struct uf_object *obj, char *buf, uint64_t p, uint64_t
 }
 
 /*
+ * @added pages of a fill are counted present: give back their part of the
+ * fill's grant *@charged at once, not when the whole fill ends, so that
+ * cached + charged counts each page once and a fill beside this one is
+ * granted the room that is really left.
+ */
+static void fill_uncharge_added(struct uf_object *obj, long *charged, long added)
+{
+	long n = added < *charged ? added : *charged;
+
+	if (n > 0) {
+		uf_cache_uncharge(obj->mm, (size_t)n);
+		*charged -= n;
+	}
+}
+
+/*
  * Insert the holes of the span [p, end) read into @buf, never over a
  * present page; @must, @filled, @major, @vma and @broken as
- * uf_object_fill()'s.
+ * uf_object_fill()'s; *@charged: what is left of the fill's grant.
  * Return 0 or cache_insert()'s -errno.
  * Locking: obj->invalidate_lock held shared.
  */
 static int fill_span_insert(struct uf_object *obj, uint64_t p, uint64_t end, const char *buf,
 			    uint64_t must, size_t *filled, bool *major, struct uf_vma *vma,
-			    bool broken)
+			    bool broken, long *charged)
 {
 	uint64_t q, h;
 	long added;
@@ -445,6 +461,7 @@ static int fill_span_insert(struct uf_object *obj, uint64_t p, uint64_t end, con
 			ret = (int)added;
 		else if (filled)
 			*filled += (size_t)added;
+		fill_uncharge_added(obj, charged, added);
 		if (added > 0 && major && must >= q && must < h)
 			*major = true;
 	}
@@ -519,7 +536,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 			uf_fill_sink->fn(uf_fill_sink, p, buf, run);	/* (see cache.h) */
 		if (!ret)
 			ret = fill_span_insert(obj, p, end, buf, must, filled, major, vma,
-					       broken);
+					       broken, &charged);
 		if (ret && (must == UF_FILL_ALL || (must >= p && must < p + run))) {
 			if (run > 1 && must != UF_FILL_ALL) {
 				/* retry the one page that matters */
@@ -533,7 +550,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 		p += run;
 	}
 	uf_bounce_put(bounce);
-	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was added is counted */
+	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was not added */
 	if (!err && must < UF_FILL_ANY && !(major && *major) &&
 	    !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, must))
 		err = -EIO;
@@ -715,10 +732,11 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 
 		if (added > 0 && filled)
 			*filled += (size_t)added;
+		fill_uncharge_added(obj, &charged, added);
 		/* (an error leaves holes, which their own faults fill) */
 	}
 	uf_bounce_put(bounce);
-	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was added is counted */
+	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was not added */
 	return ret;
 }
 
