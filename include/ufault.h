@@ -1106,6 +1106,8 @@ int uf_object_serve_prefetch(struct uf_object *obj, const char *path);
  * Return: 0, or -EINVAL (NULL argument, other @oflags, @mm destroyed),
  * -ENOENT (no such socket), -ECONNREFUSED (nobody listening), -EACCES
  * (the server does not allow this process's uid, or the socket's mode),
+ * -EPERM (the server refuses this uid's clients a while: one of them
+ * lied to it about its mappings, uf_object_serve_ban()),
  * -EROFS (O_RDWR, and the server's object is read-only), -EPROTO (not a
  * ufault server: it answered something else, or closed), -ETIMEDOUT (no
  * answer within 10 s), -ENAMETOOLONG, -ECHILD (in a fork child), -ENOMEM,
@@ -1134,11 +1136,32 @@ int uf_object_attach(struct uf_mm *mm, const char *socket, int oflags, struct uf
  * Return: 0 (served), -EAGAIN (the first bytes have not all come: call
  * again when readable), -EPROTO (not a ufault client: nothing was read,
  * the bytes are another protocol's, e.g. Firecracker's JSON), @error
- * when refusing, -EINVAL (NULL @obj, bad @sock or @error, @obj attached
+ * when refusing, -EPERM (refused, and told so: a client of the peer's
+ * uid lied about its mappings lately, uf_object_serve_ban()), -EINVAL (NULL @obj, bad @sock or @error, @obj attached
  * itself, or its mm destroyed), -ECHILD (in a fork child), -ENOMEM, or
  * the error of recv(2).
  */
 int uf_object_serve_client(struct uf_object *obj, int sock, int error);
+
+/**
+ * uf_object_serve_ban - is @uid's next ufault client refused?  A client
+ * served by uf_object_serve_client() that tells the server a file offset
+ * for its mapping other than the one it maps (its faults then name a page
+ * the server already holds, at the same address, again and again: 8 in a
+ * row) gets SIGBUS at that access, and its connection is ended (every
+ * page it has not received poisoned, its calls failing with -ENOTCONN).
+ * Its uid's next clients are refused with -EPERM for 1 s, twice as long
+ * at each lie after, up to 64 s; lies 10 minutes apart start again at
+ * 1 s.  Root is no exception.  Kept for the last 16 uids that lied.
+ * @obj: the object served.
+ * @uid: the peer's uid.
+ * @pidp: if not NULL, set to the pid of the client whose lie began the
+ *	ban (when there is one).
+ *
+ * Return: the seconds the ban has left, rounded up; 0 if none; -EINVAL
+ * (NULL @obj).
+ */
+int uf_object_serve_ban(struct uf_object *obj, uid_t uid, pid_t *pidp);
 
 /**
  * uf_object_cache_fd - a file descriptor of @obj's page cache (a memfd),

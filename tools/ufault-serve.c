@@ -108,6 +108,7 @@ struct server {
 	uint64_t nheld;		/* of them, a uffd kept and failed closed */
 	uint64_t nbus;		/* SIGBUS sent to refused clients */
 	uint64_t ntimeouts;	/* handshakes timed out */
+	uint64_t nliars;	/* ufault clients cut off for lying */
 	uint64_t lib_bus, lib_oom;	/* the library's SIGBUS and OOM counts, as logged */
 	uint64_t bus_check;	/* ms, monotonic: look at them again then */
 	unsigned int hs_timeout_s;	/* --handshake-timeout */
@@ -634,6 +635,26 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 	return NULL;
 }
 
+static bool storm_note(struct server *s, uint64_t now);
+
+/* A served or refused client hung up.  A ufault client the library cut
+ * off for lying about its mappings is named, and counted. */
+static void client_gone(struct server *s, unsigned int i)
+{
+	struct client *c = s->clients[i];
+	pid_t liar = 0;
+	int left;
+
+	left = c->attached ? uf_object_serve_ban(s->obj, c->uid, &liar) : 0;
+	if (left > 0 && liar == c->pid) {
+		s->nliars++;
+		logf_("client pid %d uid %u: lied about its mappings (faults on pages its "
+		      "mappings do not show): SIGBUS, connection ended; uid %u refused %d s",
+		      (int)c->pid, (unsigned)c->uid, (unsigned)c->uid, left);
+	}
+	client_close(s, i, NULL);
+}
+
 /* Readable: the handshake's bytes (and fd), or after it EOF. */
 static void client_read(struct server *s, unsigned int i)
 {
@@ -646,7 +667,7 @@ static void client_read(struct server *s, unsigned int i)
 	ssize_t n;
 
 	if (c->attached || c->refused) {
-		client_close(s, i, NULL);	/* hung up (the library's thread ends) */
+		client_gone(s, i);	/* hung up (the library's thread ends) */
 		return;
 	}
 	if (!c->len) {
@@ -655,6 +676,17 @@ static void client_read(struct server *s, unsigned int i)
 
 		if (r == -EAGAIN)
 			return;
+		if (r == -EPERM) {
+			int left = uf_object_serve_ban(s->obj, c->uid, NULL);
+			char why[128];
+
+			c->quiet = storm_note(s, now_ms());
+			snprintf(why, sizeof(why), "a ufault client of uid %u lied about its "
+				 "mappings: its clients are refused %d s more (told -EPERM)",
+				 (unsigned)c->uid, left > 0 ? left : 1);
+			client_refuse(s, i, why);
+			return;
+		}
 		if (r == 0) {
 			c->served = c->attached = true;
 			logf_("client pid %d: a ufault client, served", (int)c->pid);
@@ -1182,11 +1214,12 @@ static void log_stats(struct server *s)
 	logf_("stats: clients %u, faults %" PRIu64 " major %" PRIu64 " minor, %" PRIu64
 	      " sigbus, pages read %" PRIu64 ", readahead %" PRIu64 ", cached %" PRIu64
 	      ", evicted %" PRIu64 ", %" PRIu64 " oom, refused %" PRIu64 " (%" PRIu64 " failed closed, %" PRIu64
-	      " sigbus, %" PRIu64 " timed out); sigbus by cause: store %" PRIu64 ", room %" PRIu64
-	      ", outside %" PRIu64 ", other %" PRIu64, s->nclients, st.major_faults, st.minor_faults,
-	      st.sigbus, st.pages_read, st.readahead_pages, st.cache_pages, st.evicted_pages,
-	      st.oom, s->nrefused, s->nheld, s->nbus, s->ntimeouts, st.sigbus_store, st.sigbus_room,
-	      st.sigbus_outside, st.sigbus_other);
+	      " sigbus, %" PRIu64 " timed out), liars cut off %" PRIu64 "; sigbus by cause: store %"
+	      PRIu64 ", room %" PRIu64 ", outside %" PRIu64 ", other %" PRIu64, s->nclients,
+	      st.major_faults, st.minor_faults, st.sigbus, st.pages_read, st.readahead_pages,
+	      st.cache_pages, st.evicted_pages, st.oom, s->nrefused, s->nheld, s->nbus,
+	      s->ntimeouts, s->nliars, st.sigbus_store, st.sigbus_room, st.sigbus_outside,
+	      st.sigbus_other);
 	if (s->http && uf_http_store_stats(s->http, &hs) == 0)
 		logf_("http: %" PRIu64 " requests, %" PRIu64 " retries, %" PRIu64 " connections, %"
 		      PRIu64 " failed reads%s%s", hs.requests, hs.retries, hs.connects, hs.failures,

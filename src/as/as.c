@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -270,6 +271,37 @@ static void as_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid)
 #define AS_MAX_UNRESOLVED	8
 
 /*
+ * uf_as_lie_billed - an attached client's lie (as_lied()) is billed once
+ * both the lie and its connection (@as->hangup_fd, with its peer) are
+ * known: its uid is banned (attach_ban.c), then the reading end of its
+ * connection shut, which wakes its server thread (attach_srv.c) to free
+ * it, poisoning what it has not received.  The ban comes first, so that
+ * a server that sees the client hang up finds it.
+ * Locking: none held; a handler's, or the server thread's (the fd is
+ * open: uf_as_release() waits for the handlers).
+ */
+void uf_as_lie_billed(struct uf_as *as)
+{
+	int fd = __atomic_load_n(&as->hangup_fd, __ATOMIC_ACQUIRE), lied = 1;
+
+	if (fd < 0 || !__atomic_compare_exchange_n(&as->lied, &lied, 2, false, __ATOMIC_ACQ_REL,
+						   __ATOMIC_ACQUIRE))
+		return;
+	uf_attach_ban(as->mm, as->peer_uid, as->peer_pid);
+	shutdown(fd, SHUT_RD);
+}
+
+/* @as lied: served no more. */
+static void as_lied(struct uf_as *as)
+{
+	int honest = 0;
+
+	if (__atomic_compare_exchange_n(&as->lied, &honest, 1, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		uf_as_lie_billed(as);
+}
+
+/*
  * ->unresolved of an attached client: its fault (a hole of its own
  * mapping of the cache) at @page_addr, by @tid, on a page its table says
  * the cache held before this fault was served (@cached).  The wake cannot
@@ -277,12 +309,15 @@ static void as_sigbus(struct uf_vma *vma, unsigned long addr, pid_t tid)
  * client that lies about its offsets): the same thread faults at the same
  * address again, for ever.  Honest faults meet a cached page only when it
  * came or went meanwhile, never many times in a row.  Return true when
- * the access is to get SIGBUS instead of another wake.
+ * the access is to get SIGBUS instead of another wake: then the client
+ * lied, and is served no more (as_lied()).
  */
 static bool as_unresolved(struct uf_as *as, pid_t tid, unsigned long page_addr, bool cached)
 {
 	unsigned int n;
 
+	if (cached && __atomic_load_n(&as->lied, __ATOMIC_ACQUIRE))
+		return true;
 	if (!cached || __atomic_load_n(&as->stuck_addr, __ATOMIC_RELAXED) != page_addr ||
 	    __atomic_load_n(&as->stuck_tid, __ATOMIC_RELAXED) != tid) {
 		__atomic_store_n(&as->stuck_addr, cached ? page_addr : 0, __ATOMIC_RELAXED);
@@ -291,7 +326,10 @@ static bool as_unresolved(struct uf_as *as, pid_t tid, unsigned long page_addr, 
 		return false;
 	}
 	n = __atomic_add_fetch(&as->stuck_n, 1, __ATOMIC_RELAXED);
-	return n >= AS_MAX_UNRESOLVED;
+	if (n < AS_MAX_UNRESOLVED)
+		return false;
+	as_lied(as);
+	return true;
 }
 
 static void as_destroy(struct uf_as *as);
@@ -406,6 +444,7 @@ static struct uf_as *as_new(struct uf_mm *mm, int fd, const struct uf_as_ops *op
 	as->uffd = &as->guest;
 	as->vma_lock = &as->guest_lock;
 	as->vt.nocow = true;
+	as->hangup_fd = -1;
 	pthread_rwlock_init(&as->guest_lock, NULL);
 	uf_lockdep_class(&as->guest_lock, UF_LK_AS_VMA);
 	uf_uffd_guest_init(&as->guest, fd, &mm->uffd, uffd_ops, as);

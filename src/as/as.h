@@ -57,6 +57,12 @@ struct uf_attach;
 struct uf_attach_srv;
 void uf_attach_destroy_all(struct uf_mm *mm);
 
+/* attach_ban.c: the uids whose clients lied, refused a while; as.c: a
+ * client's lie billed once its connection is known */
+void uf_attach_ban(struct uf_mm *mm, uid_t uid, pid_t pid);
+uint64_t uf_attach_ban_left(struct uf_mm *mm, uid_t uid, pid_t *pidp);
+void uf_as_lie_billed(struct uf_as *as);
+
 /* serve.c: an attach client's mapping served by copy, as a VMM's region */
 int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t);
 

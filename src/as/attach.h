@@ -52,6 +52,8 @@ struct uf_attach_srv {
 	int sock;
 	bool readonly;			/* the client attached O_RDONLY */
 	bool copy;			/* served by copy (srv_trusted) */
+	uid_t uid;			/* the peer (SO_PEERCRED) */
+	pid_t pid;
 	struct uf_as *as;		/* its address space, once it sent its fd */
 	/* mappings told before the fd (a client resuming after its server
 	 * died): the address space starts with them */

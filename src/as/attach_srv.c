@@ -68,7 +68,7 @@ static void srv_pend_free(struct uf_attach_srv *c)
 }
 
 /* The client's fd: its address space is served from now on. */
-static int srv_uffd(struct uf_attach_srv *c, int fd)
+static int srv_adopt(struct uf_attach_srv *c, int fd)
 {
 	int fl;
 
@@ -97,6 +97,21 @@ static int srv_uffd(struct uf_attach_srv *c, int fd)
 	}
 	/* (-ECANCELED: the fd was taken, and closed) */
 	return uf_as_adopt(c->obj->mm, fd, NULL, 0, &uf_as_uffd_ops, NULL, &c->as);
+}
+
+/* The client's fd, adopted: a lie of its ends this connection, and its
+ * uid is refused a while (as.c: as_lied()). */
+static int srv_uffd(struct uf_attach_srv *c, int fd)
+{
+	int ret = srv_adopt(c, fd);
+
+	if (!ret) {
+		c->as->peer_uid = c->uid;
+		c->as->peer_pid = c->pid;
+		__atomic_store_n(&c->as->hangup_fd, c->sock, __ATOMIC_RELEASE);
+		uf_as_lie_billed(c->as);	/* (lied meanwhile?) */
+	}
+	return ret;
 }
 
 /* A mapping told before the fd: kept for uf_as_adopt(), which wants them
@@ -356,6 +371,8 @@ UF_EXPORT int uf_object_serve_client(struct uf_object *obj, int sock, int error)
 {
 	struct uf_attach_srv *c;
 	char peek[ATT_MAGIC_LEN];
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
 	pthread_attr_t at;
 	pthread_t t;
 	ssize_t n;
@@ -388,10 +405,16 @@ UF_EXPORT int uf_object_serve_client(struct uf_object *obj, int sock, int error)
 		return -EAGAIN;
 	}
 
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+		return -errno;
+	if (uf_attach_ban_left(obj->mm, cred.uid, NULL))
+		return uf_object_serve_client(obj, sock, -EPERM);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->obj = obj;
+	c->uid = cred.uid;
+	c->pid = cred.pid;
 	c->sock = fcntl(sock, F_DUPFD_CLOEXEC, 3);
 	if (c->sock < 0) {
 		ret = -errno;

@@ -136,12 +136,27 @@ struct uf_as {
 	unsigned long stuck_addr;
 	pid_t stuck_tid;
 	unsigned int stuck_n;
+	int lied;			/* caught at it there: 1, billed: 2 (atomic) */
+	int hangup_fd;			/* an attached client's connection, ended
+					   once it lies; or -1 (atomic) */
+	uid_t peer_uid;			/* ... and its peer, set before it */
+	pid_t peer_pid;
 	/* the process served (uf_as_adopt) and its fork descendants: their
 	 * children alive are counted there (as.c, UF_AS_MAX_FORKS) */
 	struct uf_as_family *family;	/* NULL till the first fork */
 	bool forked;			/* a fork child: counted in @family */
 	bool adopted;			/* handed over (uf_as_adopt), or forked
 					   from one: its forks are counted */
+};
+
+/* A uid whose ufault client lied about its mappings (attach_srv.c):
+ * its clients are refused till @until (ms, monotonic). */
+#define UF_ATTACH_BANS	16
+struct uf_attach_ban {
+	uid_t uid;
+	pid_t pid;			/* the last liar */
+	unsigned int strikes;		/* lies since @last - ATT_BAN_FORGET */
+	uint64_t until, last;
 };
 
 struct uf_mm {
@@ -226,6 +241,7 @@ struct uf_mm {
 	pthread_cond_t attach_cond;
 	struct uf_attach *attached;
 	struct uf_attach_srv *served;
+	struct uf_attach_ban bans[UF_ATTACH_BANS];	/* uids refused a while */
 	/* set by the first uf_object_attach() (atomic): the object served
 	 * by another process with a mapping in [start, end), with a
 	 * reference, or NULL; its obj->remote does the mapping calls */

@@ -116,8 +116,9 @@ UF_LOCK(SPAWN, "spawn_lock", UF_LK_ALONE, UF_LKB(START), "rwlock uffd.c", \
 UF_LOCK(START, "u->lock", UF_LK_ALONE, 0, "mutex uffd.c", \
 	"starting handler threads") \
 UF_LOCK(ATTACH, "mm->attach_lock, a->lock", UF_LK_ALONE, 0, "mutex attach.c", \
-	"the lists of attached objects and of clients served; an attached " \
-	"object's socket and table of mappings (one at a time)") \
+	"the lists of attached objects and of clients served, the bans of " \
+	"uids whose clients lied (attach_ban.c, from a handler too); an " \
+	"attached object's socket and table of mappings (one at a time)") \
 UF_LOCK(AHEAD, "ra->lock of a run-ahead", UF_LK_ALONE, 0, "mutex readahead.c", \
 	"a run-ahead of a sequential stream (a served region's)") \
 UF_LOCK(PACK_WRITE, "w->lock", UF_LK_ALONE, 0, "mutex pack/write.c", \
