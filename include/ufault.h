@@ -1128,7 +1128,8 @@ int uf_object_attach(struct uf_mm *mm, const char *socket, int oflags, struct uf
  *	uf_object_attach() returns it) and returned.
  *
  * Call it when @sock is readable, before reading anything from it: it
- * peeks at the bytes there.  A client is served by a thread of @obj's
+ * peeks at the bytes there.  The client's requests count as those of
+ * tenant uid + 1 (its SO_PEERCRED; struct uf_serve_opts' @tenant).  A client is served by a thread of @obj's
  * mm until it goes (each client costs nothing once gone: its address
  * space and fds are freed) or until uf_mm_destroy(), which first gives
  * every page a client has not received the poison marker.

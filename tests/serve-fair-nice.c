@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: ufault-serve serves a tenant over its share at nice 19: uid 65534's VMMs faulting alone never lower a server thread (0 of 3000 looks at the server's threads), and beside a root VMM faulting slowly, a server thread is seen at nice 19; the root VMM reads SOURCE's bytes throughout */
+/* Description: ufault-serve serves a tenant over its share at nice 19: uid 65534's VMMs faulting alone never lower a server thread (0 of 3000 looks at the server's threads), and beside a root VMM faulting slowly, a server thread is seen at nice 19; so is one answering a ufault client of uid 65534 that maps and unmaps without pause beside the root VMM (its requests count as its tenant's); the root VMM reads SOURCE's bytes throughout */
 #include "serve-test.h"
 
 #include <grp.h>
@@ -71,6 +71,32 @@ static pid_t start(const char *sock, uid_t uid, unsigned int pace_us)
 	prctl(PR_SET_DUMPABLE, 1);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	vmms(sock, pace_us);
+}
+
+/* A ufault client of @uid mapping and unmapping without pause (a request
+ * each to the server); never returns. */
+static pid_t start_mapper(const char *sock, uid_t uid)
+{
+	struct uf_object *obj;
+	struct uf_mm *mm;
+	void *p;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0, "fork");
+	if (pid)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+		_exit(2);
+	prctl(PR_SET_DUMPABLE, 1);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (uf_mm_create(NULL, &mm) || uf_object_attach(mm, sock, O_RDONLY, &obj))
+		_exit(3);
+	for (;;) {
+		if (uf_mmap(mm, 4096, PROT_READ, UF_MAP_SHARED, obj, 0, &p) ||
+		    uf_munmap(mm, p, 4096))
+			_exit(4);
+	}
 }
 
 /* Is a thread of @pid at nice 19 now? */
@@ -148,6 +174,22 @@ int main(void)
 	}
 	fprintf(stderr, "two tenants: lowered after %d looks\n", i);
 	CHECK(seen, "no server thread at nice 19 in %d looks with two tenants", i);
+	alive(honest, "root");
+	kill(hostile, SIGKILL);
+	waitpid(hostile, NULL, 0);
+
+	/* the other tenant a ufault client now: its requests */
+	hostile = start_mapper(srv.sock, 65534);
+	ut_server_log_wait(&srv, "a ufault client, served");
+	for (i = 0, seen = 0; !seen && i < 50 * LOOKS; i++) {
+		seen += lowered(srv.pid);
+		if (i % 100 == 0) {
+			alive(hostile, "uid 65534's client");
+			alive(honest, "root");
+		}
+	}
+	fprintf(stderr, "a mapping client beside root's VMMs: lowered after %d looks\n", i);
+	CHECK(seen, "no server thread at nice 19 in %d looks beside a mapping client", i);
 	alive(honest, "root");
 	kill(hostile, SIGKILL);
 	kill(honest, SIGKILL);

@@ -63,6 +63,16 @@ void uf_attach_ban(struct uf_mm *mm, uid_t uid, pid_t pid);
 uint64_t uf_attach_ban_left(struct uf_mm *mm, uid_t uid, pid_t *pidp);
 void uf_as_lie_billed(struct uf_as *as);
 
+/* serve_fair.c: a fault (serve_fault.c) or an attach client's request
+ * (attach_srv.c) of a tenant over its share is served low */
+struct serve_fair {
+	void *slot;			/* the tenant's, or NULL */
+	uint64_t t0;			/* ns, monotonic: the fault began */
+	bool low;			/* the thread was lowered for it */
+};
+bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower);
+void serve_fair_end(struct serve_fair *f);
+
 /* serve.c: an attach client's mapping served by copy, as a VMM's region */
 int uf_serve_vma_init(struct uf_object *obj, struct uf_vma *t);
 

@@ -341,9 +341,18 @@ static void *srv_thread(void *arg)
 	int fd;
 
 	if (srv_hello(c) == 0) {
-		while (recv_fd(c->sock, &r, sizeof(r), &fd) == 0)
-			if (srv_request(c, &r, fd))
+		while (recv_fd(c->sock, &r, sizeof(r), &fd) == 0) {
+			struct serve_fair f;
+			int stop;
+
+			/* a tenant over its share is answered low (as its
+			 * VMMs' faults are: serve_fair.c) */
+			serve_fair_begin((unsigned int)c->uid + 1, &f, true);
+			stop = srv_request(c, &r, fd);
+			serve_fair_end(&f);
+			if (stop)
 				break;
+		}
 	}
 	/* gone, or stopped: nobody serves its faults from now on */
 	if (c->as)

@@ -79,14 +79,6 @@ struct serve_ahead_work {
 	unsigned long *done;
 };
 
-/* serve_fair.c: a fault of a tenant over its share is served low */
-struct serve_fair {
-	void *slot;			/* the tenant's, or NULL */
-	uint64_t t0;			/* ns, monotonic: the fault began */
-	bool low;			/* the thread was lowered for it */
-};
-bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower);
-void serve_fair_end(struct serve_fair *f);
 
 /* serve.c: regions and their lifetime, the VMAs' ops */
 bool region_removed(struct serve_region *r, uint64_t pg);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Fairness between the tenants of served processes (struct uf_serve_opts'
- * @tenant; ufault-serve passes each VMM's uid): while two tenants or
+ * @tenant; ufault-serve passes each VMM's uid), and the requests of
+ * ufault clients (attach_srv.c, the peer's uid): while two tenants or
  * more have had faults served in the last window and this one, a tenant
  * that took more than its share of the handlers' time there has its
  * faults served at the
