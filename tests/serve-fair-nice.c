@@ -57,8 +57,8 @@ static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_u
 	}
 }
 
-/* A child running vmms(), as @uid. */
-static pid_t start(const char *sock, uid_t uid, unsigned int pace_us)
+/* A child of the test as @uid (0 if the parent). */
+static pid_t start_as(uid_t uid)
 {
 	pid_t pid = fork();
 
@@ -70,26 +70,30 @@ static pid_t start(const char *sock, uid_t uid, unsigned int pace_us)
 		_exit(2);
 	prctl(PR_SET_DUMPABLE, 1);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return 0;
+}
+
+/* A child running vmms(), as @uid. */
+static pid_t start(const char *sock, uid_t uid, unsigned int pace_us)
+{
+	pid_t pid = start_as(uid);
+
+	if (pid)
+		return pid;
 	vmms(sock, pace_us);
 }
 
 /* A ufault client of @uid mapping and unmapping without pause (a request
- * each to the server); never returns. */
+ * each to the server). */
 static pid_t start_mapper(const char *sock, uid_t uid)
 {
 	struct uf_object *obj;
 	struct uf_mm *mm;
 	void *p;
-	pid_t pid = fork();
+	pid_t pid = start_as(uid);
 
-	CHECK(pid >= 0, "fork");
 	if (pid)
 		return pid;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
-		_exit(2);
-	prctl(PR_SET_DUMPABLE, 1);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (uf_mm_create(NULL, &mm) || uf_object_attach(mm, sock, O_RDONLY, &obj))
 		_exit(3);
 	for (;;) {
@@ -140,6 +144,21 @@ static void alive(pid_t pid, const char *who)
 	CHECK(waitpid(pid, &st, WNOHANG) == 0, "%s's VMMs: status %#x", who, st);
 }
 
+/* Looks at the server's threads till one is at nice 19 (50 * LOOKS at
+ * most), both tenants alive: how many looks it took. */
+static int look_for_lowered(pid_t server, pid_t hostile, pid_t honest)
+{
+	int i;
+
+	for (i = 0; i < 50 * LOOKS && !lowered(server); i++) {
+		if (i % 100 == 0) {
+			alive(hostile, "uid 65534");
+			alive(honest, "root");
+		}
+	}
+	return i;
+}
+
 int main(void)
 {
 	static const char *const opts[] = { "--allow-uid", "65534", "--threads", "2", NULL };
@@ -165,13 +184,8 @@ int main(void)
 	CHECK(seen == 0, "a thread at nice 19 with one tenant (%d looks of %d)", seen, LOOKS);
 
 	honest = start(srv.sock, 0, 200);
-	for (i = 0; !seen && i < 50 * LOOKS; i++) {
-		seen += lowered(srv.pid);
-		if (i % 100 == 0) {
-			alive(hostile, "uid 65534");
-			alive(honest, "root");
-		}
-	}
+	i = look_for_lowered(srv.pid, hostile, honest);
+	seen = i < 50 * LOOKS;
 	fprintf(stderr, "two tenants: lowered after %d looks\n", i);
 	CHECK(seen, "no server thread at nice 19 in %d looks with two tenants", i);
 	alive(honest, "root");
@@ -181,13 +195,8 @@ int main(void)
 	/* the other tenant a ufault client now: its requests */
 	hostile = start_mapper(srv.sock, 65534);
 	ut_server_log_wait(&srv, "a ufault client, served");
-	for (i = 0, seen = 0; !seen && i < 50 * LOOKS; i++) {
-		seen += lowered(srv.pid);
-		if (i % 100 == 0) {
-			alive(hostile, "uid 65534's client");
-			alive(honest, "root");
-		}
-	}
+	i = look_for_lowered(srv.pid, hostile, honest);
+	seen = i < 50 * LOOKS;
 	fprintf(stderr, "a mapping client beside root's VMMs: lowered after %d looks\n", i);
 	CHECK(seen, "no server thread at nice 19 in %d looks beside a mapping client", i);
 	alive(honest, "root");
