@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: ufault-serve serves a tenant over its share at nice 19: uid 65534's VMMs faulting alone never lower a server thread (0 of 3000 looks at the server's threads), and beside a root VMM faulting slowly, a server thread is seen at nice 19; so is one answering a ufault client of uid 65534 that maps and unmaps without pause beside the root VMM (its requests count as its tenant's); the root VMM reads SOURCE's bytes throughout */
+/* Description: ufault-serve serves a tenant over its share at nice 19: uid 65534's VMMs faulting alone never lower a server thread (0 of 3000 looks at the server's threads), and beside a root VMM faulting slowly, a server thread is seen at nice 19; so is one answering a ufault client of uid 65534 that maps and unmaps without pause beside the root VMM (its requests count as its tenant's), and one serving uid 65534's VMMs of hugetlbfs memory (when huge pages can be had); the root VMM reads SOURCE's bytes throughout */
 #include "serve-test.h"
 
 #include <grp.h>
@@ -11,6 +11,9 @@
 
 #define LEN	(16u << 20)
 #define LOOKS	3000
+
+/* The VMMs' page size: 4096, or 2 MiB (hugetlbfs memory). */
+static size_t vmm_page = 4096;
 
 /* VMMs one after another, each touching every page of LEN in order
  * (@pace_us between pages) and checking the bytes; never returns. */
@@ -24,8 +27,8 @@ static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_u
 			struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
 			int uffd = (int)syscall(SYS_userfaultfd,
 						O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-			char *p = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			char *p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+				       MAP_ANONYMOUS | (vmm_page > 4096 ? MAP_HUGETLB : 0), -1, 0);
 			char json[256];
 			size_t i;
 
@@ -37,7 +40,7 @@ static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_u
 				_exit(3);
 			snprintf(json, sizeof(json),
 				 "[{\"base_host_virt_addr\":%lu,\"size\":%u,\"offset\":0,"
-				 "\"page_size\":4096}]", (unsigned long)p, LEN);
+				 "\"page_size\":%zu}]", (unsigned long)p, LEN, vmm_page);
 			ut_send_handshake(sock, json, strlen(json), uffd);
 			for (i = 0; i < LEN; i += 4096) {
 				if ((unsigned char)p[i] != ut_pattern(i))
@@ -52,7 +55,7 @@ static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_u
 
 			waitpid(pid, &st, 0);
 			if (!WIFEXITED(st) || WEXITSTATUS(st))
-				_exit(5);	/* wrong bytes, or SIGBUS */
+				_exit(WIFEXITED(st) ? 10 + WEXITSTATUS(st) : 5);	/* wrong bytes, or SIGBUS */
 		}
 	}
 }
@@ -81,6 +84,53 @@ static pid_t start(const char *sock, uid_t uid, unsigned int pace_us)
 	if (pid)
 		return pid;
 	vmms(sock, pace_us);
+}
+
+/* The pool of huge pages as it was (restored at exit), or -1. */
+static long old_pool = -1;
+
+static long pool(long set)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (set < 0 && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (set >= 0)
+		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
+	if (fclose(f))
+		n = -1;
+	return n;
+}
+
+static void pool_restore(void)
+{
+	if (old_pool >= 0)
+		pool(old_pool);
+}
+
+/* VMMs of @uid with hugetlbfs memory, one after another, or 0 when no
+ * huge pages can be had for them. */
+static pid_t start_huge(const char *sock, uid_t uid)
+{
+	long want;
+	pid_t pid;
+
+	old_pool = pool(-1);
+	want = old_pool + 2 * (long)(LEN >> 21);
+	if (old_pool < 0 || pool(want) != want || pool(-1) < want) {
+		pool_restore();
+		old_pool = -1;
+		return 0;
+	}
+	atexit(pool_restore);
+	pid = start_as(uid);
+	if (pid)
+		return pid;
+	vmm_page = 2UL << 20;
+	vmms(sock, 0);
 }
 
 /* A ufault client of @uid mapping and unmapping without pause (a request
@@ -201,8 +251,27 @@ int main(void)
 	CHECK(seen, "no server thread at nice 19 in %d looks beside a mapping client", i);
 	alive(honest, "root");
 	kill(hostile, SIGKILL);
-	kill(honest, SIGKILL);
 	waitpid(hostile, NULL, 0);
+
+	/* the other tenant's VMMs in hugetlbfs memory now (once no thread
+	 * is low for the client gone: 100 looks in a row) */
+	for (i = 0; i < 100; i++)
+		if (lowered(srv.pid))
+			i = 0;
+	hostile = start_huge(srv.sock, 65534);
+	if (hostile) {
+		ut_server_log_wait(&srv, "of 2 MiB pages (hugetlbfs)");
+		i = look_for_lowered(srv.pid, hostile, honest);
+		fprintf(stderr, "hugetlbfs VMMs beside root's: lowered after %d looks\n", i);
+		CHECK(i < 50 * LOOKS, "no server thread at nice 19 in %d looks beside hugetlbfs "
+		      "VMMs", i);
+		alive(honest, "root");
+		kill(hostile, SIGKILL);
+		waitpid(hostile, NULL, 0);
+	} else {
+		fprintf(stderr, "no huge pages to be had here: hugetlbfs VMMs not tried\n");
+	}
+	kill(honest, SIGKILL);
 	waitpid(honest, NULL, 0);
 	printf("pass: a server thread lowered beside another tenant only\n");
 	return UT_PASS;

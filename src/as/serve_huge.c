@@ -448,17 +448,19 @@ static int huge_poison(struct uf_vma *vma, unsigned long addr)
 }
 
 /*
- * ->fault of a region in hugetlbfs memory (above): its huge page, then
+ * A fault of a region in hugetlbfs memory (above): its huge page, then
  * the rest of a window it claimed at the run-ahead's end, or (no worker)
  * of a stream, the next SERVE_HUGE_AHEAD; then the run-ahead is kicked.
+ * With @low (a tenant over its share), its huge page alone.
  */
-struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata)
+static void fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata, bool low)
 {
 	struct serve_region *r = vma->private_data;
 	struct uf_mm *mm = vma->mm;
 	unsigned long addr = fdata->address & ~(UF_HUGE_SIZE - 1);
 	uint64_t pg = fdata->pgoff - (((fdata->address & PAGE_MASK) - addr) >> PAGE_SHIFT), hi;
-	bool runahead = mm->worker && !vma->nl_pgoff, streamed = region_stream(r, pg);
+	bool runahead = !low && mm->worker && !vma->nl_pgoff;
+	bool streamed = !low && region_stream(r, pg);
 	enum uf_ra_where where = UF_RA_NO;
 	bool major = false;
 	size_t filled = 0, n = 1, i;
@@ -505,10 +507,21 @@ struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata
 		 * a 4 KiB one, which hugetlbfs refuses: it only wakes) */
 		huge_poison(vma, addr);
 		fdata->type = ret == -ENOMEM || ret == -ENOBUFS ? UF_FAULT_OOM : UF_FAULT_SIGBUS;
-		return NULL;
+		return;
 	}
 	if (where == UF_RA_NEXT && i < n)	/* the rest of its claim was not copied */
 		ahead_kick(vma, r, pg, pg + (uint64_t)i * UF_HUGE_PAGES, false, true);
 	fdata->type = major ? UF_FAULT_MAJOR : UF_FAULT_MINOR;
+}
+
+/* ->fault of a region in hugetlbfs memory: a tenant over its share is
+ * served low, and not run ahead of (serve_fair.c). */
+struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata)
+{
+	struct serve_region *r = vma->private_data;
+	struct serve_fair fair;
+
+	fault_huge(vma, fdata, serve_fair_begin(r->tenant, &fair, true));
+	serve_fair_end(&fair);
 	return NULL;
 }
