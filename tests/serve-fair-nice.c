@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Description: ufault-serve serves a tenant over its share at nice 19: uid 65534's VMMs faulting alone never lower a server thread (0 of 3000 looks at the server's threads), and beside a root VMM faulting slowly, a server thread is seen at nice 19; so is one answering a ufault client of uid 65534 that maps and unmaps without pause beside the root VMM (its requests count as its tenant's), and one serving uid 65534's VMMs of hugetlbfs memory (when huge pages can be had); the root VMM reads SOURCE's bytes throughout */
-#include "serve-test.h"
+#include "attach-test.h"	/* (a client forked after the watchdog thread: ThreadSanitizer) */
 
 #include <grp.h>
 #include <sys/stat.h>
