@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /*
@@ -64,6 +66,7 @@ struct serve_push {
  * read first writes it).
  */
 #define PUSH_PEND_PAGES	4096
+#define PUSH_LATE_NICE	19	/* the copies into the cache after the set */
 
 /*
  * Copy the pages of object pages [a, b) of @v that the cache holds into
@@ -386,8 +389,11 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 	struct push_sink k = { .p = p, .pc = sorted, .done = done, .npc = npc };
 	struct uf_object *obj = p->obj;
 	struct uf_mm *mm = obj->mm;
+	/* a store of its own ->readv pays a round trip per call: the batch
+	 * in one; a local one a call per extent anyway: piece by piece, each
+	 * copied on at once (the process may be touching right behind) */
+	size_t step = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? npc : 1, i, j;
 	struct uf_fill_batch *b;
-	size_t i;
 	int ret = 0;
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
@@ -400,19 +406,23 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 			push_pend_insert(p);
 	if (p->arena_used + pages > p->arena_pages)
 		return -EOPNOTSUPP;
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	ret = uf_object_read_runs(obj, pc, npc, p->arena + (p->arena_used << PAGE_SHIFT), &b);
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-	if (ret)
-		return -EOPNOTSUPP;
-	for (i = 0; b && i < b->niov && !ret; i++)
-		ret = push_copy_buf(&k, b->iov[i].off >> PAGE_SHIFT,
-			       (b->iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT, b->iov[i].buf);
-	if (b) {
-		*p->pend_tail = b;
-		p->pend_tail = &b->next;
-		p->pend_pages += b->pages;
-		p->arena_used += b->pages;
+	for (j = 0; j < npc && !ret; j += step) {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		ret = uf_object_read_runs(obj, pc + j, step < npc - j ? step : npc - j,
+					  p->arena + (p->arena_used << PAGE_SHIFT), &b);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		if (ret)
+			return -EOPNOTSUPP;
+		for (i = 0; b && i < b->niov && !ret; i++)
+			ret = push_copy_buf(&k, b->iov[i].off >> PAGE_SHIFT,
+					    (b->iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT,
+					    b->iov[i].buf);
+		if (b) {
+			*p->pend_tail = b;
+			p->pend_tail = &b->next;
+			p->pend_pages += b->pages;
+			p->arena_used += b->pages;
+		}
 	}
 	if (p->pend_pages > p->pend_max)
 		while (p->pend)
@@ -472,7 +482,12 @@ static void *push_thread(void *arg)
 		if (ret)
 			break;
 	}
-	while (p->pend)		/* the cache's copies, for the next process */
+	/* the cache's copies, for the next process: background work, which
+	 * the process still touching its last pages goes before (the thread
+	 * ends after them; a destroy of the mm stops them at the next batch) */
+	if (p->pend)
+		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSH_LATE_NICE);
+	while (p->pend)
 		push_pend_insert(p);
 	uf_bounce_put(arena);
 	free(pb);
