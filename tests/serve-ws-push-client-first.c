@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Description: a working set pushed into a Firecracker-style client (uf_object_serve_prefetch) from a read-only store reaches the client before the server's cache: with the store's second read held, the client has the push's first batch and the cache none of it; then every page reaches the cache too, each read from the store once, and the client touching the set takes no fault and reads the store's bytes */
+/* Description: a working set pushed into a Firecracker-style client (uf_object_serve_prefetch) from a read-only store reaches the client before the server's cache: with the store's second read held, the client has the push's first batch and the cache none of it; a fault of the client on a run ahead of the push sends the push on after that run, and the runs it went past come after the set; then every page reaches the cache too, each read from the store once, and the client touching the set takes no fault and reads the store's bytes */
 #define _GNU_SOURCE
 #include "ws-test.h"
 #include "watchdog.h"
@@ -22,6 +22,8 @@
 #define RUNLEN	8
 #define NSET	(NRUNS * RUNLEN)
 #define HEAD	32		/* pages of a push's first batch (UF_WS_BATCH_FIRST) */
+#define SECOND	12		/* the first run after the second batch (64 pages) */
+#define AHEAD	20		/* the run the client faults on while the push waits */
 
 /* The store: ut_pattern() bytes, its ->readv held at its second call
  * while @hold is set. */
@@ -31,6 +33,7 @@ struct store {
 	bool hold, held;
 	unsigned int readv_calls;
 	uint64_t pages;		/* read, by both methods */
+	unsigned char call[NPAGES];	/* the ->readv call that read each page */
 };
 
 static void fill_pattern(void *buf, size_t len, uint64_t off)
@@ -65,6 +68,10 @@ static int st_readv(void *s, const struct uf_store_iov *iov, size_t n)
 	}
 	pthread_mutex_unlock(&st->lock);
 	for (i = 0; i < n; i++) {
+		uint64_t pg;
+
+		for (pg = iov[i].off / PG; pg < (iov[i].off + iov[i].len + PG - 1) / PG; pg++)
+			st->call[pg] = (unsigned char)(st->readv_calls < 255 ? st->readv_calls : 255);
 		fill_pattern(iov[i].buf, iov[i].len, iov[i].off);
 		__atomic_add_fetch(&st->pages, (iov[i].len + PG - 1) / PG, __ATOMIC_RELAXED);
 	}
@@ -103,8 +110,8 @@ static void record(struct store *st, const char *rec)
 /* The client: its memory anonymous and private, registered MISSING on a
  * userfaultfd of its own handed over @sock; then, on each command byte,
  * 'h': how many pages of the push's first batch it has (mincore, which
- * faults nothing), 't': touch the set, answering its faults and the
- * pages whose bytes are wrong. */
+ * faults nothing), 'a': touch the first page of run AHEAD, 't': touch
+ * the set, answering its faults and the pages whose bytes are wrong. */
 static void client(int sock)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, cmd;
@@ -137,7 +144,10 @@ static void client(int sock)
 	close(uffd);
 	while (read(sock, &cmd, 1) == 1) {
 		ans[0] = ans[1] = 0;
-		if (cmd == 'h') {
+		if (cmd == 'a') {
+			ans[1] = base[set_page(AHEAD * RUNLEN) * PG] !=
+				 ut_pattern(set_page(AHEAD * RUNLEN) * PG);
+		} else if (cmd == 'h') {
 			for (i = 0; i < HEAD; i++) {
 				unsigned char vec = 0;
 
@@ -230,6 +240,9 @@ int main(void)
 	CHECK_RET(uf_mm_stats(mm, &s), 0);
 	CHECK(s.cache_pages == 0, "the cache has %lu pages before the client has the set: the "
 	      "client's copies come first", (unsigned long)s.cache_pages);
+	/* the client runs ahead of the push (its fault is served at once) */
+	ask(sv[0], 'a', ans);
+	CHECK(ans[1] == 0, "run %d: wrong bytes", AHEAD);
 
 	pthread_mutex_lock(&st.lock);
 	st.hold = false;
@@ -244,6 +257,15 @@ int main(void)
 	CHECK(__atomic_load_n(&st.pages, __ATOMIC_RELAXED) == NSET && s.pages_read == NSET,
 	      "store read %lu pages (counted %lu), want each of the %d once",
 	      (unsigned long)st.pages, (unsigned long)s.pages_read, NSET);
+	/* the push went on after the run the fault met, and pushed the runs
+	 * it went past last */
+	CHECK(st.call[set_page((AHEAD + 1) * RUNLEN)] == 3,
+	      "run %d read by the push's read %u, want 3 (after the client's fault on run %d)",
+	      AHEAD + 1, st.call[set_page((AHEAD + 1) * RUNLEN)], AHEAD);
+	CHECK(st.call[set_page(SECOND * RUNLEN)] > 3 &&
+	      st.call[set_page((AHEAD - 1) * RUNLEN)] == st.call[set_page(SECOND * RUNLEN)],
+	      "runs %d..%d read by the push's reads %u..%u, want one read after the set's", SECOND,
+	      AHEAD - 1, st.call[set_page(SECOND * RUNLEN)], st.call[set_page((AHEAD - 1) * RUNLEN)]);
 	ask(sv[0], 't', ans);
 	CHECK(ans[1] == 0, "%lu pages of the set with wrong bytes", (unsigned long)ans[1]);
 	CHECK(ans[0] == 0, "the client took %lu faults touching the set pushed", (unsigned long)ans[0]);

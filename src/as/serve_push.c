@@ -52,6 +52,10 @@ struct serve_push {
 	/* their bytes: pages [0, arena_used) of arena_pages */
 	char *arena;
 	uint64_t arena_pages, arena_used;
+	/* runs [a, b) of the set the push went past when a fault met a run
+	 * ahead of it (push_walk), to be pushed after the set */
+	struct push_skip { size_t a, b; } *skip;
+	size_t nskip;
 };
 
 /*
@@ -67,6 +71,15 @@ struct serve_push {
  */
 #define PUSH_PEND_PAGES	4096
 #define PUSH_LATE_NICE	19	/* the copies into the cache after the set */
+
+/*
+ * A process touching its set in recorded order that overtook the push
+ * (the push thread waited for a CPU) faults on each run from then on,
+ * while the push copies runs it has already: so when a fault meets a run
+ * at most PUSH_JUMP_RUNS ahead of the push, the push goes on after it,
+ * and pushes the runs it went past after the set.
+ */
+#define PUSH_JUMP_RUNS	64
 
 /*
  * Copy the pages of object pages [a, b) of @v that the cache holds into
@@ -437,58 +450,123 @@ struct push_buf {
 	uint64_t done[UF_READV_PAGES];
 };
 
+/* 1 + the place of the run of the set the process's last fault met (0:
+ * none; serve_set_window()).  Locking: takes as->vma_lock shared. */
+static size_t push_met(struct serve_push *p)
+{
+	size_t i, met = 0;
+
+	pthread_rwlock_rdlock(p->as->vma_lock);
+	for (i = 0; i < p->as->vt.n; i++) {
+		struct uf_vma *v = p->as->vt.vmas[i];
+		struct serve_region *r = v->private_data;
+		size_t m;
+
+		if (v->vm_ops != &serve_vm_ops || v->obj != p->obj)
+			continue;
+		m = __atomic_load_n(&r->set_met, __ATOMIC_RELAXED);
+		met = m > met ? m : met;
+	}
+	pthread_rwlock_unlock(p->as->vma_lock);
+	return met;
+}
+
+/* Note runs [a, b) of the set as gone past (push_walk()). */
+static void push_skip_add(struct serve_push *p, size_t a, size_t b)
+{
+	struct push_skip *s;
+
+	if (p->nskip && p->skip[p->nskip - 1].b == a) {
+		p->skip[p->nskip - 1].b = b;
+		return;
+	}
+	s = realloc(p->skip, (p->nskip + 1) * sizeof(*s));
+	if (!s)
+		return;		/* (those runs are served by their faults) */
+	p->skip = s;
+	p->skip[p->nskip++] = (struct push_skip){ a, b };
+}
+
+/*
+ * Push runs [next, last) of the set in batches (*@batch pages the next,
+ * doubling), as a prefetch claims them; with @jump, going on after a run
+ * a fault met ahead of the push (PUSH_JUMP_RUNS).  Return 0, or nonzero
+ * to stop.  Locking: none held.
+ */
+static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, size_t last,
+		     uint64_t *batch, bool jump)
+{
+	struct uf_object *obj = p->obj;
+	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
+	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
+		       UF_WS_BATCH_LOCAL;
+	bool batched = uf_object_batched_reads(obj);
+	size_t npc, met;
+	int ret = 0;
+
+	if (piece > UF_READV_PAGES)
+		piece = UF_READV_PAGES;
+	while (!ret) {
+		if (jump && (met = push_met(p)) > next && met - next <= PUSH_JUMP_RUNS &&
+		    met <= last) {
+			push_skip_add(p, next, met);
+			next = met;
+			off = 0;
+		}
+		npc = uf_ws_cut(p->set->runs, last, &next, &off, piece, batched ? *batch : piece,
+				pb->pc, &pages);
+		if (!npc)
+			break;
+		if (*batch < max)
+			*batch *= 2;
+		ret = -EOPNOTSUPP;
+		if (obj->readonly && batched)
+			ret = push_batch_direct(p, pb->pc, npc, pages, pb->sorted, pb->done);
+		if (ret == -EOPNOTSUPP)
+			ret = push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done);
+	}
+	return ret;
+}
+
 /* The push thread: the set in batches of pieces, as a prefetch claims
  * them.  Locking: none held. */
 static void *push_thread(void *arg)
 {
 	struct serve_push *p = arg;
 	struct uf_object *obj = p->obj;
-	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
 	uint64_t batch = UF_WS_BATCH_FIRST;
-	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
-		       UF_WS_BATCH_LOCAL;
-	bool batched = uf_object_batched_reads(obj);
 	struct push_buf *pb = malloc(sizeof(*pb));
 	struct uf_bounce *arena = NULL;
-	size_t next = 0, npc;
+	int ret = -ENOMEM;
+	size_t i;
 	sigset_t all;
 
 	/* signals belong to the application's threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	if (obj->readonly && batched) {
-		for (next = 0; next < p->set->nruns && !obj->mm->budget_pages; next++)
-			p->pend_max += p->set->runs[next].len;
+	if (obj->readonly && uf_object_batched_reads(obj)) {
+		for (i = 0; i < p->set->nruns && !obj->mm->budget_pages; i++)
+			p->pend_max += p->set->runs[i].len;
 		if (p->pend_max > PUSH_PEND_PAGES)
 			p->pend_max = PUSH_PEND_PAGES;
 		p->arena_pages = p->pend_max + UF_READV_PAGES;
 		arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
 		if (!arena)
 			p->arena_pages = 0;	/* (each batch as push_batch() fills it) */
-		next = 0;
 	}
-	if (piece > UF_READV_PAGES)
-		piece = UF_READV_PAGES;
-	while (pb && (npc = uf_ws_cut(p->set->runs, p->set->nruns, &next, &off, piece,
-				      batched ? batch : piece, pb->pc, &pages))) {
-		int ret = -EOPNOTSUPP;
-
-		if (batch < max)
-			batch *= 2;
-		if (obj->readonly && batched)
-			ret = push_batch_direct(p, pb->pc, npc, pages, pb->sorted, pb->done);
-		if (ret == -EOPNOTSUPP)
-			ret = push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done);
-		if (ret)
-			break;
-	}
-	/* the cache's copies, for the next process: background work, which
-	 * the process still touching its last pages goes before (the thread
-	 * ends after them; a destroy of the mm stops them at the next batch) */
-	if (p->pend)
+	if (pb)
+		ret = push_walk(p, pb, 0, p->set->nruns, &batch, true);
+	/* the runs gone past, and the cache's copies for the next process:
+	 * background work, which the process still touching its last pages
+	 * goes before (the thread ends after them; a destroy of the mm stops
+	 * them at the next batch) */
+	if (p->pend || p->nskip)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSH_LATE_NICE);
+	for (i = 0; !ret && i < p->nskip; i++)
+		ret = push_walk(p, pb, p->skip[i].a, p->skip[i].b, &batch, false);
 	while (p->pend)
 		push_pend_insert(p);
+	free(p->skip);
 	uf_bounce_put(arena);
 	free(pb);
 	uf_as_unhold(p->as);

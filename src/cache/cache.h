@@ -298,6 +298,7 @@ struct uf_ws_set {
 	int refs;			/* atomic */
 	struct uf_ws_run *runs;		/* in recorded order */
 	struct uf_ws_run *sorted;	/* by first page */
+	size_t *ord;			/* sorted[i]'s place in runs */
 	size_t nruns;
 };
 uint64_t uf_ws_serve_claim(struct uf_object *obj, struct uf_ws_set **setp);
@@ -305,6 +306,7 @@ void uf_ws_serve_unclaim(struct uf_object *obj, uint64_t rec);
 bool uf_ws_serve_recording(struct uf_object *obj, uint64_t rec);
 void uf_ws_serve_note(struct uf_object *obj, uint64_t rec, uint64_t pg);
 const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg);
+size_t uf_ws_set_place(const struct uf_ws_set *set, const struct uf_ws_run *run);
 void uf_ws_set_put(struct uf_ws_set *set);
 
 #endif /* UF_CACHE_H */
