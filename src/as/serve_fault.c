@@ -219,7 +219,8 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
 
 	if (!run)
 		return false;
-	__atomic_store_n(&r->set_met, uf_ws_set_place(r->set, run) + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->set_met_prev, __atomic_exchange_n(&r->set_met,
+			 uf_ws_set_place(r->set, run) + 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	n = run->start + run->len - pg;
 	*ra = (struct uf_ra_req){ .first = pg, .n = n < vma->mm->ra_max ? (size_t)n :
 						     vma->mm->ra_max, .idx = -1 };

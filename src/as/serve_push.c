@@ -75,11 +75,13 @@ struct serve_push {
 /*
  * A process touching its set in recorded order that overtook the push
  * (the push thread waited for a CPU) faults on each run from then on,
- * while the push copies runs it has already: so when a fault meets a run
- * at most PUSH_JUMP_RUNS ahead of the push, the push goes on after it,
- * and pushes the runs it went past after the set.
+ * while the push copies runs it has already: so when two faults in a row
+ * meet runs ahead of the push, the second at most PUSH_JUMP_GAP runs
+ * after the first (the process goes through the set in its order), the
+ * push goes on after the second, and pushes the runs it went past after
+ * the set.  One fault far ahead (a touch out of order) moves nothing.
  */
-#define PUSH_JUMP_RUNS	64
+#define PUSH_JUMP_GAP	16
 
 /*
  * Copy the pages of object pages [a, b) of @v that the cache holds into
@@ -450,9 +452,11 @@ struct push_buf {
 	uint64_t done[UF_READV_PAGES];
 };
 
-/* 1 + the place of the run of the set the process's last fault met (0:
- * none; serve_set_window()).  Locking: takes as->vma_lock shared. */
-static size_t push_met(struct serve_push *p)
+/* 1 + the place of the run of the set the process's last fault met, if
+ * the fault before met one at most PUSH_JUMP_GAP runs before it (and past
+ * @next), else 0 (serve_set_window()).
+ * Locking: takes as->vma_lock shared. */
+static size_t push_met(struct serve_push *p, size_t next)
 {
 	size_t i, met = 0;
 
@@ -460,12 +464,14 @@ static size_t push_met(struct serve_push *p)
 	for (i = 0; i < p->as->vt.n; i++) {
 		struct uf_vma *v = p->as->vt.vmas[i];
 		struct serve_region *r = v->private_data;
-		size_t m;
+		size_t m, prev;
 
 		if (v->vm_ops != &serve_vm_ops || v->obj != p->obj)
 			continue;
 		m = __atomic_load_n(&r->set_met, __ATOMIC_RELAXED);
-		met = m > met ? m : met;
+		prev = __atomic_load_n(&r->set_met_prev, __ATOMIC_RELAXED);
+		if (prev > next && prev < m && m - prev <= PUSH_JUMP_GAP && m > met)
+			met = m;
 	}
 	pthread_rwlock_unlock(p->as->vma_lock);
 	return met;
@@ -489,8 +495,8 @@ static void push_skip_add(struct serve_push *p, size_t a, size_t b)
 
 /*
  * Push runs [next, last) of the set in batches (*@batch pages the next,
- * doubling), as a prefetch claims them; with @jump, going on after a run
- * a fault met ahead of the push (PUSH_JUMP_RUNS).  Return 0, or nonzero
+ * doubling), as a prefetch claims them; with @jump, going on after runs
+ * the process's faults met ahead of the push (PUSH_JUMP_GAP).  Return 0, or nonzero
  * to stop.  Locking: none held.
  */
 static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, size_t last,
@@ -507,8 +513,7 @@ static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, siz
 	if (piece > UF_READV_PAGES)
 		piece = UF_READV_PAGES;
 	while (!ret) {
-		if (jump && (met = push_met(p)) > next && met - next <= PUSH_JUMP_RUNS &&
-		    met <= last) {
+		if (jump && (met = push_met(p, next)) > next && met <= last) {
 			push_skip_add(p, next, met);
 			next = met;
 			off = 0;
