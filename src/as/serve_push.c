@@ -24,9 +24,10 @@
  * walks the set in recorded order, in batches of pieces (at most ra_max
  * pages of a run each) cut as a prefetch's claims are (uf_ws_cut(),
  * ws_replay.c).  Of a read-only object with batched reads, a batch's
- * holes are read from the store in one batched read (uf_object_read_runs)
- * and copied into the process straight from there, one copy per group of
- * pages that touch; their copy into the cache waits (PUSH_PEND_PAGES)
+ * holes are read from the store (uf_object_read_runs: a ->readv store's
+ * batch in one call, a file's piece by piece) and copied into the
+ * process straight from there, one copy per group of pages that touch;
+ * their copy into the cache waits (PUSH_PEND_PAGES)
  * and is made as a fill's (uf_object_insert_read: room made as a fault
  * makes it, the cache stays inside its budget).  Of any other object, a
  * batch's holes are filled in the cache as the prefetch does
@@ -37,7 +38,8 @@
  * and so is a page the balloon removed.  The handler threads serve the
  * process's faults meanwhile and never wait for it: a fault on a page of
  * the set that is not there yet reads the rest of its run at once
- * (serve_set_window).  The thread holds the address space (uf_as_adopt),
+ * (serve_set_window), and faults ahead of the push send it on after them
+ * (PUSH_JUMP_GAP).  The thread holds the address space (uf_as_adopt),
  * a reference to the object and one to the set; it stops when the set is
  * done, the process is gone, or the mm is being destroyed.
  */
