@@ -36,6 +36,10 @@ struct serve_region {
 	void *arg;
 	uint64_t rec;			/* the process's record (uf_ws_serve_claim) */
 	struct uf_ws_set *set;		/* the working set pushed into it, or NULL */
+	/* 1 + the place in recorded order of the run of @set the last fault
+	 * met, and the fault's before (the push goes on after them:
+	 * serve_push.c), 0: none; atomic */
+	size_t set_met, set_met_prev;
 	/* running ahead of a sequential stream (readahead.c; below): its
 	 * owner is the process of the stream (a region may be a fork
 	 * child's too) */

@@ -208,7 +208,8 @@ static void serve_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf
 /*
  * The window of a fault on @pg from the working set pushed into the
  * process: the rest of the page's recorded run (the push would copy it
- * so), if the set holds it.
+ * so), if the set holds it.  The run's place is noted for the push, which
+ * goes on after it (serve_push.c).
  */
 static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_t pg,
 			     struct uf_ra_req *ra)
@@ -218,6 +219,8 @@ static bool serve_set_window(struct serve_region *r, struct uf_vma *vma, uint64_
 
 	if (!run)
 		return false;
+	__atomic_store_n(&r->set_met_prev, __atomic_exchange_n(&r->set_met,
+			 uf_ws_set_place(r->set, run) + 1, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	n = run->start + run->len - pg;
 	*ra = (struct uf_ra_req){ .first = pg, .n = n < vma->mm->ra_max ? (size_t)n :
 						     vma->mm->ra_max, .idx = -1 };

@@ -15,23 +15,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /*
  * A thread per process served with a working set (uf_object_serve_prefetch)
  * walks the set in recorded order, in batches of pieces (at most ra_max
  * pages of a run each) cut as a prefetch's claims are (uf_ws_cut(),
- * ws_replay.c): fills a batch's holes in the cache as the prefetch does
- * (uf_object_fill_runs(): one batched read of the store, one copy per
- * group of pages that touch; making room as a fault does: the cache stays
- * inside its budget), copying them on into the process from the fill's
- * buffer, then copies over what the cache had, with UFFDIO_COPY, which
- * never overwrites: a page the process already has
+ * ws_replay.c).  Of a read-only object with batched reads, a batch's
+ * holes are read from the store (uf_object_read_runs: a ->readv store's
+ * batch in one call, a file's piece by piece) and copied into the
+ * process straight from there, one copy per group of pages that touch;
+ * their copy into the cache waits (PUSH_PEND_PAGES)
+ * and is made as a fill's (uf_object_insert_read: room made as a fault
+ * makes it, the cache stays inside its budget).  Of any other object, a
+ * batch's holes are filled in the cache as the prefetch does
+ * (uf_object_fill_runs()), copied on into the process from the fill's
+ * buffer.  Then what the cache had is copied over, with UFFDIO_COPY,
+ * which never overwrites: a page the process already has
  * (its own fault's, or one it wrote) fails with EEXIST and is skipped,
  * and so is a page the balloon removed.  The handler threads serve the
  * process's faults meanwhile and never wait for it: a fault on a page of
  * the set that is not there yet reads the rest of its run at once
- * (serve_set_window).  The thread holds the address space (uf_as_adopt),
+ * (serve_set_window), and faults ahead of the push send it on after them
+ * (PUSH_JUMP_GAP).  The thread holds the address space (uf_as_adopt),
  * a reference to the object and one to the set; it stops when the set is
  * done, the process is gone, or the mm is being destroyed.
  */
@@ -39,7 +47,43 @@ struct serve_push {
 	struct uf_object *obj;
 	struct uf_as *as;
 	struct uf_ws_set *set;
+	/* batches read for the process and not yet in the cache (a
+	 * read-only object's: push_batch_direct), oldest first */
+	struct uf_fill_batch *pend, **pend_tail;
+	uint64_t pend_pages, pend_max;
+	/* their bytes: pages [0, arena_used) of arena_pages */
+	char *arena;
+	uint64_t arena_pages, arena_used;
+	/* runs [a, b) of the set the push went past when a fault met a run
+	 * ahead of it (push_walk), to be pushed after the set */
+	struct push_skip { size_t a, b; } *skip;
+	size_t nskip;
 };
+
+/*
+ * Pages of a read-only object's set read for the process and held for
+ * the cache at most (PUSH_PEND_PAGES pages, 16 MiB; none under a cache
+ * budget): the process's copy comes first, the cache's after the set (or
+ * once this many wait).  A process restored from a set touches its pages
+ * as fast as they arrive; each page the push copies into the cache first
+ * is time the process's first touches wait for.  They wait in one buffer
+ * of the thread's (a bounce buffer: huge pages, where the system gives
+ * them; a fresh buffer per batch costs a fault per page as the store's
+ * read first writes it).
+ */
+#define PUSH_PEND_PAGES	4096
+#define PUSH_LATE_NICE	19	/* the copies into the cache after the set */
+
+/*
+ * A process touching its set in recorded order that overtook the push
+ * (the push thread waited for a CPU) faults on each run from then on,
+ * while the push copies runs it has already: so when two faults in a row
+ * meet runs ahead of the push, the second at most PUSH_JUMP_GAP runs
+ * after the first (the process goes through the set in its order), the
+ * push goes on after the second, and pushes the runs it went past after
+ * the set.  One fault far ahead (a touch out of order) moves nothing.
+ */
+#define PUSH_JUMP_GAP	16
 
 /*
  * Copy the pages of object pages [a, b) of @v that the cache holds into
@@ -214,6 +258,32 @@ static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 		k->gone = true;
 }
 
+/*
+ * After a batch: copy from the cache what the batch's pieces did not get
+ * (what the cache had, or its copy missed); pieces that touch go in one
+ * copy.  Return 0, or -ESRCH.
+ * Locking: none held.
+ */
+static int push_rest(struct serve_push *p, const struct uf_ws_run *sorted, const uint64_t *done,
+		     size_t npc)
+{
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < npc && !ret; i++) {
+		uint64_t first = sorted[i].start, end = first + sorted[i].len;
+		bool all = done[i] == sorted[i].len;
+
+		while (i + 1 < npc && sorted[i + 1].start == end) {
+			all = all && done[i + 1] == sorted[i + 1].len;
+			end += sorted[++i].len;
+		}
+		if (!all)
+			ret = push_copy(p, first, end - first);
+	}
+	return ret;
+}
+
 static int run_by_start(const void *a, const void *b)
 {
 	const struct uf_ws_run *x = a, *y = b;
@@ -238,7 +308,6 @@ static int push_batch(struct serve_push *p, const struct uf_ws_run *pc, size_t n
 	struct uf_object *obj = p->obj;
 	struct uf_mm *mm = obj->mm;
 	size_t filled = 0, i;
-	int ret = 0;
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -ENODEV;
@@ -257,20 +326,125 @@ static int push_batch(struct serve_push *p, const struct uf_ws_run *pc, size_t n
 	uf_add(&mm->stats.readahead_pages, filled);
 	if (sink.gone)
 		return -ESRCH;
-	/* what the cache had, or the sink could not copy; pieces that touch
-	 * go in one copy */
-	for (i = 0; i < npc && !ret; i++) {
-		uint64_t first = sorted[i].start, end = first + sorted[i].len;
-		bool all = done[i] == sorted[i].len;
+	return push_rest(p, sorted, done, npc);
+}
 
-		while (i + 1 < npc && sorted[i + 1].start == end) {
-			all = all && done[i + 1] == sorted[i + 1].len;
-			end += sorted[++i].len;
-		}
-		if (!all)
-			ret = push_copy(p, first, end - first);
+/* Insert the oldest batch held for the cache, and free it.
+ * Locking: none held; takes obj->invalidate_lock shared. */
+static void push_pend_insert(struct serve_push *p)
+{
+	struct uf_fill_batch *b = p->pend;
+	struct uf_object *obj = p->obj;
+	struct uf_mm *mm = obj->mm;
+	size_t filled = 0;
+
+	p->pend = b->next;
+	if (!p->pend)
+		p->pend_tail = &p->pend;
+	p->pend_pages -= b->pages;
+	if (!__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE)) {
+		uf_reclaim(mm, (size_t)b->pages);	/* room, as a fault makes it */
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		uf_object_insert_read(obj, b, &filled);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		uf_add(&mm->stats.readahead_pages, filled);
 	}
-	return ret;
+	free(b);
+	if (!p->pend)
+		p->arena_used = 0;
+}
+
+/*
+ * Copy object pages [q, q + n) from @buf into every region of the process
+ * that shows them, as push_sink_fn() does, but waiting for the table's
+ * lock: no cache lock is held.  Return 0, or -ESRCH.
+ * Locking: takes as->vma_lock shared.
+ */
+static int push_copy_buf(struct push_sink *k, uint64_t q, uint64_t n, const char *buf)
+{
+	struct uf_as *as = k->p->as;
+	int ret = 0, tries;
+	size_t i;
+
+	for (tries = 0; tries < SERVE_TRIES; tries++) {
+		pthread_rwlock_rdlock(as->vma_lock);
+		for (i = 0, ret = 0; !ret && i < as->vt.n; i++) {
+			struct uf_vma *v = as->vt.vmas[i];
+			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
+
+			if (v->vm_ops != &serve_vm_ops || v->obj != k->p->obj || v->nl_pgoff ||
+			    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
+				continue;
+			a = a > q ? a : q;
+			b = b < q + n ? b : q + n;
+			if (a < b)
+				ret = __push_vma_buf(v, a, b, buf + ((a - q) << PAGE_SHIFT));
+		}
+		pthread_rwlock_unlock(as->vma_lock);
+		if (ret != -EAGAIN)
+			break;
+		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
+	}
+	if (!ret)
+		push_done(k, q, n);
+	return ret == -ESRCH ? ret : 0;
+}
+
+/*
+ * One batch of a read-only object's set: its holes read from the store
+ * in one batched read and copied into the process straight from there,
+ * the cache's copy left for later (held on p->pend, PUSH_PEND_PAGES);
+ * then what the cache had copied over from it.  Return 0, -ESRCH /
+ * -ENODEV to stop, or -EOPNOTSUPP when the read failed (push_batch()
+ * then fills the batch as a fault would, and reports the store's errors
+ * there).
+ * Locking: none held; takes obj->invalidate_lock shared around the read.
+ */
+static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
+			     uint64_t pages, struct uf_ws_run *sorted, uint64_t *done)
+{
+	struct push_sink k = { .p = p, .pc = sorted, .done = done, .npc = npc };
+	struct uf_object *obj = p->obj;
+	struct uf_mm *mm = obj->mm;
+	/* a store of its own ->readv pays a round trip per call: the batch
+	 * in one; a local one a call per extent anyway: piece by piece, each
+	 * copied on at once (the process may be touching right behind) */
+	size_t step = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? npc : 1, i, j;
+	struct uf_fill_batch *b;
+	int ret = 0;
+
+	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
+		return -ENODEV;
+	memcpy(sorted, pc, npc * sizeof(*pc));
+	qsort(sorted, npc, sizeof(*sorted), run_by_start);
+	memset(done, 0, npc * sizeof(*done));
+	if (p->arena_used + pages > p->arena_pages)
+		while (p->pend)
+			push_pend_insert(p);
+	if (p->arena_used + pages > p->arena_pages)
+		return -EOPNOTSUPP;
+	for (j = 0; j < npc && !ret; j += step) {
+		pthread_rwlock_rdlock(&obj->invalidate_lock);
+		ret = uf_object_read_runs(obj, pc + j, step < npc - j ? step : npc - j,
+					  p->arena + (p->arena_used << PAGE_SHIFT), &b);
+		pthread_rwlock_unlock(&obj->invalidate_lock);
+		if (ret)
+			return -EOPNOTSUPP;
+		for (i = 0; b && i < b->niov && !ret; i++)
+			ret = push_copy_buf(&k, b->iov[i].off >> PAGE_SHIFT,
+					    (b->iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT,
+					    b->iov[i].buf);
+		if (b) {
+			*p->pend_tail = b;
+			p->pend_tail = &b->next;
+			p->pend_pages += b->pages;
+			p->arena_used += b->pages;
+		}
+	}
+	if (p->pend_pages > p->pend_max)
+		while (p->pend)
+			push_pend_insert(p);
+	return ret ? ret : push_rest(p, sorted, done, npc);
 }
 
 /* A push thread's batch: its pieces in recorded order and by first page,
@@ -280,33 +454,127 @@ struct push_buf {
 	uint64_t done[UF_READV_PAGES];
 };
 
+/* 1 + the place of the run of the set the process's last fault met, if
+ * the fault before met one at most PUSH_JUMP_GAP runs before it (and past
+ * @next), else 0 (serve_set_window()).
+ * Locking: takes as->vma_lock shared. */
+static size_t push_met(struct serve_push *p, size_t next)
+{
+	size_t i, met = 0;
+
+	pthread_rwlock_rdlock(p->as->vma_lock);
+	for (i = 0; i < p->as->vt.n; i++) {
+		struct uf_vma *v = p->as->vt.vmas[i];
+		struct serve_region *r = v->private_data;
+		size_t m, prev;
+
+		if (v->vm_ops != &serve_vm_ops || v->obj != p->obj)
+			continue;
+		m = __atomic_load_n(&r->set_met, __ATOMIC_RELAXED);
+		prev = __atomic_load_n(&r->set_met_prev, __ATOMIC_RELAXED);
+		if (prev > next && prev < m && m - prev <= PUSH_JUMP_GAP && m > met)
+			met = m;
+	}
+	pthread_rwlock_unlock(p->as->vma_lock);
+	return met;
+}
+
+/* Note runs [a, b) of the set as gone past (push_walk()). */
+static void push_skip_add(struct serve_push *p, size_t a, size_t b)
+{
+	struct push_skip *s;
+
+	if (p->nskip && p->skip[p->nskip - 1].b == a) {
+		p->skip[p->nskip - 1].b = b;
+		return;
+	}
+	s = realloc(p->skip, (p->nskip + 1) * sizeof(*s));
+	if (!s)
+		return;		/* (those runs are served by their faults) */
+	p->skip = s;
+	p->skip[p->nskip++] = (struct push_skip){ a, b };
+}
+
+/*
+ * Push runs [next, last) of the set in batches (*@batch pages the next,
+ * doubling), as a prefetch claims them; with @jump, going on after runs
+ * the process's faults met ahead of the push (PUSH_JUMP_GAP).  Return 0, or nonzero
+ * to stop.  Locking: none held.
+ */
+static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, size_t last,
+		     uint64_t *batch, bool jump)
+{
+	struct uf_object *obj = p->obj;
+	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
+	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
+		       UF_WS_BATCH_LOCAL;
+	bool batched = uf_object_batched_reads(obj);
+	size_t npc, met;
+	int ret = 0;
+
+	if (piece > UF_READV_PAGES)
+		piece = UF_READV_PAGES;
+	while (!ret) {
+		if (jump && (met = push_met(p, next)) > next && met <= last) {
+			push_skip_add(p, next, met);
+			next = met;
+			off = 0;
+		}
+		npc = uf_ws_cut(p->set->runs, last, &next, &off, piece, batched ? *batch : piece,
+				pb->pc, &pages);
+		if (!npc)
+			break;
+		if (*batch < max)
+			*batch *= 2;
+		ret = -EOPNOTSUPP;
+		if (obj->readonly && batched)
+			ret = push_batch_direct(p, pb->pc, npc, pages, pb->sorted, pb->done);
+		if (ret == -EOPNOTSUPP)
+			ret = push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done);
+	}
+	return ret;
+}
+
 /* The push thread: the set in batches of pieces, as a prefetch claims
  * them.  Locking: none held. */
 static void *push_thread(void *arg)
 {
 	struct serve_push *p = arg;
 	struct uf_object *obj = p->obj;
-	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
 	uint64_t batch = UF_WS_BATCH_FIRST;
-	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
-		       UF_WS_BATCH_LOCAL;
-	bool batched = uf_object_batched_reads(obj);
 	struct push_buf *pb = malloc(sizeof(*pb));
-	size_t next = 0, npc;
+	struct uf_bounce *arena = NULL;
+	int ret = -ENOMEM;
+	size_t i;
 	sigset_t all;
 
 	/* signals belong to the application's threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	if (piece > UF_READV_PAGES)
-		piece = UF_READV_PAGES;
-	while (pb && (npc = uf_ws_cut(p->set->runs, p->set->nruns, &next, &off, piece,
-				      batched ? batch : piece, pb->pc, &pages))) {
-		if (batch < max)
-			batch *= 2;
-		if (push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done))
-			break;
+	if (obj->readonly && uf_object_batched_reads(obj)) {
+		for (i = 0; i < p->set->nruns && !obj->mm->budget_pages; i++)
+			p->pend_max += p->set->runs[i].len;
+		if (p->pend_max > PUSH_PEND_PAGES)
+			p->pend_max = PUSH_PEND_PAGES;
+		p->arena_pages = p->pend_max + UF_READV_PAGES;
+		arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
+		if (!arena)
+			p->arena_pages = 0;	/* (each batch as push_batch() fills it) */
 	}
+	if (pb)
+		ret = push_walk(p, pb, 0, p->set->nruns, &batch, true);
+	/* the runs gone past, and the cache's copies for the next process:
+	 * background work, which the process still touching its last pages
+	 * goes before (the thread ends after them; a destroy of the mm stops
+	 * them at the next batch) */
+	if (p->pend || p->nskip)
+		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSH_LATE_NICE);
+	for (i = 0; !ret && i < p->nskip; i++)
+		ret = push_walk(p, pb, p->skip[i].a, p->skip[i].b, &batch, false);
+	while (p->pend)
+		push_pend_insert(p);
+	free(p->skip);
+	uf_bounce_put(arena);
 	free(pb);
 	uf_as_unhold(p->as);
 	uf_ws_set_put(p->set);
@@ -326,6 +594,7 @@ void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
 
 	if (p) {
 		*p = (struct serve_push){ .obj = obj, .as = as, .set = set };
+		p->pend_tail = &p->pend;
 		uf_object_get(obj);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

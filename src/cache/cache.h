@@ -120,6 +120,18 @@ struct uf_ws_run;
 int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
 			size_t *filled, struct uf_vma *vma);
 bool uf_object_batched_reads(struct uf_object *obj);
+/* A batch of a read-only object's holes read from its store and not yet
+ * in the cache (uf_object_read_runs(), uf_object_insert_read()); free()
+ * it (its bytes are in the caller's buffer). */
+struct uf_fill_batch {
+	struct uf_fill_batch *next;	/* the caller's */
+	uint64_t pages;			/* read */
+	size_t niov;
+	struct uf_store_iov iov[];	/* groups of holes, in the runs' order */
+};
+int uf_object_read_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
+			char *buf, struct uf_fill_batch **bp);
+void uf_object_insert_read(struct uf_object *obj, const struct uf_fill_batch *b, size_t *filled);
 int uf_object_insert(struct uf_object *obj, uint64_t pgoff, const void *src);
 uint64_t uf_object_cache_pages(struct uf_object *obj);
 #include "cache/bounce.h"	/* uf_bounce_get(), uf_bounce_put() */
@@ -286,6 +298,7 @@ struct uf_ws_set {
 	int refs;			/* atomic */
 	struct uf_ws_run *runs;		/* in recorded order */
 	struct uf_ws_run *sorted;	/* by first page */
+	size_t *ord;			/* sorted[i]'s place in runs */
 	size_t nruns;
 };
 uint64_t uf_ws_serve_claim(struct uf_object *obj, struct uf_ws_set **setp);
@@ -293,6 +306,7 @@ void uf_ws_serve_unclaim(struct uf_object *obj, uint64_t rec);
 bool uf_ws_serve_recording(struct uf_object *obj, uint64_t rec);
 void uf_ws_serve_note(struct uf_object *obj, uint64_t rec, uint64_t pg);
 const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg);
+size_t uf_ws_set_place(const struct uf_ws_set *set, const struct uf_ws_run *run);
 void uf_ws_set_put(struct uf_ws_set *set);
 
 #endif /* UF_CACHE_H */

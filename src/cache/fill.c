@@ -650,6 +650,48 @@ static size_t fill_group(struct fill_seg *seg, size_t nseg)
 }
 
 /*
+ * The extents of the groups @seg (fill_group(), in page order) into @iov,
+ * each read straight into its place in @buf; each group's pg becomes its
+ * extent's index.  Bytes past the object's @size read zero.
+ */
+static void fill_extents(struct fill_seg *seg, size_t niov, char *buf, uint64_t size,
+			 struct uf_store_iov *iov)
+{
+	uint64_t at = 0;
+	size_t i;
+
+	for (i = 0; i < niov; i++) {
+		iov[i].buf = buf + (at << PAGE_SHIFT);
+		iov[i].off = seg[i].pg << PAGE_SHIFT;
+		iov[i].len = (size_t)seg[i].n << PAGE_SHIFT;
+		at += seg[i].n;
+		seg[i].pg = (uint64_t)i;	/* (now: its extent) */
+		if (iov[i].off + iov[i].len > size) {	/* the object's last page */
+			size_t part = (size_t)(size - iov[i].off);
+
+			memset((char *)iov[i].buf + part, 0, iov[i].len - part);
+			iov[i].len = part;
+		}
+	}
+}
+
+/* Read extents @iov with @readv, counting @total pages read. */
+static int fill_readv(struct uf_object *obj,
+		      int (*readv)(void *, const struct uf_store_iov *, size_t),
+		      const struct uf_store_iov *iov, size_t niov, uint64_t total,
+		      struct uf_vma *vma)
+{
+	int ret = readv(obj->store, iov, niov);
+
+	if (!ret) {
+		uf_add(&obj->mm->stats.pages_read, total);
+		if (vma)
+			uf_add(&vma->stats.pages_read, total);
+	}
+	return ret;
+}
+
+/*
  * uf_object_fill_runs - fill the holes of @n runs of pages (at most
  * UF_READV_PAGES pages in all) with one batched read of the store (its
  * ->readv, uf_object_set_readv(); a file store's preadv over close
@@ -671,7 +713,7 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
 	struct fill_seg seg[UF_READV_PAGES];
 	struct uf_store_iov iov[UF_READV_PAGES];
-	uint64_t total, at;
+	uint64_t total;
 	struct uf_bounce *bounce;
 	size_t niov, i;
 	long charged, nseg;
@@ -704,26 +746,8 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 		uf_cache_uncharge(obj->mm, (size_t)charged);
 		return -ENOMEM;
 	}
-	/* the extents in page order, each read straight into its place */
-	for (i = 0, at = 0; i < niov; i++) {
-		iov[i].buf = buf + (at << PAGE_SHIFT);
-		iov[i].off = seg[i].pg << PAGE_SHIFT;
-		iov[i].len = (size_t)seg[i].n << PAGE_SHIFT;
-		at += seg[i].n;
-		seg[i].pg = (uint64_t)i;	/* (now: its extent) */
-		if (iov[i].off + iov[i].len > size) {	/* the object's last page */
-			size_t part = (size_t)(size - iov[i].off);
-
-			memset((char *)iov[i].buf + part, 0, iov[i].len - part);
-			iov[i].len = part;
-		}
-	}
-	ret = readv(obj->store, iov, niov);
-	if (!ret) {
-		uf_add(&obj->mm->stats.pages_read, total);
-		if (vma)
-			uf_add(&vma->stats.pages_read, total);
-	}
+	fill_extents(seg, niov, buf, size, iov);
+	ret = fill_readv(obj, readv, iov, niov, total, vma);
 	qsort(seg, niov, sizeof(*seg), seg_by_ord);
 	for (i = 0; !ret && i < niov; i++) {
 		const struct uf_store_iov *v = &iov[seg[i].pg];
@@ -738,6 +762,114 @@ int uf_object_fill_runs(struct uf_object *obj, const struct uf_ws_run *runs, siz
 	uf_bounce_put(bounce);
 	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was not added */
 	return ret;
+}
+
+/*
+ * uf_object_read_runs - read the holes of @n runs of a read-only object
+ * (at most UF_READV_PAGES pages in all) with one batched read of the
+ * store, as uf_object_fill_runs() does, into a batch of the caller's:
+ * nothing enters the cache (nor is charged to its budget) until
+ * uf_object_insert_read().  The bytes of a read-only object's store are
+ * its bytes for good: another process can be given them first.
+ * @buf: where the bytes go: room for every page of the runs.
+ * *@bp: the batch, its groups of holes that touch in the object in the
+ * runs' order (NULL: no holes), pointing into @buf.
+ *
+ * Return: 0, -ENOMEM, -EOPNOTSUPP (the store reads no batches, or the
+ * object is writable), or the store's error (no batch then).
+ * Locking: obj->invalidate_lock held shared.
+ */
+int uf_object_read_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n,
+			char *buf, struct uf_fill_batch **bp)
+{
+	int (*readv)(void *, const struct uf_store_iov *, size_t) = store_readv(obj);
+	uint64_t size = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE);
+	struct fill_seg seg[UF_READV_PAGES];
+	struct uf_store_iov iov[UF_READV_PAGES];
+	struct uf_fill_batch *b;
+	uint64_t total;
+	size_t niov, i;
+	long nseg;
+	int ret;
+
+	*bp = NULL;
+	if (!readv || !obj->readonly)
+		return -EOPNOTSUPP;
+	nseg = fill_holes(obj, runs, n, size_pages(size), seg, &total);
+	if (nseg <= 0)
+		return (int)nseg;
+	niov = fill_group(seg, (size_t)nseg);
+	b = malloc(sizeof(*b) + niov * sizeof(b->iov[0]));
+	if (!b)
+		return -ENOMEM;
+	fill_extents(seg, niov, buf, size, iov);
+	ret = fill_readv(obj, readv, iov, niov, total, NULL);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	qsort(seg, niov, sizeof(*seg), seg_by_ord);
+	for (i = 0; i < niov; i++)
+		b->iov[i] = iov[seg[i].pg];
+	b->niov = niov;
+	b->pages = total;
+	b->next = NULL;
+	*bp = b;
+	return 0;
+}
+
+/*
+ * uf_object_insert_read - insert the pages of batch @b that are holes
+ * now into the cache, as a fill does: charged to the budget (the first
+ * ones, as far as it grants), never over a present page, nothing past
+ * i_size.  @filled: increased by the pages inserted.
+ * Locking: obj->invalidate_lock held shared.
+ */
+void uf_object_insert_read(struct uf_object *obj, const struct uf_fill_batch *b, size_t *filled)
+{
+	uint64_t eof = size_pages(__atomic_load_n(&obj->size, __ATOMIC_ACQUIRE));
+	size_t holes = 0, i;
+	uint64_t q, h, end;
+	long charged;
+
+	for (i = 0; i < b->niov; i++) {
+		q = b->iov[i].off >> PAGE_SHIFT;
+		end = q + ((b->iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT);
+		if (end > eof)
+			end = eof;
+		if (q < end && uf_pagebits_reserve(&obj->pages, q, end - q))
+			return;
+		for (; q < end; q++)
+			holes += !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q);
+	}
+	charged = uf_cache_charge(obj->mm, holes, 0);
+	for (i = 0; charged > 0 && i < b->niov; i++) {
+		uint64_t first = b->iov[i].off >> PAGE_SHIFT;
+
+		end = first + ((b->iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT);
+		if (end > eof)
+			end = eof;
+		for (q = first; charged > 0 && q < end; q = h) {
+			long added;
+
+			if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, q)) {
+				h = q + 1;
+				continue;
+			}
+			for (h = q; h < end && h - q < (uint64_t)charged &&
+				    !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, h); h++)
+				;
+			added = cache_insert(obj, q, (const char *)b->iov[i].buf +
+					     ((q - first) << PAGE_SHIFT), (size_t)(h - q), NULL);
+			if (added > 0 && filled)
+				*filled += (size_t)added;
+			fill_uncharge_added(obj, &charged, added);
+			if (added < 0)
+				break;	/* (holes left, which their own faults fill) */
+		}
+	}
+	if (charged > 0)
+		uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was not added */
 }
 
 /*

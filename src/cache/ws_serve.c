@@ -109,6 +109,26 @@ const struct uf_ws_run *uf_ws_set_find(const struct uf_ws_set *set, uint64_t pg)
 	return runs_find(set->sorted, set->nruns, pg);
 }
 
+/* The place in recorded order of @run, a run uf_ws_set_find() gave.
+ * Locking: none. */
+size_t uf_ws_set_place(const struct uf_ws_set *set, const struct uf_ws_run *run)
+{
+	return set->ord[run - set->sorted];
+}
+
+/* Each sorted run's place in recorded order.  Return 0 or -ENOMEM. */
+static int ws_set_order(struct uf_ws_set *set)
+{
+	size_t i;
+
+	set->ord = malloc((set->nruns ? set->nruns : 1) * sizeof(*set->ord));
+	if (!set->ord)
+		return -ENOMEM;
+	for (i = 0; i < set->nruns; i++)	/* (runs never overlap) */
+		set->ord[runs_find(set->sorted, set->nruns, set->runs[i].start) - set->sorted] = i;
+	return 0;
+}
+
 /* Locking: none. */
 void uf_ws_set_put(struct uf_ws_set *set)
 {
@@ -116,6 +136,7 @@ void uf_ws_set_put(struct uf_ws_set *set)
 		return;
 	free(set->runs);
 	free(set->sorted);
+	free(set->ord);
 	free(set);
 }
 
@@ -140,6 +161,8 @@ UF_EXPORT int uf_object_serve_prefetch(struct uf_object *obj, const char *path)
 			return -ENOMEM;
 		set->refs = 1;
 		ret = ws_read(path, &rec, &set->runs, &set->nruns, &set->sorted);
+		if (!ret)
+			ret = ws_set_order(set);
 		if (!ret)
 			ret = object_version(obj, &now);
 		if (!ret && !same_version(&rec, &now))
