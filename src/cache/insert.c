@@ -59,7 +59,8 @@ struct uf_inserts {
 	pthread_mutex_t lock;
 	pthread_cond_t done;
 	struct uf_insert *pending;
-	size_t nqueued, nspare;
+	size_t nqueued;			/* (atomic: read unlocked) */
+	size_t nspare;
 	struct uf_bounce *spare;
 };
 
@@ -154,7 +155,7 @@ void uf_insert_end(struct uf_insert *it)
 		*pp = it->next;
 	__atomic_sub_fetch(&it->obj->ninserts, 1, __ATOMIC_RELEASE);
 	if (it->queued)
-		in->nqueued--;
+		__atomic_sub_fetch(&in->nqueued, 1, __ATOMIC_RELAXED);
 	if (b && in->nspare < INSERT_SPARES) {
 		b->next = in->spare;
 		in->spare = b;
@@ -211,7 +212,7 @@ bool uf_insert_queue(struct uf_insert *it, struct uf_bounce **bounce, long *char
 		pthread_mutex_unlock(&in->lock);
 		return false;
 	}
-	in->nqueued++;
+	__atomic_add_fetch(&in->nqueued, 1, __ATOMIC_RELAXED);
 	it->queued = true;
 	b = in->spare;
 	if (b) {
@@ -227,7 +228,7 @@ bool uf_insert_queue(struct uf_insert *it, struct uf_bounce **bounce, long *char
 		uf_object_put(it->obj);
 		it->bounce = NULL;
 		pthread_mutex_lock(&in->lock);
-		in->nqueued--;
+		__atomic_sub_fetch(&in->nqueued, 1, __ATOMIC_RELAXED);
 		it->queued = false;
 		if (b) {
 			b->next = in->spare;
