@@ -517,6 +517,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	bool broken = uf_protocol_broken();
 	uint64_t exact_end = first;	/* before it, a span is one run of holes */
 	struct uf_insert *it = NULL;
+	bool deferred = false;		/* @must is the insert thread's */
 	struct uf_bounce *bounce;
 	long charged;
 	int err = 0;
@@ -565,7 +566,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 			/* (see cache.h) the insert thread's now */
 			if (filled)
 				*filled += run;
-			if (major && must >= p && must < end)
+			deferred = must >= p && must < end;
+			if (major && deferred)
 				*major = true;
 			p = end;
 			continue;
@@ -591,7 +593,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	}
 	uf_bounce_put(bounce);
 	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was not added */
-	if (!err && must < UF_FILL_ANY && !(major && *major) &&
+	if (!err && must < UF_FILL_ANY && !(major && *major) && !deferred &&
 	    !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, must))
 		err = -EIO;
 	return err;
