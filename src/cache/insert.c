@@ -19,7 +19,8 @@
  * (or the insert was given up): a fill of the object that meets a pending
  * span waits for it (INSERT_WAIT_MS at most, then reads the store as
  * before), so a reader or a second client after a restore finds the
- * pages in the cache rather than reading them again.  At most
+ * pages in the cache rather than reading them again (a span the fill
+ * inserts itself is pending as well, until it is in).  At most
  * INSERT_QUEUED inserts wait for the thread; beyond, a fill inserts its
  * own.  The charge stays taken until the pages are in, so the budget
  * counts them throughout; a fill that finds no room waits for the
@@ -59,7 +60,7 @@ struct uf_inserts {
 	pthread_mutex_t lock;
 	pthread_cond_t done;
 	struct uf_insert *pending;
-	size_t nqueued;			/* (atomic: read unlocked) */
+	size_t nqueued;			/* on the worker, not yet run */
 	size_t nspare;
 	struct uf_bounce *spare;
 };
@@ -110,8 +111,9 @@ void uf_inserts_stop(struct uf_mm *mm)
 /*
  * Span [@pg, @pg + @n) of read-only @obj is about to go to another process
  * before the cache: pending from now (fills of it wait), until
- * uf_insert_queue() hands it over or uf_insert_end() ends it.  NULL when
- * the thread has enough queued (the fill inserts its own, unannounced).
+ * uf_insert_queue() hands it over or uf_insert_end() ends it (the fill
+ * inserted it itself).  NULL: no memory (the fill inserts its own,
+ * unannounced).
  * Locking: takes inserts->lock.
  */
 struct uf_insert *uf_insert_begin(struct uf_object *obj, uint64_t pg, uint64_t n)
@@ -119,11 +121,7 @@ struct uf_insert *uf_insert_begin(struct uf_object *obj, uint64_t pg, uint64_t n
 	struct uf_inserts *in = obj->mm->inserts;
 	struct uf_insert *it;
 
-	uint64_t budget = obj->mm->budget_pages;
-
-	/* what is pending cannot be evicted: a quarter of the budget at most */
-	if (!in || __atomic_load_n(&in->nqueued, __ATOMIC_RELAXED) >= INSERT_QUEUED ||
-	    (budget && 4 * INSERT_QUEUED * n > budget))
+	if (!in)
 		return NULL;
 	it = calloc(1, sizeof(*it));
 	if (!it)
@@ -155,7 +153,7 @@ void uf_insert_end(struct uf_insert *it)
 		*pp = it->next;
 	__atomic_sub_fetch(&it->obj->ninserts, 1, __ATOMIC_RELEASE);
 	if (it->queued)
-		__atomic_sub_fetch(&in->nqueued, 1, __ATOMIC_RELAXED);
+		in->nqueued--;
 	if (b && in->nspare < INSERT_SPARES) {
 		b->next = in->spare;
 		in->spare = b;
@@ -198,21 +196,26 @@ static void insert_run(struct uf_work *work, bool run)
  * Hand pending @it over to the insert thread with the fill's buffer
  * *@bounce (the span's bytes from its start) and its charge *@charged:
  * both are the insert's now (*@charged 0; *@bounce a spare, or NULL).
- * False (nothing taken) when the thread cannot take it.
+ * False (nothing taken) when the thread has enough queued, or cannot take
+ * it, or the budget is small: what is pending cannot be evicted, so a
+ * quarter of the budget at most.
  * Locking: obj->invalidate_lock held shared; takes inserts->lock, then
  * the worker's.
  */
 bool uf_insert_queue(struct uf_insert *it, struct uf_bounce **bounce, long *charged)
 {
 	struct uf_inserts *in = it->obj->mm->inserts;
+	uint64_t budget = it->obj->mm->budget_pages;
 	struct uf_bounce *b;
 
+	if (budget && 4 * INSERT_QUEUED * it->n > budget)
+		return false;
 	pthread_mutex_lock(&in->lock);
 	if (in->nqueued >= INSERT_QUEUED) {
 		pthread_mutex_unlock(&in->lock);
 		return false;
 	}
-	__atomic_add_fetch(&in->nqueued, 1, __ATOMIC_RELAXED);
+	in->nqueued++;
 	it->queued = true;
 	b = in->spare;
 	if (b) {
@@ -228,7 +231,7 @@ bool uf_insert_queue(struct uf_insert *it, struct uf_bounce **bounce, long *char
 		uf_object_put(it->obj);
 		it->bounce = NULL;
 		pthread_mutex_lock(&in->lock);
-		__atomic_sub_fetch(&in->nqueued, 1, __ATOMIC_RELAXED);
+		in->nqueued--;
 		it->queued = false;
 		if (b) {
 			b->next = in->spare;
