@@ -206,6 +206,7 @@ static void huge_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 
 	if (k->err || pthread_rwlock_tryrdlock(k->as->vma_lock))
 		return;
+	k->sink.taken = !(q & (UF_HUGE_PAGES - 1)) && !(n & (UF_HUGE_PAGES - 1));
 	for (; h + UF_HUGE_PAGES <= q + n && !k->err; h += UF_HUGE_PAGES) {
 		i = (h - k->base) / UF_HUGE_PAGES;
 		if (h < k->base || i >= 64 || region_removed(k->r, h))
@@ -220,6 +221,10 @@ static void huge_fill_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 		else if (ret == -ESRCH || (ret == -ENOMEM && k->worker))
 			k->err = ret;
 	}
+	/* every huge page of the span delivered: the cache's copy may wait */
+	for (h = q; k->sink.taken && h < q + n; h += UF_HUGE_PAGES)
+		k->sink.taken = h >= k->base && (h - k->base) / UF_HUGE_PAGES < 64 &&
+				(k->done >> ((h - k->base) / UF_HUGE_PAGES) & 1);
 	pthread_rwlock_unlock(k->as->vma_lock);
 }
 
@@ -305,8 +310,10 @@ static int huge_serve(struct uf_vma *vma, struct serve_region *r, unsigned long 
 		      bool probe, bool *major, size_t *filled)
 {
 	struct uf_object *obj = vma->obj;
-	struct huge_fill hf = { .sink = { .obj = obj, .fn = huge_fill_fn, .early = true }, .as = vma->as, .r = r,
+	struct huge_fill hf = { .sink = { .obj = obj, .fn = huge_fill_fn, .early = true,
+				  .defer = true }, .as = vma->as, .r = r,
 				.base = pg };
+	bool flushed = false;
 	int ret = 1, tries;
 
 	for (tries = 0; tries < SERVE_TRIES && ret == 1; tries++) {
@@ -322,6 +329,13 @@ static int huge_serve(struct uf_vma *vma, struct serve_region *r, unsigned long 
 			pthread_rwlock_unlock(&obj->invalidate_lock);
 			*filled += n;
 			*major = *major || n;
+			if (ret == -ENOBUFS && !flushed) {
+				/* the room pending inserts hold: evictable once in */
+				uf_inserts_flush(vma->mm);
+				flushed = true;
+				ret = 1;
+				continue;
+			}
 			if (ret)
 				return ret;
 			if (hf.done & 1)
@@ -405,7 +419,8 @@ static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 {
 	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 	struct uf_mm *mm = w->obj->mm;
-	struct huge_fill hf = { .sink = { .obj = w->obj, .fn = huge_fill_fn, .early = true },
+	struct huge_fill hf = { .sink = { .obj = w->obj, .fn = huge_fill_fn, .early = true,
+				  .defer = true },
 				.as = w->as, .r = w->r, .base = first, .worker = true };
 	size_t filled = 0;
 	uint64_t h;

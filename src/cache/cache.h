@@ -107,12 +107,15 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
  * back from the memfd.  With @early, ->fn also gets a span of a read-only
  * object read from the store before it is inserted, when every page of it
  * is a hole (the bytes the cache is about to get): the other process need
- * not wait for the copy into the cache.
+ * not wait for the copy into the cache.  With @defer as well, ->fn sets
+ * @taken when it delivered that whole span, and the copy into the cache
+ * is then left to the mm's insert thread (insert.c): the fill returns
+ * with the span pending, its pages counted as filled.
  */
 struct uf_fill_sink {
 	struct uf_object *obj;
 	void (*fn)(struct uf_fill_sink *sink, uint64_t pgoff, const char *buf, size_t npages);
-	bool early;
+	bool early, defer, taken;
 };
 extern __thread struct uf_fill_sink *uf_fill_sink;
 struct uf_ws_run;
@@ -170,14 +173,29 @@ static inline void uf_cache_uncharge(struct uf_mm *mm, size_t n)
 		uf_add(&mm->charged, -(uint64_t)n);
 }
 
-/* worker.c: background work of an mm, one thread */
+/* worker.c: background work of an mm, a thread a worker */
 struct uf_work {
 	void (*fn)(struct uf_work *work, bool run);	/* run, or drop */
 	struct uf_work *next;
 };
+int uf_worker_new(struct uf_worker **wp);
+void uf_worker_free(struct uf_worker **wp);
+bool uf_worker_add(struct uf_worker *w, struct uf_work *work);
 int uf_worker_start(struct uf_mm *mm);
 void uf_worker_stop(struct uf_mm *mm);
 bool uf_worker_queue(struct uf_mm *mm, struct uf_work *work);
+
+/* insert.c: a fill's copy into the cache deferred to a thread (the
+ * early sink's, below) */
+struct uf_insert;
+struct uf_bounce;
+int uf_inserts_start(struct uf_mm *mm);
+void uf_inserts_stop(struct uf_mm *mm);
+struct uf_insert *uf_insert_begin(struct uf_object *obj, uint64_t pg, uint64_t n);
+bool uf_insert_queue(struct uf_insert *it, struct uf_bounce **bounce, long *charged);
+void uf_insert_end(struct uf_insert *it);
+void uf_insert_wait(struct uf_object *obj, uint64_t first, uint64_t last);
+void uf_inserts_flush(struct uf_mm *mm);
 
 /* readahead.c */
 struct uf_ra_req {

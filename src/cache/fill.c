@@ -439,9 +439,9 @@ static void fill_uncharge_added(struct uf_object *obj, long *charged, long added
  * Return 0 or cache_insert()'s -errno.
  * Locking: obj->invalidate_lock held shared.
  */
-static int fill_span_insert(struct uf_object *obj, uint64_t p, uint64_t end, const char *buf,
-			    uint64_t must, size_t *filled, bool *major, struct uf_vma *vma,
-			    bool broken, long *charged)
+int fill_span_insert(struct uf_object *obj, uint64_t p, uint64_t end, const char *buf,
+		     uint64_t must, size_t *filled, bool *major, struct uf_vma *vma,
+		     bool broken, long *charged)
 {
 	uint64_t q, h;
 	long added;
@@ -469,6 +469,31 @@ static int fill_span_insert(struct uf_object *obj, uint64_t p, uint64_t end, con
 }
 
 /*
+ * The early sink's turn (struct uf_fill_sink) for the span [@p, @p + @run)
+ * of a read-only object's holes, read into @buf (*@bounce's): the sink
+ * gets the store's bytes before the cache does.  Where it defers and took
+ * the whole span, and the span is the whole fill (@whole), the copy into
+ * the cache goes to the insert thread with the buffer and the fill's
+ * charge *@charged (insert.c): true, the span is done.  Else false, and
+ * *@it is the span pending (or NULL) until the caller's insert ends it.
+ * Locking: obj->invalidate_lock held shared.
+ */
+static bool fill_early(struct uf_object *obj, uint64_t p, uint64_t run, bool whole, char *buf,
+		       struct uf_bounce **bounce, long *charged, struct uf_insert **it)
+{
+	struct uf_fill_sink *sink = uf_fill_sink;
+
+	*it = sink->defer && whole ? uf_insert_begin(obj, p, run) : NULL;
+	sink->taken = false;
+	sink->fn(sink, p, buf, run);
+	if (*it && sink->taken && uf_insert_queue(*it, bounce, charged)) {
+		*it = NULL;
+		return true;
+	}
+	return false;
+}
+
+/*
  * uf_object_fill - make pages of [first, first + n) present in the cache,
  * reading holes from the store in spans (above) and copying in only the
  * holes: a page present is never overwritten.  Pages past i_size are not
@@ -491,6 +516,8 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	uint64_t eof = size_pages(size), p, last;
 	bool broken = uf_protocol_broken();
 	uint64_t exact_end = first;	/* before it, a span is one run of holes */
+	struct uf_insert *it = NULL;
+	bool deferred = false;		/* @must is the insert thread's */
 	struct uf_bounce *bounce;
 	long charged;
 	int err = 0;
@@ -501,6 +528,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	last = first + n < eof ? first + n : eof;
 	if (first >= last)
 		return 0;
+	uf_insert_wait(obj, first, last);	/* a span the insert thread has */
 	if (uf_pagebits_reserve(&obj->pages, first, last - first))
 		return -ENOMEM;
 	charged = fill_charge(obj, &first, &last, must);
@@ -532,11 +560,25 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 			continue;
 		}
 		if (!ret && holes == run && !broken && obj->readonly && uf_fill_sink &&
-		    uf_fill_sink->obj == obj && uf_fill_sink->early)
-			uf_fill_sink->fn(uf_fill_sink, p, buf, run);	/* (see cache.h) */
+		    uf_fill_sink->obj == obj && uf_fill_sink->early &&
+		    fill_early(obj, p, run, p == first && end == last, buf, &bounce, &charged,
+			       &it)) {
+			/* (see cache.h) the insert thread's now */
+			if (filled)
+				*filled += run;
+			deferred = must >= p && must < end;
+			if (major && deferred)
+				*major = true;
+			p = end;
+			continue;
+		}
 		if (!ret)
 			ret = fill_span_insert(obj, p, end, buf, must, filled, major, vma,
 					       broken, &charged);
+		if (it) {
+			uf_insert_end(it);
+			it = NULL;
+		}
 		if (ret && (must == UF_FILL_ALL || (must >= p && must < p + run))) {
 			if (run > 1 && must != UF_FILL_ALL) {
 				/* retry the one page that matters */
@@ -551,7 +593,7 @@ int uf_object_fill(struct uf_object *obj, uint64_t first, size_t n, uint64_t mus
 	}
 	uf_bounce_put(bounce);
 	uf_cache_uncharge(obj->mm, (size_t)charged);	/* what was not added */
-	if (!err && must < UF_FILL_ANY && !(major && *major) &&
+	if (!err && must < UF_FILL_ANY && !(major && *major) && !deferred &&
 	    !uf_pagebits_test(&obj->pages, UF_PG_PRESENT, must))
 		err = -EIO;
 	return err;

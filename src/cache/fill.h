@@ -30,5 +30,8 @@ extern __thread struct fill_wake fill_wake;
 extern __thread bool fill_insert_dirty;
 
 void mark_present(struct uf_object *obj, uint64_t pgoff, bool page_locked);
+int fill_span_insert(struct uf_object *obj, uint64_t p, uint64_t end, const char *buf,
+		     uint64_t must, size_t *filled, bool *major, struct uf_vma *vma,
+		     bool broken, long *charged);
 
 #endif /* UF_CACHE_FILL_H */

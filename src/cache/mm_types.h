@@ -250,6 +250,7 @@ struct uf_mm {
 
 	size_t ra_max;			/* readahead pages */
 	struct uf_worker *worker;	/* background work (worker.c) */
+	struct uf_inserts *inserts;	/* deferred cache inserts (insert.c) */
 	struct uf_huge *huge;		/* huge extents (huge.c); NULL: off */
 	uint64_t budget_pages;		/* 0 = none */
 	unsigned int policy;
@@ -348,6 +349,7 @@ struct uf_object {
 	 * written to the store (pagebits.c) */
 	struct uf_pagebits pages;
 	uint64_t npresent;
+	uint64_t ninserts;		/* its spans pending (insert.c; atomic) */
 	uint64_t clock_hand;
 	uint64_t *fifo;			/* FIFO policy: ring of pgoffs */
 	uint64_t fifo_head, fifo_tail, fifo_cap;

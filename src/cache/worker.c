@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Background work of an mm: one thread that runs what may happen after the
- * faulting thread has been woken - asynchronous readahead (readahead.c).
+ * faulting thread has been woken - asynchronous readahead (readahead.c) -
+ * and one more for the cache inserts a fill defers (insert.c).
  * (Huge extents are collapsed by a thread of their own: huge.c.)
  *
  * A work item is run once, or dropped (->fn with run false) when the mm is
@@ -56,9 +57,9 @@ static void *worker_thread(void *arg)
 	return NULL;
 }
 
-/* The thread starts with the first item: an mm that never reads ahead
- * (operation mappings only) has no extra thread. */
-int uf_worker_start(struct uf_mm *mm)
+/* A worker at *@wp.  The thread starts with the first item: an mm that
+ * never reads ahead (operation mappings only) has no extra thread. */
+int uf_worker_new(struct uf_worker **wp)
 {
 	struct uf_worker *w = calloc(1, sizeof(*w));
 
@@ -68,15 +69,15 @@ int uf_worker_start(struct uf_mm *mm)
 	uf_lockdep_class(&w->lock, UF_LK_WORKER);
 	pthread_cond_init(&w->cond, NULL);
 	w->tail = &w->head;
-	mm->worker = w;
+	*wp = w;
 	return 0;
 }
 
-/* Drop what is still queued, then end the thread.  Items running now
- * finish first. */
-void uf_worker_stop(struct uf_mm *mm)
+/* Drop what is still queued on *@wp, then end its thread.  Items running
+ * now finish first. */
+void uf_worker_free(struct uf_worker **wp)
 {
-	struct uf_worker *w = mm->worker;
+	struct uf_worker *w = *wp;
 	struct uf_work *item;
 
 	if (!w)
@@ -99,15 +100,13 @@ void uf_worker_stop(struct uf_mm *mm)
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	free(w);
-	mm->worker = NULL;
+	*wp = NULL;
 }
 
-/* Queue @item; false when there is no worker (it was not queued).
- * Locking: takes worker->lock; callers may hold any ufault lock. */
-bool uf_worker_queue(struct uf_mm *mm, struct uf_work *item)
+/* Queue @item on @w; false when there is none or it stopped (it was not
+ * queued).  Locking: takes worker->lock; callers may hold any ufault lock. */
+bool uf_worker_add(struct uf_worker *w, struct uf_work *item)
 {
-	struct uf_worker *w = mm->worker;
-
 	if (!w)
 		return false;
 	item->next = NULL;
@@ -123,4 +122,26 @@ bool uf_worker_queue(struct uf_mm *mm, struct uf_work *item)
 	pthread_cond_signal(&w->cond);
 	pthread_mutex_unlock(&w->lock);
 	return true;
+}
+
+/* The mm's workers: the run-ahead's, and the deferred inserts' (insert.c). */
+int uf_worker_start(struct uf_mm *mm)
+{
+	int ret = uf_worker_new(&mm->worker);
+
+	return ret ? ret : uf_inserts_start(mm);
+}
+
+/* The run-ahead's worker first: its items may defer inserts. */
+void uf_worker_stop(struct uf_mm *mm)
+{
+	uf_worker_free(&mm->worker);
+	uf_inserts_stop(mm);
+}
+
+/* Queue @item on the mm's worker; false when there is none (it was not
+ * queued).  Locking: takes worker->lock; callers may hold any ufault lock. */
+bool uf_worker_queue(struct uf_mm *mm, struct uf_work *item)
+{
+	return uf_worker_add(mm->worker, item);
 }

@@ -99,6 +99,8 @@ UF_LOCK(PREFETCH, "a prefetch's lock", UF_LK_INNER, 0, "mutex ws_replay.c", \
 	"its queue of pieces") \
 UF_LOCK(WORKER, "worker->lock", UF_LK_INNER, 0, "mutex worker.c", \
 	"the worker's queue (uf_worker_queue: from under any lock)") \
+UF_LOCK(INSERT, "inserts->lock", UF_LK_INNER, 0, "mutex insert.c", \
+	"the mm's pending cache inserts and their spare buffers") \
 UF_LOCK(GUEST, "u->guest_lock", UF_LK_INNER, 0, "mutex uffd.c", \
 	"an engine's list of guests and each guest's users") \
 UF_LOCK(ENGINES, "engines_lock", UF_LK_INNER, 0, "mutex uffd.c", \
