@@ -1510,7 +1510,9 @@ static void fl_sigbus(int sig)
  * random: each fault fills the page after the one it maps, the fault
  * repeats and ends in SIGBUS (after 8: as_unresolved()), which it
  * catches, and goes on to another page; @tries of them, then it exits
- * (and its connection with it). */
+ * (and its connection with it).  (The server ends the connection at the
+ * first lie and bans the uid a while: the other pages are poisoned, and
+ * the next liar is refused till the ban ends.) */
 static void __attribute__((noreturn)) flood_liar(const char *path, size_t first,
 						 size_t npages, unsigned int tries)
 {
@@ -1519,11 +1521,19 @@ static void __attribute__((noreturn)) flood_liar(const char *path, size_t first,
 	size_t len = (npages - 1 - first) * PG;
 	volatile unsigned int i = 0;
 	struct fl_req r;
-	int memfd, uffd, s = fl_attach(path, UFFD_FEATURE_MISSING_SHMEM, &memfd, &uffd);
+	int memfd, uffd, s;
 	uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ULL;
 	char *p;
 
-	if (s < 0 || len == 0)
+	/* refused (its uid banned for a lie: uf_object_serve_ban(3)), it
+	 * asks again at once, from this process, as a flooder would */
+	while ((s = fl_attach(path, UFFD_FEATURE_MISSING_SHMEM, &memfd, &uffd)) < 0) {
+		if (memfd >= 0)
+			close(memfd);
+		if (uffd >= 0)
+			close(uffd);
+	}
+	if (len == 0)
 		_exit(1);
 	p = mmap(NULL, len, PROT_READ, MAP_SHARED, memfd, (off_t)(first * PG));
 	reg.range = (struct uffdio_range){ (uint64_t)(uintptr_t)p, len };
