@@ -88,6 +88,7 @@ struct server {
 	const char *sock_path, *source, *pidfile;
 	const char *record, *prefetch;	/* --record, --prefetch FILE */
 	bool rec_armed;		/* the next client served is recorded */
+	bool read_only;		/* --read-only */
 	int lfd, sfd;
 	struct uf_mm *mm;
 	struct uf_object *obj;
@@ -143,6 +144,9 @@ static void usage(FILE *f)
 "                    userfaultfd (or attached) by then is refused (default 10)\n"
 "  --max-per-uid N   connections of one uid at a time, refused ones still\n"
 "                    held included (default 256)\n"
+"  --read-only       serve SOURCE read-only even if it could be written (ufault\n"
+"                    clients attach O_RDONLY only; pages reach a VMM before\n"
+"                    the cache)\n"
 "  --orphan-timeout SECONDS  when this server dies, how long clients wait\n"
 "                    for the next one before SIGBUS (default 30)\n"
 "  --stats SECONDS   log a line of statistics every SECONDS\n"
@@ -1028,9 +1032,14 @@ static int open_source(struct server *s, uint64_t budget, unsigned int threads)
 			logf_("%s: a packed snapshot, and this ufault-serve was built without "
 			      "libzstd", s->source);
 	} else {
-		/* writable when it can be: ufault clients may write (uf_object_attach) */
-		ret = uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
-		if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY) {
+		/* writable when it can be (and not --read-only): ufault
+		 * clients may write (uf_object_attach) */
+		ret = s->read_only ? -EROFS : uf_object_open(s->mm, s->source, O_RDWR, &s->obj);
+		if (ret == -EROFS && s->read_only) {
+			logf_("%s: read-only (--read-only): ufault clients attach O_RDONLY only",
+			      s->source);
+			ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
+		} else if (ret == -EACCES || ret == -EROFS || ret == -EPERM || ret == -EBUSY) {
 			logf_("%s: read-only (%s): ufault clients attach O_RDONLY only", s->source,
 			      strerror(-ret));
 			ret = uf_object_open(s->mm, s->source, O_RDONLY, &s->obj);
@@ -1427,6 +1436,7 @@ int main(int argc, char **argv)
 		{ "prefetch", required_argument, NULL, 'P' },
 		{ "handshake-timeout", required_argument, NULL, 'H' },
 		{ "max-per-uid", required_argument, NULL, 'M' },
+		{ "read-only", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -1510,6 +1520,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			s.prefetch = optarg;
+			break;
+		case 'r':
+			s.read_only = true;
 			break;
 		case 'h':
 			usage(stdout);
