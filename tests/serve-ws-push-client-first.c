@@ -179,13 +179,16 @@ static void client(int sock)
 					ans[0]++;
 			}
 		} else {
-			struct rusage ru0, ru1;
+			/* a page in (mincore) is read with no fault: the
+			 * process's own fault count would take a sanitizer's
+			 * or a stack page's too */
+			for (i = 0; i < NSET; i++) {
+				unsigned char vec = 0;
 
-			getrusage(RUSAGE_SELF, &ru0);
+				if (mincore(base + set_page(i) * PG, PG, &vec) || !(vec & 1))
+					ans[0]++;
+			}
 			ans[1] = touch_set(base);
-			getrusage(RUSAGE_SELF, &ru1);
-			ans[0] = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt + ru1.ru_majflt -
-					    ru0.ru_majflt);
 		}
 		if (write(sock, ans, sizeof(ans)) != sizeof(ans))
 			_exit(UT_FAIL);
@@ -291,7 +294,8 @@ int main(void)
 	      called(&st, set_page((AHEAD - 2) * RUNLEN)));
 	ask(sv[0], 't', ans);
 	CHECK(ans[1] == 0, "%lu pages of the set with wrong bytes", (unsigned long)ans[1]);
-	CHECK(ans[0] == 0, "the client took %lu faults touching the set pushed", (unsigned long)ans[0]);
+	CHECK(ans[0] == 0, "%lu pages of the set not in the client before it touched them (each "
+	      "a fault)", (unsigned long)ans[0]);
 
 	close(sv[0]);
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
