@@ -99,14 +99,64 @@ int ut_make_file(const char *dir, uint64_t size, char *path, size_t pathlen)
 	fd = mkstemp(path);
 	CHECK(fd >= 0, "mkstemp %s: %s", path, strerror(errno));
 	while (off < size) {
-		size_t n = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf), i;
+		size_t n = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf);
 
-		for (i = 0; i < n; i++)
-			buf[i] = (char)ut_pattern(off + i);
+		ut_fill_pattern(buf, n, off);
 		CHECK(pwrite(fd, buf, n, (off_t)off) == (ssize_t)n, "pwrite: %s", strerror(errno));
 		off += n;
 	}
 	return fd;
+}
+
+void ut_fill_pattern(void *buf, size_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = ut_pattern(off + i);
+}
+
+/* The pool of huge pages before ut_huge_pool_grow(), or -1. */
+static long huge_pool_was = -1;
+
+/* Read the pool's size (@set < 0), or set it to @set: the size, or -1. */
+static long huge_pool(long set)
+{
+	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
+	long n = -1;
+
+	if (!f)
+		return -1;
+	if (set < 0 && fscanf(f, "%ld", &n) != 1)
+		n = -1;
+	if (set >= 0)
+		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
+	if (fclose(f))
+		n = -1;
+	return n;
+}
+
+static void huge_pool_restore(void)
+{
+	if (huge_pool_was >= 0)
+		huge_pool(huge_pool_was);
+}
+
+bool ut_huge_pool_grow(long n)
+{
+	long was = huge_pool(-1);
+
+	if (was < 0 || huge_pool(was + n) < 0 || huge_pool(-1) < was + n) {
+		if (was >= 0)
+			huge_pool(was);
+		return false;
+	}
+	if (huge_pool_was < 0) {
+		huge_pool_was = was;
+		atexit(huge_pool_restore);
+	}
+	return true;
 }
 
 const char *const ut_store_names[UT_NSTORES] = { "mem", "tmpfs", "disk" };

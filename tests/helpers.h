@@ -62,6 +62,14 @@ static inline unsigned char ut_pattern(uint64_t off)
 	return (unsigned char)((off * 7 + (off >> 12) * 13 + 1) & 0xff);
 }
 
+/* Fill @buf with the pattern's @len bytes from @off. */
+void ut_fill_pattern(void *buf, size_t len, uint64_t off);
+
+/* Grow the pool of 2 MiB huge pages (/proc/sys/vm/nr_hugepages) by @n,
+ * given back at exit; false, and the pool as it was, when @n more cannot
+ * be had here. */
+bool ut_huge_pool_grow(long n);
+
 /* Stores that tests run over. */
 enum ut_store { UT_STORE_MEM, UT_STORE_TMPFS, UT_STORE_DISK, UT_NSTORES };
 extern const char *const ut_store_names[UT_NSTORES];

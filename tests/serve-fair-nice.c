@@ -86,46 +86,14 @@ static pid_t start(const char *sock, uid_t uid, unsigned int pace_us)
 	vmms(sock, pace_us);
 }
 
-/* The pool of huge pages as it was (restored at exit), or -1. */
-static long old_pool = -1;
-
-static long pool(long set)
-{
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
-	long n = -1;
-
-	if (!f)
-		return -1;
-	if (set < 0 && fscanf(f, "%ld", &n) != 1)
-		n = -1;
-	if (set >= 0)
-		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
-	if (fclose(f))
-		n = -1;
-	return n;
-}
-
-static void pool_restore(void)
-{
-	if (old_pool >= 0)
-		pool(old_pool);
-}
-
 /* VMMs of @uid with hugetlbfs memory, one after another, or 0 when no
  * huge pages can be had for them. */
 static pid_t start_huge(const char *sock, uid_t uid)
 {
-	long want;
 	pid_t pid;
 
-	old_pool = pool(-1);
-	want = old_pool + 2 * (long)(LEN >> 21);
-	if (old_pool < 0 || pool(want) != want || pool(-1) < want) {
-		pool_restore();
-		old_pool = -1;
+	if (!ut_huge_pool_grow(2 * (long)(LEN >> 21)))
 		return 0;
-	}
-	atexit(pool_restore);
 	pid = start_as(uid);
 	if (pid)
 		return pid;

@@ -21,30 +21,6 @@
 #define NHUGE		8
 #define LEN		(NHUGE * HUGE)
 
-static long old_pool = -1;
-
-static long pool(long set)
-{
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
-	long n = -1;
-
-	if (!f)
-		return -1;
-	if (set < 0 && fscanf(f, "%ld", &n) != 1)
-		n = -1;
-	if (set >= 0)
-		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
-	if (fclose(f))
-		n = -1;
-	return n;
-}
-
-static void pool_restore(void)
-{
-	if (old_pool >= 0)
-		pool(old_pool);
-}
-
 /* The offset of a wrong byte of @p's LEN bytes (two a 4 KiB page), or -1. */
 __attribute__((no_sanitize("address", "thread")))
 static long check(const unsigned char *p)
@@ -139,14 +115,11 @@ int main(void)
 	int fd;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	old_pool = pool(-1);
-	if (old_pool < 0 || pool(old_pool + 2 * NHUGE) < 0 || pool(-1) < old_pool + 2 * NHUGE) {
-		pool_restore();
+	if (!ut_huge_pool_grow(2 * NHUGE)) {
 		printf("skip: no %d huge pages of 2 MiB to be had here (/proc/sys/vm/nr_hugepages)\n",
 		       2 * NHUGE);
 		return UT_SKIP;
 	}
-	atexit(pool_restore);
 	mm = ut_mm_create(NULL);
 	fd = ut_make_file("/dev/shm", LEN, path, sizeof(path));
 	CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);

@@ -24,29 +24,6 @@
 #define LEN		(NHUGE * HUGE)
 #define WAIT_TRIES	2000		/* 10 s at most for the worker */
 
-static long old_pool = -1;
-
-static long pool(long set)
-{
-	FILE *f = fopen("/proc/sys/vm/nr_hugepages", set < 0 ? "r" : "w");
-	long n = -1;
-
-	if (!f)
-		return -1;
-	if (set < 0 && fscanf(f, "%ld", &n) != 1)
-		n = -1;
-	if (set >= 0)
-		n = fprintf(f, "%ld\n", set) > 0 ? set : -1;
-	if (fclose(f))
-		n = -1;
-	return n;
-}
-
-static void pool_restore(void)
-{
-	if (old_pool >= 0)
-		pool(old_pool);
-}
 
 /* Page faults this thread has taken. */
 static long thread_faults(void)
@@ -156,14 +133,11 @@ int main(void)
 	pid_t pid;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	old_pool = pool(-1);
-	if (old_pool < 0 || pool(old_pool + NHUGE) < 0 || pool(-1) < old_pool + NHUGE) {
-		pool_restore();
+	if (!ut_huge_pool_grow(NHUGE)) {
 		printf("skip: no %d huge pages of 2 MiB to be had here (/proc/sys/vm/nr_hugepages)\n",
 		       NHUGE);
 		return UT_SKIP;
 	}
-	atexit(pool_restore);
 	mm = ut_mm_create(NULL);
 	fd = ut_make_file("/dev/shm", LEN, path, sizeof(path));
 	CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);

@@ -36,20 +36,11 @@ struct store {
 	unsigned char call[NPAGES];	/* the ->readv call that read each page */
 };
 
-static void fill_pattern(void *buf, size_t len, uint64_t off)
-{
-	unsigned char *p = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = ut_pattern(off + i);
-}
-
 static ssize_t st_read(void *s, void *buf, size_t len, uint64_t off)
 {
 	struct store *st = s;
 
-	fill_pattern(buf, len, off);
+	ut_fill_pattern(buf, len, off);
 	__atomic_add_fetch(&st->pages, (len + PG - 1) / PG, __ATOMIC_RELAXED);
 	return (ssize_t)len;
 }
@@ -74,7 +65,7 @@ static int st_readv(void *s, const struct uf_store_iov *iov, size_t n)
 
 		for (pg = iov[i].off / PG; pg < (iov[i].off + iov[i].len + PG - 1) / PG; pg++)
 			__atomic_store_n(&st->call[pg], (unsigned char)call, __ATOMIC_RELAXED);
-		fill_pattern(iov[i].buf, iov[i].len, iov[i].off);
+		ut_fill_pattern(iov[i].buf, iov[i].len, iov[i].off);
 		__atomic_add_fetch(&st->pages, (iov[i].len + PG - 1) / PG, __ATOMIC_RELAXED);
 	}
 	return 0;

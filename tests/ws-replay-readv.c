@@ -26,20 +26,11 @@ struct store {
 	uint64_t bad;					/* atomic */
 };
 
-static void fill_pattern(void *buf, size_t len, uint64_t off)
-{
-	unsigned char *p = buf;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		p[i] = ut_pattern(off + i);
-}
-
 static ssize_t st_read(void *s, void *buf, size_t len, uint64_t off)
 {
 	struct store *st = s;
 
-	fill_pattern(buf, len, off);
+	ut_fill_pattern(buf, len, off);
 	__atomic_add_fetch(&st->read_pages, (len + PG - 1) / PG, __ATOMIC_RELAXED);
 	return (ssize_t)len;
 }
@@ -64,7 +55,7 @@ static int st_readv(void *s, const struct uf_store_iov *iov, size_t n)
 	if (st->fail_readv)
 		return -EIO;
 	for (i = 0; i < n; i++)
-		fill_pattern(iov[i].buf, iov[i].len, iov[i].off);
+		ut_fill_pattern(iov[i].buf, iov[i].len, iov[i].off);
 	__atomic_add_fetch(&st->readv_pages, pages, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -228,17 +228,15 @@ static void push_done(struct push_sink *k, uint64_t q, uint64_t n)
 	}
 }
 
-/* Locking: obj->invalidate_lock held shared (the fill's); as->vma_lock
- * is only tried (it comes first in the lock order). */
-static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+/* Copy object pages [q, q + n) from @buf into every region of the
+ * process that shows them.  Return 0 or __push_vma_buf()'s -errno.
+ * Locking: as->vma_lock held shared. */
+static int __push_regions_buf(struct push_sink *k, uint64_t q, uint64_t n, const char *buf)
 {
-	struct push_sink *k = (struct push_sink *)sink;
 	struct uf_as *as = k->p->as;
 	size_t i;
 	int ret = 0;
 
-	if (k->gone || pthread_rwlock_tryrdlock(as->vma_lock))
-		return;
 	for (i = 0; !ret && i < as->vt.n; i++) {
 		struct uf_vma *v = as->vt.vmas[i];
 		uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
@@ -251,6 +249,20 @@ static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf,
 		if (a < b)
 			ret = __push_vma_buf(v, a, b, buf + ((a - q) << PAGE_SHIFT));
 	}
+	return ret;
+}
+
+/* Locking: obj->invalidate_lock held shared (the fill's); as->vma_lock
+ * is only tried (it comes first in the lock order). */
+static void push_sink_fn(struct uf_fill_sink *sink, uint64_t q, const char *buf, size_t n)
+{
+	struct push_sink *k = (struct push_sink *)sink;
+	struct uf_as *as = k->p->as;
+	int ret;
+
+	if (k->gone || pthread_rwlock_tryrdlock(as->vma_lock))
+		return;
+	ret = __push_regions_buf(k, q, n, buf);
 	pthread_rwlock_unlock(as->vma_lock);
 	if (!ret)
 		push_done(k, q, n);
@@ -364,22 +376,10 @@ static int push_copy_buf(struct push_sink *k, uint64_t q, uint64_t n, const char
 {
 	struct uf_as *as = k->p->as;
 	int ret = 0, tries;
-	size_t i;
 
 	for (tries = 0; tries < SERVE_TRIES; tries++) {
 		pthread_rwlock_rdlock(as->vma_lock);
-		for (i = 0, ret = 0; !ret && i < as->vt.n; i++) {
-			struct uf_vma *v = as->vt.vmas[i];
-			uint64_t a = v->pgoff, b = v->pgoff + ((v->end - v->start) >> PAGE_SHIFT);
-
-			if (v->vm_ops != &serve_vm_ops || v->obj != k->p->obj || v->nl_pgoff ||
-			    __atomic_load_n(&v->dead, __ATOMIC_ACQUIRE))
-				continue;
-			a = a > q ? a : q;
-			b = b < q + n ? b : q + n;
-			if (a < b)
-				ret = __push_vma_buf(v, a, b, buf + ((a - q) << PAGE_SHIFT));
-		}
+		ret = __push_regions_buf(k, q, n, buf);
 		pthread_rwlock_unlock(as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
