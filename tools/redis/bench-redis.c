@@ -1486,9 +1486,47 @@ static double cpu_delta(double s0, double s1)
 	return s0 < 0 || s1 < 0 ? 0 : s1 - s0;
 }
 
-static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const uint32_t *order,
-		   int mode, double *ns, uint64_t *majors, double *cpu, double *server)
+/* The reads the masters have served so far (INFO commandstats): HMGETs
+ * (a batch's, a run's) and HGETs (a page's), or -1s. */
+struct wsr_reads {
+	long hmget, hget;
+};
+
+static struct wsr_reads servers_reads(struct rcluster *rc)
 {
+	struct wsr_reads n = { 0, 0 };
+	int i;
+
+	for (i = 0; i < rc->nnodes; i++) {
+		redisReply *r = cmd(rc, rc->node[i].c, "INFO commandstats");
+		const char *a, *b;
+
+		if (!r || r->type != REDIS_REPLY_STRING) {
+			if (r)
+				freeReplyObject(r);
+			return (struct wsr_reads){ -1, -1 };
+		}
+		a = strstr(r->str, "cmdstat_hmget:calls=");
+		b = strstr(r->str, "cmdstat_hget:calls=");
+		n.hmget += a ? strtol(a + 20, NULL, 10) : 0;
+		n.hget += b ? strtol(b + 19, NULL, 10) : 0;
+		freeReplyObject(r);
+	}
+	return n;
+}
+
+static struct wsr_reads reads_delta(struct wsr_reads a, struct wsr_reads b)
+{
+	if (a.hmget < 0 || b.hmget < 0)
+		return (struct wsr_reads){ -1, -1 };
+	return (struct wsr_reads){ b.hmget - a.hmget, b.hget - a.hget };
+}
+
+static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const uint32_t *order,
+		   int mode, double *ns, uint64_t *majors, double *cpu, double *server,
+		   struct wsr_reads *reads)
+{
+	struct wsr_reads n0;
 	double s0;
 	struct uf_object *obj;
 	struct uf_stats st;
@@ -1507,6 +1545,7 @@ static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const 
 	ret = uf_mmap(mm, WSR_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&base);
 	if (ret)
 		goto out_obj;
+	n0 = servers_reads(rc);
 	s0 = servers_cpu_ns(rc);
 	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	t0 = now_ns();
@@ -1531,6 +1570,7 @@ static int wsr_run(struct rcluster *rc, const char *url, const char *rec, const 
 	t1 = now_ns();
 	*cpu = (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0);
 	*server = cpu_delta(s0, servers_cpu_ns(rc));
+	*reads = reads_delta(n0, servers_reads(rc));
 	if (!ret && bad)
 		ret = -EIO;
 	*ns = (double)(t1 - t0);
@@ -1763,9 +1803,11 @@ static void *wsr_mrep_loop(void *arg)
  * -errno. */
 static int wsr_bare_replay(struct rcluster *rc, const char *url, const char *name,
 			   const uint32_t *starts, const uint32_t *lens, size_t items,
-			   const uint32_t *order, double *ns, uint64_t *faults)
+			   const uint32_t *order, double *ns, uint64_t *faults,
+			   struct wsr_reads *reads)
 {
 	struct wsr_mrep x = { .rc = rc, .name = name, .stopfd = -1 };
+	struct wsr_reads n0 = { -1, -1 };
 	long n = wsr_pieces(starts, lens, items, &x.pc);
 	pthread_t th, tl;
 	bool handling = false;
@@ -1787,6 +1829,7 @@ static int wsr_bare_replay(struct rcluster *rc, const char *url, const char *nam
 	if (!ret && pthread_create(&th, NULL, wsr_mrep_handler, &x))
 		ret = -EAGAIN;
 	handling = !ret;
+	n0 = servers_reads(rc);
 	t0 = now_ns();
 	if (!ret && pthread_create(&tl, NULL, wsr_mrep_loop, &x))
 		ret = -EAGAIN;
@@ -1800,6 +1843,7 @@ static int wsr_bare_replay(struct rcluster *rc, const char *url, const char *nam
 	}
 	if (handling && write(x.stopfd, &one, sizeof(one)) == sizeof(one))
 		pthread_join(th, NULL);
+	*reads = reads_delta(n0, servers_reads(rc));
 	if (!ret)
 		ret = x.herr;
 	if (x.stopfd >= 0)
@@ -1858,6 +1902,7 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 	double *srv = calloc(WSR_NMODES * repeat, sizeof(*srv)), msrv[WSR_NMODES];
 	double *mrep = calloc(repeat, sizeof(*mrep));
 	uint64_t maj[WSR_NMODES] = { 0 }, mrep_faults = 0;
+	struct wsr_reads rreads = { -1, -1 }, mreads = { -1, -1 }, nreads;
 	const char *name;
 	char rec[512], nm[256];
 	struct stat st;
@@ -1891,7 +1936,8 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 		for (k = 0; k < WSR_NMODES; k++) {
 			double t = 0, c = 0, sv = 0;
 
-			ret = wsr_run(rc, sb.url, rec, order, (int)k, &t, &maj[k], &c, &sv);
+			ret = wsr_run(rc, sb.url, rec, order, (int)k, &t, &maj[k], &c, &sv,
+				      k == WSR_REPLAY ? &rreads : &nreads);
 			if (ret) {
 				fprintf(stderr, "ufault-bench: ws %s/redis: %s\n", wsr_names[k],
 					strerror(-ret));
@@ -1907,7 +1953,7 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 			/* the minimal replay, measured beside it */
 			rc->err[0] = 0;
 			ret = wsr_bare_replay(rc, o->url, nm, starts, lens, items, order, &t,
-					      &mrep_faults);
+					      &mrep_faults, &mreads);
 			if (ret) {
 				fprintf(stderr, "ufault-bench: ws minimal replay/redis: %s\n",
 					rc->err[0] ? rc->err : strerror(-ret));
@@ -1971,6 +2017,9 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 		       "its handler (last round); ufault's replay over it (minimal/replay) %.2fx "
 		       "%s\n", mrep[repeat / 2] / 1e6, mrep_faults, mrep[repeat / 2] / med[WSR_REPLAY],
 		       o->quick ? "" : "(>= 0.9) info");
+		printf("redis  reads the cluster served (last round): ufault's replay %ld HMGETs, "
+		       "%ld HGETs; the minimal replay's %ld HMGETs, %ld HGETs; %zu recorded runs\n",
+		       rreads.hmget, rreads.hget, mreads.hmget, mreads.hget, items);
 		printf("(minimal prefetch loop: one thread, an HMGET per recorded run, 64 in "
 		       "flight, a UFFDIO_COPY and a MADV_POPULATE_READ each; best replay: the "
 		       "touches alone, the loop's CPU and the cluster's shared by the CPUs, at "
