@@ -325,7 +325,8 @@ static redisContext *rc_node(struct rcluster *rc, const char *key, size_t len)
 
 static int get_reply(redisContext *c, redisReply **rp)
 {
-	static __thread char *buf;	/* (a thread's, kept) */
+	static char *buf;	/* (one thread reads replies at a time: this one, or
+				 * the minimal replay's loop while it waits) */
 	void *r = NULL;
 	int done = 0;
 
@@ -1412,7 +1413,10 @@ out:
  * prefetch waited for, then the touches alone timed: the least a replay
  * can take, as in ufault-bench --only ws).  The record of
  * a store without file metadata names the object's size.  Goal: replay
- * >= 10x faster than lazy.
+ * >= 10x faster than lazy.  Beside the replay, the minimal loop
+ * (wsr_bare()) as a model of the best on free CPUs, and measured as a
+ * replay in the same rounds (wsr_bare_replay()), with the HMGETs and
+ * HGETs the cluster served for each.
  */
 #define WSR_SIZE	(256UL << 20)
 #define WSR_NPAGES	(WSR_SIZE / PG)
