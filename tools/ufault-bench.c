@@ -1667,61 +1667,20 @@ struct ws_mrep {
 	uint64_t faults;	/* the handler's */
 };
 
-/* UFFDIO_COPY of @len bytes at @off into the memfd, past pages already
- * there (EEXIST).  0 or -errno. */
-static int ws_mrep_copy(struct ws_mrep *m, size_t off, const char *buf, size_t len)
+static int ws_mrep_read(void *arg, size_t off, void *buf)
 {
-	size_t done = 0;
+	struct ws_mrep *m = arg;
 
-	while (done < len) {
-		struct uffdio_copy c = { .dst = (unsigned long)m->map.cm + off + done,
-					 .src = (unsigned long)buf + done, .len = len - done,
-					 .mode = UFFDIO_COPY_MODE_DONTWAKE };
-
-		if (ioctl(m->map.uffd, UFFDIO_COPY, &c) == 0)
-			return 0;
-		if (errno != EEXIST && errno != EAGAIN)
-			return -errno;
-		done += c.copy > 0 ? (size_t)c.copy : 0;
-		if (errno == EEXIST)
-			done += PG;
-	}
-	return 0;
+	return pread(m->fd, buf, PG, (off_t)off) == (ssize_t)PG ? 0 : -EIO;
 }
 
 static void *ws_mrep_handler(void *arg)
 {
 	struct ws_mrep *m = arg;
-	char *buf = aligned_alloc(PG, PG);
+	int ret = bare_map_serve(&m->map, m->stopfd, ws_mrep_read, m, &m->faults);
 
-	while (buf) {
-		struct pollfd pfd[2] = { { m->map.uffd, POLLIN, 0 }, { m->stopfd, POLLIN, 0 } };
-		struct uffdio_range wake;
-		struct uffd_msg msg;
-		size_t off;
-
-		if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
-			break;
-		if (read(m->map.uffd, &msg, sizeof(msg)) != sizeof(msg) ||
-		    msg.event != UFFD_EVENT_PAGEFAULT)
-			continue;
-		off = (size_t)((msg.arg.pagefault.address & ~(uint64_t)(PG - 1)) -
-			       (uint64_t)(uintptr_t)m->map.pm);
-		if (off >= m->map.size)
-			off = (size_t)((msg.arg.pagefault.address & ~(uint64_t)(PG - 1)) -
-				       (uint64_t)(uintptr_t)m->map.cm);
-		m->faults++;
-		if (pread(m->fd, buf, PG, (off_t)off) != (ssize_t)PG ||
-		    ws_mrep_copy(m, off, buf, PG)) {
-			m->err = -EIO;
-			break;
-		}
-		wake = (struct uffdio_range){ (unsigned long)m->map.pm + off, PG };
-		ioctl(m->map.uffd, UFFDIO_WAKE, &wake);
-		wake.start = (unsigned long)m->map.cm + off;
-		ioctl(m->map.uffd, UFFDIO_WAKE, &wake);
-	}
-	free(buf);
+	if (ret)
+		m->err = ret;
 	return NULL;
 }
 
@@ -1740,8 +1699,7 @@ static void *ws_mrep_loop(void *arg)
 			;
 		len = (j - i) * PG;
 		if (pread(m->fd, buf, len, (off_t)off) != (ssize_t)len ||
-		    ws_mrep_copy(m, off, buf, len) ||
-		    madvise(m->map.pm + off, len, MADV_POPULATE_READ) < 0)
+		    bare_map_fill(&m->map, off, buf, len))
 			m->err = -EIO;
 	}
 	if (!buf)
@@ -2063,7 +2021,9 @@ static void usage(FILE *out)
 		"  --store URL      objects in a Redis Cluster (redis://[[user]:password@]host:port\n"
 		"                   [,...][/NAME][?options]): cold-seq and cold-rand beside the\n"
 		"                   file store and raw GET/MGET (default 32 MiB); --only layout:\n"
-		"                   cost per page of each layout in the cluster (default 16 MiB)\n"
+		"                   cost per page of each layout in the cluster (default 16 MiB);\n"
+		"                   --only ws: the working set replayed from the cluster beside\n"
+		"                   the minimal loop (HMGETs) and a minimal replay, measured\n"
 		"                   or the object at an http:// or https:// URL, read-only: its\n"
 		"                   first --size MiB (default 32) cold-seq and cold-rand beside a\n"
 		"                   tmpfs copy and one range GET per page; nothing is written\n"

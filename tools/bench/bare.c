@@ -9,6 +9,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -64,17 +67,72 @@ int bare_map_open(struct bare_map *m, size_t size)
 	return ret;
 }
 
+int bare_map_copy(struct bare_map *m, size_t off, const void *src, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct uffdio_copy c = { .dst = (unsigned long)m->cm + off + done,
+					 .src = (unsigned long)src + done, .len = len - done,
+					 .mode = UFFDIO_COPY_MODE_DONTWAKE };
+
+		if (ioctl(m->uffd, UFFDIO_COPY, &c) == 0)
+			return 0;
+		if (errno != EEXIST && errno != EAGAIN)
+			return -errno;
+		done += c.copy > 0 ? (size_t)c.copy : 0;
+		if (errno == EEXIST)
+			done += 4096;
+	}
+	return 0;
+}
+
 int bare_map_fill(struct bare_map *m, size_t off, const void *src, size_t len)
 {
-	struct uffdio_copy cp = {
-		.dst = (unsigned long)m->cm + off, .src = (unsigned long)src,
-		.len = len, .mode = UFFDIO_COPY_MODE_DONTWAKE,
-	};
+	int ret = bare_map_copy(m, off, src, len);
 
-	if (ioctl(m->uffd, UFFDIO_COPY, &cp) < 0 ||
-	    madvise(m->pm + off, len, MADV_POPULATE_READ) < 0)
-		return -errno;
-	return 0;
+	if (!ret && madvise(m->pm + off, len, MADV_POPULATE_READ) < 0)
+		ret = -errno;
+	return ret;
+}
+
+int bare_map_serve(struct bare_map *m, int stopfd, int (*readpage)(void *arg, size_t off,
+								      void *buf),
+		   void *arg, uint64_t *faults)
+{
+	static __thread char page[4096] __attribute__((aligned(4096)));
+	int ret, err = 0;
+
+	for (;;) {
+		struct pollfd pfd[2] = { { m->uffd, POLLIN, 0 }, { stopfd, POLLIN, 0 } };
+		uint64_t addr, base = (uint64_t)(uintptr_t)m->pm;
+		struct uffdio_range wake;
+		struct uffd_msg msg;
+		size_t off;
+
+		if (poll(pfd, 2, -1) < 0 || pfd[1].revents)
+			return err;
+		if (read(m->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		addr = msg.arg.pagefault.address & ~(uint64_t)4095;
+		if (addr - base >= m->size)
+			base = (uint64_t)(uintptr_t)m->cm;
+		off = (size_t)(addr - base);
+		(*faults)++;
+		ret = readpage(arg, off, page);
+		if (ret) {	/* zeros: the toucher sees wrong bytes, not a hang */
+			memset(page, 0, sizeof(page));
+			err = err ? err : ret;
+		}
+		ret = bare_map_copy(m, off, page, 4096);
+		if (ret)
+			return ret;
+		wake = (struct uffdio_range){ (unsigned long)m->pm + off, 4096 };
+		ioctl(m->uffd, UFFDIO_WAKE, &wake);
+		wake.start = (unsigned long)m->cm + off;
+		ioctl(m->uffd, UFFDIO_WAKE, &wake);
+	}
 }
 
 void bare_map_close(struct bare_map *m)

@@ -10,6 +10,7 @@
 #define UFAULT_BENCH_BARE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct bare_map {
 	int mfd, uffd;
@@ -25,9 +26,23 @@ int bare_uffd_open(void);
 /* Set up @m over a new memfd of @size bytes; 0 or -errno (nothing left). */
 int bare_map_open(struct bare_map *m, size_t size);
 
-/* Copy @len bytes from @src into the memfd at @off (one UFFDIO_COPY) and
- * map them in the private mapping (one MADV_POPULATE_READ); 0 or -errno. */
+/* Copy @len bytes from @src into the memfd at @off (one UFFDIO_COPY, one
+ * more past each page already there: EEXIST); 0 or -errno. */
+int bare_map_copy(struct bare_map *m, size_t off, const void *src, size_t len);
+
+/* bare_map_copy(), then map the bytes in the private mapping (one
+ * MADV_POPULATE_READ); 0 or -errno. */
 int bare_map_fill(struct bare_map *m, size_t off, const void *src, size_t len);
+
+/* The minimal handler: until @stopfd is readable, serve each fault on
+ * either mapping with @readpage(@arg, offset, page buffer) (0 or -errno),
+ * one UFFDIO_COPY of the page (EEXIST where a filler was first) and a
+ * UFFDIO_WAKE of each mapping's page (zeros where @readpage failed);
+ * *@faults counts them.  Returns 0 or the first -errno (of @readpage, or
+ * of a copy: the fault it failed on left unserved). */
+int bare_map_serve(struct bare_map *m, int stopfd, int (*readpage)(void *arg, size_t off,
+								      void *buf),
+		   void *arg, uint64_t *faults);
 
 void bare_map_close(struct bare_map *m);
 
