@@ -69,8 +69,9 @@ struct serve_fair {
 	void *slot;			/* the tenant's, or NULL */
 	uint64_t t0;			/* ns, monotonic: the fault began */
 	bool low;			/* the thread was lowered for it */
+	bool busy;			/* counted in service (within its share) */
 };
-bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower);
+bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, unsigned int wait);
 void serve_fair_end(struct serve_fair *f);
 
 /* serve.c: an attach client's mapping served by copy, as a VMM's region */

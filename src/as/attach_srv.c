@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,9 +346,10 @@ static void *srv_thread(void *arg)
 			struct serve_fair f;
 			int stop;
 
-			/* a tenant over its share is answered low (as its
-			 * VMMs' faults are: serve_fair.c) */
-			serve_fair_begin((unsigned int)c->uid + 1, &f, true);
+			/* a tenant over its share is answered low, and
+			 * late (as its VMMs' faults are: serve_fair.c); this
+			 * thread is the client's own */
+			serve_fair_begin((unsigned int)c->uid + 1, &f, true, UINT_MAX);
 			stop = srv_request(c, &r, fd);
 			serve_fair_end(&f);
 			if (stop)

@@ -105,6 +105,10 @@ size_t huge_win(const struct uf_mm *mm);
 int huge_region_init(struct serve_region *r);
 struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata);
 
+/* serve_fair.c: how many of the mm's handler threads may wait at once in
+ * serve_fair_begin() (all but one: the others' faults go on) */
+unsigned int serve_fair_waiters(const struct uf_vma *vma);
+
 /* serve_push.c: a working set pushed into the process */
 void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set);
 

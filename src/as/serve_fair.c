@@ -4,17 +4,26 @@
  * @tenant; ufault-serve passes each VMM's uid), and the requests of
  * ufault clients (attach_srv.c, the peer's uid): while two tenants or
  * more have had faults served in the last window and this one, a tenant
- * that took more than its share of the handlers' time there has its
- * faults served at the
- * lowest CPU priority, and without running ahead (serve_fault()); its
- * run-ahead windows in flight are counted, and run as they are.
+ * that took more than its share of the handlers' time, judged over the
+ * last seconds (the windows before decay: FAIR_DECAY), is over its
+ * share.  Its faults are served at the lowest CPU priority, each its
+ * page alone, without running ahead (serve_fault()); its run-ahead
+ * windows in flight are counted, and run as they are.  A tenant far
+ * over its share (FAIR_FAR) also waits, before each fault, till the
+ * others are quiet (fair_wait(): the tarpit).
  *
- * Why a priority and not a queue: a tenant's process waits for each of
- * its faults, so what a hostile tenant takes from the others is the
- * machine's CPU (its own process, the handler copying for it, the
- * worker running ahead of it), not a place in a queue.  A handler at
- * nice 19 serves it on a CPU nobody else wants, and gives the CPU up at
- * once to a handler serving another tenant's fault.  Going back to the
+ * Why judged over seconds: a restore is short and a flood is not.  A
+ * tenant that has taken the handlers for seconds yields to one that has
+ * just begun, and gets its turn back once the newcomer has taken as much.
+ *
+ * Why a priority and a wait, not a queue: a tenant's process waits for
+ * each of its faults, so what a hostile tenant takes from the others is
+ * the machine's CPU (its own process, the handler copying for it, the
+ * worker running ahead of it), not a place in a queue.  At nice 19 a
+ * handler gives the CPU up at once to one serving another tenant; the
+ * wait keeps the hostile process itself asleep meanwhile (its faults
+ * are what wake it).  The handlers are shared by every tenant, so no
+ * more of them wait at once than leaves one free.  Going back to the
  * handler's own priority needs CAP_SYS_NICE (or an RLIMIT_NICE that
  * allows it): without, nothing is lowered (serve_fair_begin() says no).
  *
@@ -27,6 +36,7 @@
 #include "as/serve.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/capability.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -44,14 +54,31 @@
  * and lowering stops its run-ahead. */
 #define FAIR_CAP_NS	2000000ULL
 #define FAIR_FLOOR_NS	(FAIR_WINDOW_NS / 5)
+/* the past loses 1/32 of itself a window: half in 22 windows (0.55 s) */
+#define FAIR_DECAY	5
+/* Over its share: more than 5/4 of an equal share; far over: 8/5 (with
+ * two tenants, 62.5% and 80% of what both took) */
+#define FAIR_OVER	5
+#define FAIR_FAR	8
+/* A fault far over its share waits at most FAIR_WAIT_NS, looking every
+ * FAIR_LOOK_NS whether the others are quiet: nothing of theirs in
+ * service for FAIR_QUIET_NS (a process touching what was copied ahead
+ * of it is still at work: its next fault or window comes soon). */
+#define FAIR_WAIT_NS	2000000ULL
+#define FAIR_LOOK_NS	100000L
+#define FAIR_QUIET_NS	1000000ULL
 
 struct fair_slot {
 	unsigned int tenant;	/* 0: free (atomic) */
 	uint64_t window;	/* the window @cur counts (atomic) */
 	uint64_t cur, prev;	/* ns served in it, and in the one before */
+	uint64_t past;		/* the windows before those, decayed */
 };
 
 static struct fair_slot fair[FAIR_SLOTS];
+static unsigned int fair_busy;	/* faults and windows in service, of tenants within their share */
+static uint64_t fair_busy_end;	/* ns, monotonic: the last of those ended */
+static unsigned int fair_waiting;	/* handlers in fair_wait() */
 static int fair_can;		/* 0 unknown, 1 may lower and raise, -1 not */
 static __thread int fair_base = 100;	/* this thread's own nice (100: unread) */
 
@@ -83,16 +110,22 @@ static bool fair_may_renice(void)
 	return can > 0;
 }
 
-/* @s's windows brought to @w: what it counted moves to prev. */
+/* @s's windows brought to @w: what it counted moves to prev, and prev's
+ * to the past, which loses 1/2^FAIR_DECAY of itself a window. */
 static void fair_roll(struct fair_slot *s, uint64_t w)
 {
-	uint64_t was = __atomic_load_n(&s->window, __ATOMIC_RELAXED), cur;
+	uint64_t was = __atomic_load_n(&s->window, __ATOMIC_RELAXED), cur, prev, past, gap;
 
 	if (was == w || !__atomic_compare_exchange_n(&s->window, &was, w, false, __ATOMIC_RELAXED,
 						      __ATOMIC_RELAXED))
 		return;
+	gap = w - was;
 	cur = __atomic_exchange_n(&s->cur, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->prev, was + 1 == w ? cur : 0, __ATOMIC_RELAXED);
+	prev = __atomic_exchange_n(&s->prev, gap == 1 ? cur : 0, __ATOMIC_RELAXED);
+	past = __atomic_load_n(&s->past, __ATOMIC_RELAXED) + prev + (gap == 1 ? 0 : cur);
+	while (gap-- && past)
+		past = gap > (64 << FAIR_DECAY) ? 0 : past - (past >> FAIR_DECAY) - 1;
+	__atomic_store_n(&s->past, past, __ATOMIC_RELAXED);
 }
 
 /* @tenant's slot, taken if it has none (a free or stale one); NULL when
@@ -117,14 +150,15 @@ static struct fair_slot *fair_slot(unsigned int tenant, uint64_t w)
 		return NULL;	/* (taken meanwhile: this fault goes uncounted) */
 	__atomic_store_n(&free_->cur, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&free_->prev, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&free_->past, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&free_->window, w, __ATOMIC_RELAXED);
 	return free_;
 }
 
-/* Did @me take more than its share (1.25x an equal share, and more than
- * FAIR_FLOOR_NS) of the last window and this one, with another tenant
- * served in them too? */
-static bool fair_over(const struct fair_slot *me, uint64_t w)
+/* How far over its share @me is, among the tenants served in the last
+ * window and this one, their past counted too: 0 within it (or under
+ * FAIR_FLOOR_NS), 1 over (FAIR_OVER), 2 far over (FAIR_FAR). */
+static int fair_over(const struct fair_slot *me, uint64_t w)
 {
 	uint64_t total = 0, mine = 0, v;
 	unsigned int i, n = 0;
@@ -138,45 +172,98 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
 		v = __atomic_load_n(&s->prev, __ATOMIC_RELAXED) +
 		    __atomic_load_n(&s->cur, __ATOMIC_RELAXED);
 		if (!v)
-			continue;
+			continue;	/* not served lately: not a rival */
+		v += __atomic_load_n(&s->past, __ATOMIC_RELAXED);
 		total += v;
 		n++;
 		if (s == me)
 			mine = v;
 	}
-	return n >= 2 && mine > FAIR_FLOOR_NS && mine * n * 4 > total * 5;
+	if (n < 2 || mine <= FAIR_FLOOR_NS)
+		return 0;
+	return (mine * n * 4 > total * FAIR_OVER) + (mine * n * 5 > total * FAIR_FAR);
 }
 
-/*
- * A fault of @tenant (0: none) begins on this thread: with @lower, the
- * thread is lowered if that tenant is over its share.  Fill *@f for
- * serve_fair_end().  Return whether the tenant is over its share (then
- * the fault does not run ahead).  The worker's run-ahead windows are
- * counted, never lowered: the worker is one thread for every tenant, so
- * a window run low would hold up the others' behind it.
- */
-bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower)
+/* Are the tenants within their share quiet (FAIR_QUIET_NS)? */
+static bool fair_quiet(void)
 {
-	f->slot = NULL;
-	f->low = false;
-	if (!tenant)
-		return false;
-	f->t0 = fair_now();
-	f->slot = fair_slot(tenant, f->t0 / FAIR_WINDOW_NS);
-	if (!f->slot || !fair_over(f->slot, f->t0 / FAIR_WINDOW_NS) || !fair_may_renice())
-		return false;
-	if (!lower)
-		return true;
+	return !__atomic_load_n(&fair_busy, __ATOMIC_RELAXED) &&
+	       fair_now() - __atomic_load_n(&fair_busy_end, __ATOMIC_RELAXED) > FAIR_QUIET_NS;
+}
+
+/* A fault far over its share waits till the tenants within theirs are quiet,
+ * FAIR_WAIT_NS at most, unless @wait threads of its kind wait already
+ * (UINT_MAX: a thread of its own). */
+static void fair_wait(unsigned int wait)
+{
+	struct timespec look = { 0, FAIR_LOOK_NS };
+	unsigned int i;
+
+	if (wait != UINT_MAX && __atomic_add_fetch(&fair_waiting, 1, __ATOMIC_RELAXED) > wait) {
+		__atomic_sub_fetch(&fair_waiting, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	for (i = 0; i < FAIR_WAIT_NS / FAIR_LOOK_NS && !fair_quiet(); i++)
+		nanosleep(&look, NULL);
+	if (wait != UINT_MAX)
+		__atomic_sub_fetch(&fair_waiting, 1, __ATOMIC_RELAXED);
+}
+
+unsigned int serve_fair_waiters(const struct uf_vma *vma)
+{
+	unsigned int n = __atomic_load_n(&vma->mm->uffd.nthreads, __ATOMIC_RELAXED);
+
+	return n > 1 ? n - 1 : 0;
+}
+
+/* Lower this thread to FAIR_NICE: whether it was. */
+static bool fair_lower(void)
+{
 	if (fair_base == 100) {
 		errno = 0;
 		fair_base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 		if (errno)
 			fair_base = 0;
 	}
-	if (fair_base >= FAIR_NICE ||
-	    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), FAIR_NICE))
+	return fair_base < FAIR_NICE &&
+	       !setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), FAIR_NICE);
+}
+
+/*
+ * A fault of @tenant (0: none) begins on this thread: with @lower, if
+ * that tenant is over its share, the thread is lowered, and if far over
+ * the fault waits first (fair_wait(), @wait as there: 0, never).  Fill
+ * *@f for serve_fair_end().  Return whether the tenant is over its share
+ * (then the fault copies its page alone, and does not run ahead).  The
+ * worker's run-ahead windows are counted, never lowered: the worker is
+ * one thread for every tenant, so a window run low would hold up the
+ * others' behind it.
+ */
+bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, unsigned int wait)
+{
+	int over;
+
+	f->slot = NULL;
+	f->low = f->busy = false;
+	if (!tenant)
+		return false;
+	f->t0 = fair_now();
+	f->slot = fair_slot(tenant, f->t0 / FAIR_WINDOW_NS);
+	over = f->slot ? fair_over(f->slot, f->t0 / FAIR_WINDOW_NS) : 0;
+	if (!over || !fair_may_renice()) {
+		f->busy = true;
+		__atomic_add_fetch(&fair_busy, 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	if (!lower)
+		return true;
+	if (!fair_lower())
 		return false;
 	f->low = true;
+	if (over > 1 && wait) {
+		fair_wait(wait);
+		f->t0 = fair_now();	/* (waiting takes from nobody) */
+	}
 	return true;
 }
 
@@ -189,9 +276,15 @@ void serve_fair_end(struct serve_fair *f)
 
 	if (f->low)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), fair_base);
-	if (!s)
+	if (!s && !f->busy)
 		return;
 	now = fair_now();
+	if (f->busy) {
+		__atomic_store_n(&fair_busy_end, now, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&fair_busy, 1, __ATOMIC_RELAXED);
+	}
+	if (!s)
+		return;
 	fair_roll(s, now / FAIR_WINDOW_NS);
 	__atomic_add_fetch(&s->cur, now - f->t0 < FAIR_CAP_NS ? now - f->t0 : FAIR_CAP_NS,
 			   __ATOMIC_RELAXED);

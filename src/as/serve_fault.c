@@ -444,7 +444,7 @@ static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 	struct serve_fair fair;
 	int ret;
 
-	serve_fair_begin(w->r->tenant, &fair, false);
+	serve_fair_begin(w->r->tenant, &fair, false, 0);
 	ret = __ahead_window(w, first, n);
 	serve_fair_end(&fair);
 	return ret;
@@ -554,6 +554,7 @@ struct serve_fault_ctx {
 	uint64_t hi;			/* UF_RA_IN: where the run-ahead's range ends */
 	enum uf_ra_where ahead;		/* where the page stands to the run-ahead */
 	bool write, rec, seq, major, fill_failed;
+	bool low;			/* a tenant over its share: the page alone */
 	size_t filled, max;
 	struct serve_sink sink;
 };
@@ -564,6 +565,8 @@ static size_t serve_max(const struct serve_fault_ctx *c, const struct uf_ra_req 
 {
 	size_t ra_max = c->vma->mm->ra_max;
 
+	if (c->low)
+		return 1;
 	if (set)
 		return ra->n;		/* the rest of its run */
 	if (c->seq)
@@ -600,7 +603,9 @@ static int serve_try(struct serve_fault_ctx *c, bool *again)
 		 * and must not end its stream here); a fault that overtook
 		 * the worker reads the rest of the window itself (the holes of
 		 * it the worker has not filled yet) */
-		if (!c->rec && !set && c->ahead == UF_RA_IN)
+		if (c->low)
+			;		/* the page alone */
+		else if (!c->rec && !set && c->ahead == UF_RA_IN)
 			ra.n = c->hi - c->pg < vma->mm->ra_max ? (size_t)(c->hi - c->pg)
 							       : vma->mm->ra_max;
 		else if (!c->rec && !set && c->ahead != UF_RA_MARK)
@@ -651,8 +656,10 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 	uf_huge_busy(vma->mm);		/* a restore: the collapses wait */
 	if (r->huge)
 		return serve_fault_huge(vma, fdata);
-	/* a tenant over its share: served low, and not run ahead of */
-	low = serve_fair_begin(r->tenant, &fair, true);
+	/* a tenant over its share: served low, late, its page alone, and
+	 * not run ahead of */
+	low = serve_fair_begin(r->tenant, &fair, true, serve_fair_waiters(vma));
+	c.low = low;
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */

@@ -536,7 +536,7 @@ struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata
 	struct serve_region *r = vma->private_data;
 	struct serve_fair fair;
 
-	fault_huge(vma, fdata, serve_fair_begin(r->tenant, &fair, true));
+	fault_huge(vma, fdata, serve_fair_begin(r->tenant, &fair, true, serve_fair_waiters(vma)));
 	serve_fair_end(&fair);
 	return NULL;
 }
