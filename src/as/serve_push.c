@@ -51,9 +51,15 @@ struct serve_push {
 	 * read-only object's: push_batch_direct), oldest first */
 	struct uf_fill_batch *pend, **pend_tail;
 	uint64_t pend_pages, pend_max;
-	/* their bytes: pages [0, arena_used) of arena_pages */
+	/* their bytes: pages [0, arena_used) of arena_pages (a store of
+	 * its own ->readv; none of a local one: refill) */
 	char *arena;
 	uint64_t arena_pages, arena_used;
+	/* of a local store: the buffer each piece is read into for the
+	 * process (a piece's pages, used again and again), and whether the
+	 * set is to be read again into the cache after it (push_refill) */
+	char *buf;
+	bool refill;
 	/* runs [a, b) of the set the push went past when a fault met a run
 	 * ahead of it (push_walk), to be pushed after the set */
 	struct push_skip { size_t a, b; } *skip;
@@ -390,14 +396,48 @@ static int push_copy_buf(struct push_sink *k, uint64_t q, uint64_t n, const char
 	return ret == -ESRCH ? ret : 0;
 }
 
+/* Pages of a piece of the set at most: a prefetch's (a run's, cut to
+ * ra_max). */
+static uint64_t push_piece(const struct uf_object *obj)
+{
+	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1;
+
+	return piece < UF_READV_PAGES ? piece : UF_READV_PAGES;
+}
+
+/*
+ * Fill the holes of pieces @pc of the set in the cache, as a prefetch's
+ * batch (uf_object_fill_runs(): the store read again), with room made
+ * as a fault makes it.  Locking: none held; takes obj->invalidate_lock
+ * shared.
+ */
+static void push_cache_fill(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
+			    uint64_t pages)
+{
+	struct uf_object *obj = p->obj;
+	size_t filled = 0;
+
+	uf_reclaim(obj->mm, (size_t)pages);
+	pthread_rwlock_rdlock(&obj->invalidate_lock);
+	uf_object_fill_runs(obj, pc, npc, &filled, NULL);	/* (best effort) */
+	pthread_rwlock_unlock(&obj->invalidate_lock);
+	uf_add(&obj->mm->stats.readahead_pages, filled);
+}
+
 /*
  * One batch of a read-only object's set: its holes read from the store
- * in one batched read and copied into the process straight from there,
- * the cache's copy left for later (held on p->pend, PUSH_PEND_PAGES);
- * then what the cache had copied over from it.  Return 0, -ESRCH /
- * -ENODEV to stop, or -EOPNOTSUPP when the read failed (push_batch()
- * then fills the batch as a fault would, and reports the store's errors
- * there).
+ * and copied into the process straight from there, the cache's copy
+ * left for later; then what the cache had copied over from it.  A store
+ * of its own ->readv (a round trip per call) reads the batch in one
+ * call, into the arena, where the bytes wait for the cache (p->pend,
+ * PUSH_PEND_PAGES).  A local store reads piece by piece into one small
+ * buffer, each piece copied on at once (the process may be touching
+ * right behind): bytes held for the cache would be fresh memory, a
+ * fault per page the process waits for, where a second read of the
+ * store after the set (push_refill) costs a copy from its page cache.
+ * Return 0, -ESRCH / -ENODEV to stop, or -EOPNOTSUPP when the read
+ * failed (push_batch() then fills the batch as a fault would, and
+ * reports the store's errors there).
  * Locking: none held; takes obj->invalidate_lock shared around the read.
  */
 static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
@@ -406,27 +446,26 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 	struct push_sink k = { .p = p, .pc = sorted, .done = done, .npc = npc };
 	struct uf_object *obj = p->obj;
 	struct uf_mm *mm = obj->mm;
-	/* a store of its own ->readv pays a round trip per call: the batch
-	 * in one; a local one a call per extent anyway: piece by piece, each
-	 * copied on at once (the process may be touching right behind) */
-	size_t step = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? npc : 1, i, j;
+	bool held = p->arena_pages != 0;
+	size_t step = held ? npc : 1, i, j;
 	struct uf_fill_batch *b;
 	int ret = 0;
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -ENODEV;
+	if (held && p->arena_used + pages > p->arena_pages)
+		while (p->pend)
+			push_pend_insert(p);
+	if (held ? p->arena_used + pages > p->arena_pages : !p->buf)
+		return -EOPNOTSUPP;
 	memcpy(sorted, pc, npc * sizeof(*pc));
 	qsort(sorted, npc, sizeof(*sorted), run_by_start);
 	memset(done, 0, npc * sizeof(*done));
-	if (p->arena_used + pages > p->arena_pages)
-		while (p->pend)
-			push_pend_insert(p);
-	if (p->arena_used + pages > p->arena_pages)
-		return -EOPNOTSUPP;
 	for (j = 0; j < npc && !ret; j += step) {
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		ret = uf_object_read_runs(obj, pc + j, step < npc - j ? step : npc - j,
-					  p->arena + (p->arena_used << PAGE_SHIFT), &b);
+					  held ? p->arena + (p->arena_used << PAGE_SHIFT) : p->buf,
+					  &b);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 		if (ret)
 			return -EOPNOTSUPP;
@@ -434,17 +473,41 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 			ret = push_copy_buf(&k, b->iov[i].off >> PAGE_SHIFT,
 					    (b->iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT,
 					    b->iov[i].buf);
-		if (b) {
+		if (b && held) {
 			*p->pend_tail = b;
 			p->pend_tail = &b->next;
 			p->pend_pages += b->pages;
 			p->arena_used += b->pages;
+		} else {
+			free(b);
 		}
 	}
-	if (p->pend_pages > p->pend_max)
+	if (!ret)
+		ret = push_rest(p, sorted, done, npc);
+	if (held && p->pend_pages > p->pend_max)
 		while (p->pend)
 			push_pend_insert(p);
-	return ret ? ret : push_rest(p, sorted, done, npc);
+	if (!held && !p->pend_max)
+		push_cache_fill(p, pc, npc, pages);	/* (a budget: at once) */
+	else if (!held)
+		p->refill = true;
+	return ret;
+}
+
+/*
+ * After the set, of a local store: the cache's copy of the set, read
+ * again in batches of a prefetch's largest (a page a fault or the cache
+ * had is no hole, and is not read).  Locking: none held.
+ */
+static void push_refill(struct serve_push *p, struct uf_ws_run *pc)
+{
+	uint64_t piece = push_piece(p->obj), off = 0, pages;
+	size_t next = 0, npc;
+
+	while (!__atomic_load_n(&p->obj->mm->dead, __ATOMIC_ACQUIRE) &&
+	       (npc = uf_ws_cut(p->set->runs, p->set->nruns, &next, &off, piece,
+				UF_READV_PAGES, pc, &pages)))
+		push_cache_fill(p, pc, npc, pages);
 }
 
 /* A push thread's batch: its pieces in recorded order and by first page,
@@ -505,15 +568,13 @@ static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, siz
 		     uint64_t *batch, bool jump)
 {
 	struct uf_object *obj = p->obj;
-	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
+	uint64_t piece = push_piece(obj), off = 0, pages;
 	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
 		       UF_WS_BATCH_LOCAL;
 	bool batched = uf_object_batched_reads(obj);
 	size_t npc, met;
 	int ret = 0;
 
-	if (piece > UF_READV_PAGES)
-		piece = UF_READV_PAGES;
 	while (!ret) {
 		if (jump && (met = push_met(p, next)) > next && met <= last) {
 			push_skip_add(p, next, met);
@@ -556,10 +617,14 @@ static void *push_thread(void *arg)
 			p->pend_max += p->set->runs[i].len;
 		if (p->pend_max > PUSH_PEND_PAGES)
 			p->pend_max = PUSH_PEND_PAGES;
-		p->arena_pages = p->pend_max + UF_READV_PAGES;
-		arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
-		if (!arena)
-			p->arena_pages = 0;	/* (each batch as push_batch() fills it) */
+		if (__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE)) {
+			p->arena_pages = p->pend_max + UF_READV_PAGES;
+			arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
+			if (!arena)
+				p->arena_pages = 0;	/* (each batch as push_batch() fills it) */
+		} else {
+			p->buf = aligned_alloc(PAGE_SIZE, (size_t)push_piece(obj) << PAGE_SHIFT);
+		}
 	}
 	if (pb)
 		ret = push_walk(p, pb, 0, p->set->nruns, &batch, true);
@@ -567,13 +632,16 @@ static void *push_thread(void *arg)
 	 * background work, which the process still touching its last pages
 	 * goes before (the thread ends after them; a destroy of the mm stops
 	 * them at the next batch) */
-	if (p->pend || p->nskip)
+	if (p->pend || p->nskip || p->refill)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSH_LATE_NICE);
 	for (i = 0; !ret && i < p->nskip; i++)
 		ret = push_walk(p, pb, p->skip[i].a, p->skip[i].b, &batch, false);
 	while (p->pend)
 		push_pend_insert(p);
+	if (p->refill)
+		push_refill(p, pb->pc);	/* (set by a batch: pb is there) */
 	free(p->skip);
+	free(p->buf);
 	uf_bounce_put(arena);
 	free(pb);
 	uf_as_unhold(p->as);
