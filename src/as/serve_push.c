@@ -60,6 +60,7 @@ struct serve_push {
 	 * set is to be read again into the cache after it (push_refill) */
 	char *buf;
 	bool refill;
+	struct push_buf *pb;		/* (the thread's batch) */
 	/* runs [a, b) of the set the push went past when a fault met a run
 	 * ahead of it (push_walk), to be pushed after the set */
 	struct push_skip { size_t a, b; } *skip;
@@ -603,7 +604,7 @@ static void *push_thread(void *arg)
 	struct serve_push *p = arg;
 	struct uf_object *obj = p->obj;
 	uint64_t batch = UF_WS_BATCH_FIRST;
-	struct push_buf *pb = malloc(sizeof(*pb));
+	struct push_buf *pb = p->pb;
 	struct uf_bounce *arena = NULL;
 	int ret = -ENOMEM;
 	size_t i;
@@ -612,19 +613,12 @@ static void *push_thread(void *arg)
 	/* signals belong to the application's threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	if (obj->readonly && uf_object_batched_reads(obj)) {
-		for (i = 0; i < p->set->nruns && !obj->mm->budget_pages; i++)
-			p->pend_max += p->set->runs[i].len;
-		if (p->pend_max > PUSH_PEND_PAGES)
-			p->pend_max = PUSH_PEND_PAGES;
-		if (__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE)) {
-			p->arena_pages = p->pend_max + UF_READV_PAGES;
-			arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
-			if (!arena)
-				p->arena_pages = 0;	/* (each batch as push_batch() fills it) */
-		} else {
-			p->buf = aligned_alloc(PAGE_SIZE, (size_t)push_piece(obj) << PAGE_SHIFT);
-		}
+	if (obj->readonly && !p->buf && uf_object_batched_reads(obj)) {
+		/* (the arena is a buffer of this thread's: it frees it) */
+		p->arena_pages = p->pend_max + UF_READV_PAGES;
+		arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
+		if (!arena)
+			p->arena_pages = 0;	/* (each batch as push_batch() fills it) */
 	}
 	if (pb)
 		ret = push_walk(p, pb, 0, p->set->nruns, &batch, true);
@@ -651,6 +645,30 @@ static void *push_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * What a push thread needs, made by the thread that starts it: the
+ * process touches its set from the handshake on, and the thread's first
+ * piece should wait for nothing but its read (a new thread's first
+ * allocations are a new malloc arena's).  Of a local store, the buffer
+ * of its pieces; of a ->readv one, the arena's size (the thread takes
+ * the arena, a bounce buffer of its own).  Locking: none.
+ */
+static void push_prepare(struct serve_push *p)
+{
+	struct uf_object *obj = p->obj;
+	size_t i;
+
+	p->pb = malloc(sizeof(*p->pb));
+	if (!obj->readonly || !uf_object_batched_reads(obj))
+		return;
+	for (i = 0; i < p->set->nruns && !obj->mm->budget_pages; i++)
+		p->pend_max += p->set->runs[i].len;
+	if (p->pend_max > PUSH_PEND_PAGES)
+		p->pend_max = PUSH_PEND_PAGES;
+	if (!__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE))
+		p->buf = aligned_alloc(PAGE_SIZE, (size_t)push_piece(obj) << PAGE_SHIFT);
+}
+
 /* Start pushing @set into held @as (both references pass to the thread).
  * Locking: none held. */
 void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
@@ -663,6 +681,7 @@ void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
 	if (p) {
 		*p = (struct serve_push){ .obj = obj, .as = as, .set = set };
 		p->pend_tail = &p->pend;
+		push_prepare(p);
 		uf_object_get(obj);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -672,8 +691,11 @@ void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
 	if (!err)
 		return;
 	/* no thread: the process is served lazily */
-	if (p)
+	if (p) {
 		uf_object_put(obj);
+		free(p->pb);
+		free(p->buf);
+	}
 	free(p);
 	uf_as_unhold(as);
 	uf_ws_set_put(set);
