@@ -27,9 +27,10 @@
  * holes are read from the store (uf_object_read_runs: a ->readv store's
  * batch in one call, a file's piece by piece) and copied into the
  * process straight from there, one copy per group of pages that touch;
- * their copy into the cache waits (PUSH_PEND_PAGES)
- * and is made as a fill's (uf_object_insert_read: room made as a fault
- * makes it, the cache stays inside its budget).  Of any other object, a
+ * a ->readv store's copy into the cache waits (PUSH_PEND_PAGES) and is
+ * made as a fill's (uf_object_insert_read: room made as a fault makes
+ * it, the cache stays inside its budget); a local store's pages get
+ * none (PUSH_PEND_PAGES says why).  Of any other object, a
  * batch's holes are filled in the cache as the prefetch does
  * (uf_object_fill_runs()), copied on into the process from the fill's
  * buffer.  Then what the cache had is copied over, with UFFDIO_COPY,
@@ -52,14 +53,12 @@ struct serve_push {
 	struct uf_fill_batch *pend, **pend_tail;
 	uint64_t pend_pages, pend_max;
 	/* their bytes: pages [0, arena_used) of arena_pages (a store of
-	 * its own ->readv; none of a local one: refill) */
+	 * its own ->readv's) */
 	char *arena;
 	uint64_t arena_pages, arena_used;
 	/* of a local store: the buffer each piece is read into for the
-	 * process (a piece's pages, used again and again), and whether the
-	 * set is to be read again into the cache after it (push_refill) */
+	 * process (a piece's pages, used again and again) */
 	char *buf;
-	bool refill;
 	struct push_buf *pb;		/* (the thread's batch) */
 	/* runs [a, b) of the set the push went past when a fault met a run
 	 * ahead of it (push_walk), to be pushed after the set */
@@ -68,15 +67,25 @@ struct serve_push {
 };
 
 /*
- * Pages of a read-only object's set read for the process and held for
- * the cache at most (PUSH_PEND_PAGES pages, 16 MiB; none under a cache
- * budget): the process's copy comes first, the cache's after the set (or
- * once this many wait).  A process restored from a set touches its pages
- * as fast as they arrive; each page the push copies into the cache first
- * is time the process's first touches wait for.  They wait in one buffer
- * of the thread's (a bounce buffer: huge pages, where the system gives
- * them; a fresh buffer per batch costs a fault per page as the store's
- * read first writes it).
+ * Pages of a read-only object's set read for the process from a store of
+ * its own ->readv and held for the cache at most (PUSH_PEND_PAGES pages,
+ * 16 MiB; none under a cache budget): the process's copy comes first,
+ * the cache's after the set (or once this many wait).  A process
+ * restored from a set touches its pages as fast as they arrive; each
+ * page the push copies into the cache first is time the process's first
+ * touches wait for.  They wait in one buffer of the thread's (a bounce
+ * buffer: huge pages, where the system gives them; a fresh buffer per
+ * batch costs a fault per page as the store's read first writes it).
+ *
+ * A local store's pages (a file's: no ->readv of its own) get no copy
+ * in the cache at all.  The kernel's page cache holds them already, and
+ * the next process's push reads them from there at the cost of a copy
+ * from the cache; a copy into the cache costs a read and a UFFDIO_COPY
+ * per piece again, the CPU of a second push, and made after the set it
+ * runs while the process still touches the set's last pages, which on a
+ * machine of few CPUs trail the push (ufault-bench --only serve-ws:
+ * minimal/prefetch 0.62-1.67x with it, 0.95-1.16x without).  Nor do its
+ * bytes wait in a buffer: each page held would be fresh memory.
  */
 #define PUSH_PEND_PAGES	4096
 #define PUSH_LATE_NICE	19	/* the copies into the cache after the set */
@@ -407,35 +416,14 @@ static uint64_t push_piece(const struct uf_object *obj)
 }
 
 /*
- * Fill the holes of pieces @pc of the set in the cache, as a prefetch's
- * batch (uf_object_fill_runs(): the store read again), with room made
- * as a fault makes it.  Locking: none held; takes obj->invalidate_lock
- * shared.
- */
-static void push_cache_fill(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
-			    uint64_t pages)
-{
-	struct uf_object *obj = p->obj;
-	size_t filled = 0;
-
-	uf_reclaim(obj->mm, (size_t)pages);
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	uf_object_fill_runs(obj, pc, npc, &filled, NULL);	/* (best effort) */
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-	uf_add(&obj->mm->stats.readahead_pages, filled);
-}
-
-/*
  * One batch of a read-only object's set: its holes read from the store
- * and copied into the process straight from there, the cache's copy
- * left for later; then what the cache had copied over from it.  A store
- * of its own ->readv (a round trip per call) reads the batch in one
- * call, into the arena, where the bytes wait for the cache (p->pend,
- * PUSH_PEND_PAGES).  A local store reads piece by piece into one small
- * buffer, each piece copied on at once (the process may be touching
- * right behind): bytes held for the cache would be fresh memory, a
- * fault per page the process waits for, where a second read of the
- * store after the set (push_refill) costs a copy from its page cache.
+ * and copied into the process straight from there; then what the cache
+ * had copied over from it.  A store of its own ->readv (a round trip per
+ * call) reads the batch in one call, into the arena, where the bytes
+ * wait for the cache's copy (p->pend, PUSH_PEND_PAGES).  A local store
+ * reads piece by piece into one small buffer, each piece copied on at
+ * once (the process may be touching right behind), and the cache gets
+ * no copy (see PUSH_PEND_PAGES).
  * Return 0, -ESRCH / -ENODEV to stop, or -EOPNOTSUPP when the read
  * failed (push_batch() then fills the batch as a fault would, and
  * reports the store's errors there).
@@ -479,7 +467,8 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 			p->pend_tail = &b->next;
 			p->pend_pages += b->pages;
 			p->arena_used += b->pages;
-		} else {
+		} else if (b) {
+			uf_add(&mm->stats.readahead_pages, b->pages);
 			free(b);
 		}
 	}
@@ -488,27 +477,7 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 	if (held && p->pend_pages > p->pend_max)
 		while (p->pend)
 			push_pend_insert(p);
-	if (!held && !p->pend_max)
-		push_cache_fill(p, pc, npc, pages);	/* (a budget: at once) */
-	else if (!held)
-		p->refill = true;
 	return ret;
-}
-
-/*
- * After the set, of a local store: the cache's copy of the set, read
- * again in batches of a prefetch's largest (a page a fault or the cache
- * had is no hole, and is not read).  Locking: none held.
- */
-static void push_refill(struct serve_push *p, struct uf_ws_run *pc)
-{
-	uint64_t piece = push_piece(p->obj), off = 0, pages;
-	size_t next = 0, npc;
-
-	while (!__atomic_load_n(&p->obj->mm->dead, __ATOMIC_ACQUIRE) &&
-	       (npc = uf_ws_cut(p->set->runs, p->set->nruns, &next, &off, piece,
-				UF_READV_PAGES, pc, &pages)))
-		push_cache_fill(p, pc, npc, pages);
 }
 
 /* A push thread's batch: its pieces in recorded order and by first page,
@@ -626,14 +595,12 @@ static void *push_thread(void *arg)
 	 * background work, which the process still touching its last pages
 	 * goes before (the thread ends after them; a destroy of the mm stops
 	 * them at the next batch) */
-	if (p->pend || p->nskip || p->refill)
+	if (p->pend || p->nskip)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), PUSH_LATE_NICE);
 	for (i = 0; !ret && i < p->nskip; i++)
 		ret = push_walk(p, pb, p->skip[i].a, p->skip[i].b, &batch, false);
 	while (p->pend)
 		push_pend_insert(p);
-	if (p->refill)
-		push_refill(p, pb->pc);	/* (set by a batch: pb is there) */
 	free(p->skip);
 	free(p->buf);
 	uf_bounce_put(arena);
