@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,9 @@ struct serve_push {
 	 * process (a piece's pages, used again and again) */
 	char *buf;
 	struct push_buf *pb;		/* (the thread's batch) */
+	/* posted once @as is set: the process is adopted (NULL: it is
+	 * not, and the thread ends) -- push_create(), push_go() */
+	sem_t go;
 	/* runs [a, b) of the set the push went past when a fault met a run
 	 * ahead of it (push_walk), to be pushed after the set */
 	struct push_skip { size_t a, b; } *skip;
@@ -582,7 +586,11 @@ static void *push_thread(void *arg)
 	/* signals belong to the application's threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	if (obj->readonly && !p->buf && uf_object_batched_reads(obj)) {
+	while (sem_wait(&p->go) && errno == EINTR)
+		;
+	if (!p->as)
+		pb = NULL;		/* not adopted: nothing to push */
+	if (pb && obj->readonly && !p->buf && uf_object_batched_reads(obj)) {
 		/* (the arena is a buffer of this thread's: it frees it) */
 		p->arena_pages = p->pend_max + UF_READV_PAGES;
 		arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
@@ -604,8 +612,10 @@ static void *push_thread(void *arg)
 	free(p->skip);
 	free(p->buf);
 	uf_bounce_put(arena);
-	free(pb);
-	uf_as_unhold(p->as);
+	free(p->pb);
+	if (p->as)
+		uf_as_unhold(p->as);
+	sem_destroy(&p->go);
 	uf_ws_set_put(p->set);
 	uf_object_put(p->obj);
 	free(p);
@@ -636,34 +646,51 @@ static void push_prepare(struct serve_push *p)
 		p->buf = aligned_alloc(PAGE_SIZE, (size_t)push_piece(obj) << PAGE_SHIFT);
 }
 
-/* Start pushing @set into held @as (both references pass to the thread).
- * Locking: none held. */
-void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
+/*
+ * Start a push thread for @set (a reference of its own), before the
+ * process is adopted: a new thread waits for a CPU, and the process,
+ * running from its handshake on, touches its set meanwhile.  It waits
+ * for push_go().  NULL if it cannot be started (the process is served
+ * lazily).  Locking: none held.
+ */
+struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set)
 {
 	struct serve_push *p = malloc(sizeof(*p));
 	pthread_attr_t attr;
 	pthread_t t;
 	int err = -1;
 
-	if (p) {
-		*p = (struct serve_push){ .obj = obj, .as = as, .set = set };
-		p->pend_tail = &p->pend;
-		push_prepare(p);
-		uf_object_get(obj);
-		pthread_attr_init(&attr);
+	if (!p)
+		return NULL;
+	*p = (struct serve_push){ .obj = obj, .set = set };
+	p->pend_tail = &p->pend;
+	if (sem_init(&p->go, 0, 0)) {
+		free(p);
+		return NULL;
+	}
+	push_prepare(p);
+	uf_object_get(obj);
+	__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
+	if (!pthread_attr_init(&attr)) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		err = pthread_create(&t, &attr, push_thread, p);
 		pthread_attr_destroy(&attr);
 	}
 	if (!err)
-		return;
-	/* no thread: the process is served lazily */
-	if (p) {
-		uf_object_put(obj);
-		free(p->pb);
-		free(p->buf);
-	}
-	free(p);
-	uf_as_unhold(as);
+		return p;
 	uf_ws_set_put(set);
+	uf_object_put(obj);
+	sem_destroy(&p->go);
+	free(p->pb);
+	free(p->buf);
+	free(p);
+	return NULL;
+}
+
+/* Let push thread @p go: into held @as (the hold passes to the thread),
+ * or, with NULL, end.  Locking: none held. */
+void push_go(struct serve_push *p, struct uf_as *as)
+{
+	p->as = as;
+	sem_post(&p->go);	/* (a release: the thread reads p->as after) */
 }
