@@ -418,6 +418,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	struct uf_vma tmpl[UF_SERVE_MAX_REGIONS], *tp[UF_SERVE_MAX_REGIONS];
 	struct serve_region *r[UF_SERVE_MAX_REGIONS] = { NULL };
 	struct uf_ws_set *set = NULL;
+	struct serve_push *push = NULL;
 	struct uf_as *as = NULL;
 	unsigned int i;
 	uint64_t rec;
@@ -443,6 +444,8 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	/* a record of this process, a working set pushed into it (in 4 KiB
 	 * runs: not into hugetlbfs memory) */
 	rec = huge ? 0 : uf_ws_serve_claim(obj, &set);
+	/* its thread first: it is running by the time the process is ours */
+	push = set ? push_create(obj, set) : NULL;
 	ret = regions_make(obj, s, n, opts, huge, rec, set, r, tmpl, tp);
 	if (!ret)
 		ret = regions_removed(r, s, n, opts);
@@ -454,16 +457,14 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	 * messages wait for this mm's handlers (see the top of the file) */
 	for (i = 0; i < n; i++)
 		uf_uffd_fd_wake(uffd, s[i].start, s[i].len);
-	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, set ? &as : NULL, NULL);
+	ret = uf_as_adopt(obj->mm, uffd, tp, n, &serve_uffd_ops, push ? &as : NULL, NULL);
 out:
 	for (i = 0; i < n && r[i]; i++)
 		region_put(r[i]);
 	if (ret)
 		uf_ws_serve_unclaim(obj, rec);
-	if (as) {
-		push_start(obj, as, set);	/* (its reference to the set) */
-		set = NULL;
-	}
+	if (push)
+		push_go(push, as);	/* (NULL: not adopted; the hold passes) */
 	uf_ws_set_put(set);
 	return ret;
 }

@@ -110,6 +110,8 @@ struct uf_page *serve_fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata
 unsigned int serve_fair_waiters(const struct uf_vma *vma);
 
 /* serve_push.c: a working set pushed into the process */
-void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set);
+struct serve_push;
+struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set);
+void push_go(struct serve_push *p, struct uf_as *as);
 
 #endif /* UF_AS_SERVE_H */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +28,10 @@
  * holes are read from the store (uf_object_read_runs: a ->readv store's
  * batch in one call, a file's piece by piece) and copied into the
  * process straight from there, one copy per group of pages that touch;
- * their copy into the cache waits (PUSH_PEND_PAGES)
- * and is made as a fill's (uf_object_insert_read: room made as a fault
- * makes it, the cache stays inside its budget).  Of any other object, a
+ * a ->readv store's copy into the cache waits (PUSH_PEND_PAGES) and is
+ * made as a fill's (uf_object_insert_read: room made as a fault makes
+ * it, the cache stays inside its budget); a local store's pages get
+ * none (PUSH_PEND_PAGES says why).  Of any other object, a
  * batch's holes are filled in the cache as the prefetch does
  * (uf_object_fill_runs()), copied on into the process from the fill's
  * buffer.  Then what the cache had is copied over, with UFFDIO_COPY,
@@ -51,9 +53,17 @@ struct serve_push {
 	 * read-only object's: push_batch_direct), oldest first */
 	struct uf_fill_batch *pend, **pend_tail;
 	uint64_t pend_pages, pend_max;
-	/* their bytes: pages [0, arena_used) of arena_pages */
+	/* their bytes: pages [0, arena_used) of arena_pages (a store of
+	 * its own ->readv's) */
 	char *arena;
 	uint64_t arena_pages, arena_used;
+	/* of a local store: the buffer each piece is read into for the
+	 * process (a piece's pages, used again and again) */
+	char *buf;
+	struct push_buf *pb;		/* (the thread's batch) */
+	/* posted once @as is set: the process is adopted (NULL: it is
+	 * not, and the thread ends) -- push_create(), push_go() */
+	sem_t go;
 	/* runs [a, b) of the set the push went past when a fault met a run
 	 * ahead of it (push_walk), to be pushed after the set */
 	struct push_skip { size_t a, b; } *skip;
@@ -61,15 +71,25 @@ struct serve_push {
 };
 
 /*
- * Pages of a read-only object's set read for the process and held for
- * the cache at most (PUSH_PEND_PAGES pages, 16 MiB; none under a cache
- * budget): the process's copy comes first, the cache's after the set (or
- * once this many wait).  A process restored from a set touches its pages
- * as fast as they arrive; each page the push copies into the cache first
- * is time the process's first touches wait for.  They wait in one buffer
- * of the thread's (a bounce buffer: huge pages, where the system gives
- * them; a fresh buffer per batch costs a fault per page as the store's
- * read first writes it).
+ * Pages of a read-only object's set read for the process from a store of
+ * its own ->readv and held for the cache at most (PUSH_PEND_PAGES pages,
+ * 16 MiB; none under a cache budget): the process's copy comes first,
+ * the cache's after the set (or once this many wait).  A process
+ * restored from a set touches its pages as fast as they arrive; each
+ * page the push copies into the cache first is time the process's first
+ * touches wait for.  They wait in one buffer of the thread's (a bounce
+ * buffer: huge pages, where the system gives them; a fresh buffer per
+ * batch costs a fault per page as the store's read first writes it).
+ *
+ * A local store's pages (a file's: no ->readv of its own) get no copy
+ * in the cache at all.  The kernel's page cache holds them already, and
+ * the next process's push reads them from there at the cost of a copy
+ * from the cache; a copy into the cache costs a read and a UFFDIO_COPY
+ * per piece again, the CPU of a second push, and made after the set it
+ * runs while the process still touches the set's last pages, which on a
+ * machine of few CPUs trail the push (ufault-bench --only serve-ws:
+ * minimal/prefetch 0.62-1.67x with it, 0.95-1.16x without).  Nor do its
+ * bytes wait in a buffer: each page held would be fresh memory.
  */
 #define PUSH_PEND_PAGES	4096
 #define PUSH_LATE_NICE	19	/* the copies into the cache after the set */
@@ -390,14 +410,27 @@ static int push_copy_buf(struct push_sink *k, uint64_t q, uint64_t n, const char
 	return ret == -ESRCH ? ret : 0;
 }
 
+/* Pages of a piece of the set at most: a prefetch's (a run's, cut to
+ * ra_max). */
+static uint64_t push_piece(const struct uf_object *obj)
+{
+	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1;
+
+	return piece < UF_READV_PAGES ? piece : UF_READV_PAGES;
+}
+
 /*
  * One batch of a read-only object's set: its holes read from the store
- * in one batched read and copied into the process straight from there,
- * the cache's copy left for later (held on p->pend, PUSH_PEND_PAGES);
- * then what the cache had copied over from it.  Return 0, -ESRCH /
- * -ENODEV to stop, or -EOPNOTSUPP when the read failed (push_batch()
- * then fills the batch as a fault would, and reports the store's errors
- * there).
+ * and copied into the process straight from there; then what the cache
+ * had copied over from it.  A store of its own ->readv (a round trip per
+ * call) reads the batch in one call, into the arena, where the bytes
+ * wait for the cache's copy (p->pend, PUSH_PEND_PAGES).  A local store
+ * reads piece by piece into one small buffer, each piece copied on at
+ * once (the process may be touching right behind), and the cache gets
+ * no copy (see PUSH_PEND_PAGES).
+ * Return 0, -ESRCH / -ENODEV to stop, or -EOPNOTSUPP when the read
+ * failed (push_batch() then fills the batch as a fault would, and
+ * reports the store's errors there).
  * Locking: none held; takes obj->invalidate_lock shared around the read.
  */
 static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, size_t npc,
@@ -406,27 +439,26 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 	struct push_sink k = { .p = p, .pc = sorted, .done = done, .npc = npc };
 	struct uf_object *obj = p->obj;
 	struct uf_mm *mm = obj->mm;
-	/* a store of its own ->readv pays a round trip per call: the batch
-	 * in one; a local one a call per extent anyway: piece by piece, each
-	 * copied on at once (the process may be touching right behind) */
-	size_t step = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? npc : 1, i, j;
+	bool held = p->arena_pages != 0;
+	size_t step = held ? npc : 1, i, j;
 	struct uf_fill_batch *b;
 	int ret = 0;
 
 	if (__atomic_load_n(&mm->dead, __ATOMIC_ACQUIRE))
 		return -ENODEV;
+	if (held && p->arena_used + pages > p->arena_pages)
+		while (p->pend)
+			push_pend_insert(p);
+	if (held ? p->arena_used + pages > p->arena_pages : !p->buf)
+		return -EOPNOTSUPP;
 	memcpy(sorted, pc, npc * sizeof(*pc));
 	qsort(sorted, npc, sizeof(*sorted), run_by_start);
 	memset(done, 0, npc * sizeof(*done));
-	if (p->arena_used + pages > p->arena_pages)
-		while (p->pend)
-			push_pend_insert(p);
-	if (p->arena_used + pages > p->arena_pages)
-		return -EOPNOTSUPP;
 	for (j = 0; j < npc && !ret; j += step) {
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		ret = uf_object_read_runs(obj, pc + j, step < npc - j ? step : npc - j,
-					  p->arena + (p->arena_used << PAGE_SHIFT), &b);
+					  held ? p->arena + (p->arena_used << PAGE_SHIFT) : p->buf,
+					  &b);
 		pthread_rwlock_unlock(&obj->invalidate_lock);
 		if (ret)
 			return -EOPNOTSUPP;
@@ -434,17 +466,22 @@ static int push_batch_direct(struct serve_push *p, const struct uf_ws_run *pc, s
 			ret = push_copy_buf(&k, b->iov[i].off >> PAGE_SHIFT,
 					    (b->iov[i].len + PAGE_SIZE - 1) >> PAGE_SHIFT,
 					    b->iov[i].buf);
-		if (b) {
+		if (b && held) {
 			*p->pend_tail = b;
 			p->pend_tail = &b->next;
 			p->pend_pages += b->pages;
 			p->arena_used += b->pages;
+		} else if (b) {
+			uf_add(&mm->stats.readahead_pages, b->pages);
+			free(b);
 		}
 	}
-	if (p->pend_pages > p->pend_max)
+	if (!ret)
+		ret = push_rest(p, sorted, done, npc);
+	if (held && p->pend_pages > p->pend_max)
 		while (p->pend)
 			push_pend_insert(p);
-	return ret ? ret : push_rest(p, sorted, done, npc);
+	return ret;
 }
 
 /* A push thread's batch: its pieces in recorded order and by first page,
@@ -505,15 +542,13 @@ static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, siz
 		     uint64_t *batch, bool jump)
 {
 	struct uf_object *obj = p->obj;
-	uint64_t piece = obj->mm->ra_max ? obj->mm->ra_max : 1, off = 0, pages;
+	uint64_t piece = push_piece(obj), off = 0, pages;
 	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
 		       UF_WS_BATCH_LOCAL;
 	bool batched = uf_object_batched_reads(obj);
 	size_t npc, met;
 	int ret = 0;
 
-	if (piece > UF_READV_PAGES)
-		piece = UF_READV_PAGES;
 	while (!ret) {
 		if (jump && (met = push_met(p, next)) > next && met <= last) {
 			push_skip_add(p, next, met);
@@ -542,7 +577,7 @@ static void *push_thread(void *arg)
 	struct serve_push *p = arg;
 	struct uf_object *obj = p->obj;
 	uint64_t batch = UF_WS_BATCH_FIRST;
-	struct push_buf *pb = malloc(sizeof(*pb));
+	struct push_buf *pb = p->pb;
 	struct uf_bounce *arena = NULL;
 	int ret = -ENOMEM;
 	size_t i;
@@ -551,11 +586,12 @@ static void *push_thread(void *arg)
 	/* signals belong to the application's threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	if (obj->readonly && uf_object_batched_reads(obj)) {
-		for (i = 0; i < p->set->nruns && !obj->mm->budget_pages; i++)
-			p->pend_max += p->set->runs[i].len;
-		if (p->pend_max > PUSH_PEND_PAGES)
-			p->pend_max = PUSH_PEND_PAGES;
+	while (sem_wait(&p->go) && errno == EINTR)
+		;
+	if (!p->as)
+		pb = NULL;		/* not adopted: nothing to push */
+	if (pb && obj->readonly && !p->buf && uf_object_batched_reads(obj)) {
+		/* (the arena is a buffer of this thread's: it frees it) */
 		p->arena_pages = p->pend_max + UF_READV_PAGES;
 		arena = uf_bounce_get(p->arena_pages << PAGE_SHIFT, (void **)&p->arena);
 		if (!arena)
@@ -574,39 +610,87 @@ static void *push_thread(void *arg)
 	while (p->pend)
 		push_pend_insert(p);
 	free(p->skip);
+	free(p->buf);
 	uf_bounce_put(arena);
-	free(pb);
-	uf_as_unhold(p->as);
+	free(p->pb);
+	if (p->as)
+		uf_as_unhold(p->as);
+	sem_destroy(&p->go);
 	uf_ws_set_put(p->set);
 	uf_object_put(p->obj);
 	free(p);
 	return NULL;
 }
 
-/* Start pushing @set into held @as (both references pass to the thread).
- * Locking: none held. */
-void push_start(struct uf_object *obj, struct uf_as *as, struct uf_ws_set *set)
+/*
+ * What a push thread needs, made by the thread that starts it: the
+ * process touches its set from the handshake on, and the thread's first
+ * piece should wait for nothing but its read (a new thread's first
+ * allocations are a new malloc arena's).  Of a local store, the buffer
+ * of its pieces; of a ->readv one, the arena's size (the thread takes
+ * the arena, a bounce buffer of its own).  Locking: none.
+ */
+static void push_prepare(struct serve_push *p)
+{
+	struct uf_object *obj = p->obj;
+	size_t i;
+
+	p->pb = malloc(sizeof(*p->pb));
+	if (!obj->readonly || !uf_object_batched_reads(obj))
+		return;
+	for (i = 0; i < p->set->nruns && !obj->mm->budget_pages; i++)
+		p->pend_max += p->set->runs[i].len;
+	if (p->pend_max > PUSH_PEND_PAGES)
+		p->pend_max = PUSH_PEND_PAGES;
+	if (!__atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE))
+		p->buf = aligned_alloc(PAGE_SIZE, (size_t)push_piece(obj) << PAGE_SHIFT);
+}
+
+/*
+ * Start a push thread for @set (a reference of its own), before the
+ * process is adopted: a new thread waits for a CPU, and the process,
+ * running from its handshake on, touches its set meanwhile.  It waits
+ * for push_go().  NULL if it cannot be started (the process is served
+ * lazily).  Locking: none held.
+ */
+struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set)
 {
 	struct serve_push *p = malloc(sizeof(*p));
 	pthread_attr_t attr;
 	pthread_t t;
 	int err = -1;
 
-	if (p) {
-		*p = (struct serve_push){ .obj = obj, .as = as, .set = set };
-		p->pend_tail = &p->pend;
-		uf_object_get(obj);
-		pthread_attr_init(&attr);
+	if (!p)
+		return NULL;
+	*p = (struct serve_push){ .obj = obj, .set = set };
+	p->pend_tail = &p->pend;
+	if (sem_init(&p->go, 0, 0)) {
+		free(p);
+		return NULL;
+	}
+	push_prepare(p);
+	uf_object_get(obj);
+	__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
+	if (!pthread_attr_init(&attr)) {
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 		err = pthread_create(&t, &attr, push_thread, p);
 		pthread_attr_destroy(&attr);
 	}
 	if (!err)
-		return;
-	/* no thread: the process is served lazily */
-	if (p)
-		uf_object_put(obj);
-	free(p);
-	uf_as_unhold(as);
+		return p;
 	uf_ws_set_put(set);
+	uf_object_put(obj);
+	sem_destroy(&p->go);
+	free(p->pb);
+	free(p->buf);
+	free(p);
+	return NULL;
+}
+
+/* Let push thread @p go: into held @as (the hold passes to the thread),
+ * or, with NULL, end.  Locking: none held. */
+void push_go(struct serve_push *p, struct uf_as *as)
+{
+	p->as = as;
+	sem_post(&p->go);	/* (a release: the thread reads p->as after) */
 }
