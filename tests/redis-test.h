@@ -92,35 +92,42 @@ static RT_UNUSED long rt_cli_int(const struct rt_cluster *c, const char *fmt, co
 	return strtol(out, NULL, 10);
 }
 
+/* The sum over the cluster's nodes of the number after @key in the lines
+ * of INFO @section that begin with @line. */
+static RT_UNUSED long rt_info_sum_at(const struct rt_cluster *c, const char *section,
+				     const char *line_, const char *key)
+{
+	long total = 0;
+	int i;
+
+	for (i = 0; i < c->nports; i++) {
+		char sh[300], line[1024];
+		const char *at;
+		FILE *f;
+		int st;
+
+		snprintf(sh, sizeof(sh), "REDISCLI_AUTH=\"$UFAULT_REDIS_PASSWORD\" redis-cli "
+			 "-h 127.0.0.1 -p %d INFO %s 2>&1", c->ports[i], section);
+		f = popen(sh, "r");
+		CHECK(f, "popen: %s", strerror(errno));
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, line_, strlen(line_)) && (at = strstr(line, key)))
+				total += strtol(at + strlen(key), NULL, 10);
+		st = pclose(f);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "redis-cli -p %d INFO %s",
+		      c->ports[i], section);
+	}
+	return total;
+}
+
 /* @cmd (lower case: "hmget") commands the cluster's nodes have run,
  * summed (INFO commandstats of each). */
 static RT_UNUSED long rt_cmd_calls(const struct rt_cluster *c, const char *cmd)
 {
 	char want[64];
-	long total = 0;
-	int i;
 
 	snprintf(want, sizeof(want), "cmdstat_%s:", cmd);
-	for (i = 0; i < c->nports; i++) {
-		char sh[300], line[512];
-		FILE *f;
-		int st;
-
-		snprintf(sh, sizeof(sh), "REDISCLI_AUTH=\"$UFAULT_REDIS_PASSWORD\" redis-cli "
-			 "-h 127.0.0.1 -p %d INFO commandstats 2>&1", c->ports[i]);
-		f = popen(sh, "r");
-		CHECK(f, "popen: %s", strerror(errno));
-		while (fgets(line, sizeof(line), f)) {
-			const char *calls = strstr(line, "calls=");
-
-			if (!strncmp(line, want, strlen(want)) && calls)
-				total += strtol(calls + 6, NULL, 10);
-		}
-		st = pclose(f);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "redis-cli -p %d INFO commandstats",
-		      c->ports[i]);
-	}
-	return total;
+	return rt_info_sum_at(c, "commandstats", want, "calls=");
 }
 
 static RT_UNUSED long rt_hmget_calls(const struct rt_cluster *c)
@@ -134,27 +141,9 @@ static RT_UNUSED long rt_info_sum(const struct rt_cluster *c, const char *sectio
 				  const char *field)
 {
 	char want[128];
-	long total = 0;
-	int i;
 
 	snprintf(want, sizeof(want), "%s:", field);
-	for (i = 0; i < c->nports; i++) {
-		char sh[300], line[1024];
-		FILE *f;
-		int st;
-
-		snprintf(sh, sizeof(sh), "REDISCLI_AUTH=\"$UFAULT_REDIS_PASSWORD\" redis-cli "
-			 "-h 127.0.0.1 -p %d INFO %s 2>&1", c->ports[i], section);
-		f = popen(sh, "r");
-		CHECK(f, "popen: %s", strerror(errno));
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, want, strlen(want)))
-				total += strtol(line + strlen(want), NULL, 10);
-		st = pclose(f);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "redis-cli -p %d INFO %s",
-		      c->ports[i], section);
-	}
-	return total;
+	return rt_info_sum_at(c, section, want, want);
 }
 
 #endif
