@@ -445,7 +445,7 @@ static int serve_uffd(struct uf_object *obj, int uffd, const struct uf_serve_reg
 	 * runs: not into hugetlbfs memory) */
 	rec = huge ? 0 : uf_ws_serve_claim(obj, &set);
 	/* its thread first: it is running by the time the process is ours */
-	push = set ? push_create(obj, set) : NULL;
+	push = set ? push_create(obj, set, opts ? opts->tenant : 0) : NULL;
 	ret = regions_make(obj, s, n, opts, huge, rec, set, r, tmpl, tp);
 	if (!ret)
 		ret = regions_removed(r, s, n, opts);

@@ -111,7 +111,8 @@ unsigned int serve_fair_waiters(const struct uf_vma *vma);
 
 /* serve_push.c: a working set pushed into the process */
 struct serve_push;
-struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set);
+struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set,
+			       unsigned int tenant);
 void push_go(struct serve_push *p, struct uf_as *as);
 
 #endif /* UF_AS_SERVE_H */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@ struct serve_push {
 	/* posted once @as is set: the process is adopted (NULL: it is
 	 * not, and the thread ends) -- push_create(), push_go() */
 	sem_t go;
+	unsigned int tenant;		/* the process's (serve_fair.c) */
 	/* runs [a, b) of the set the push went past when a fault met a run
 	 * ahead of it (push_walk), to be pushed after the set */
 	struct push_skip { size_t a, b; } *skip;
@@ -546,6 +548,7 @@ static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, siz
 	uint64_t max = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) ? UF_READV_PAGES :
 		       UF_WS_BATCH_LOCAL;
 	bool batched = uf_object_batched_reads(obj);
+	struct serve_fair fair;
 	size_t npc, met;
 	int ret = 0;
 
@@ -561,11 +564,16 @@ static int push_walk(struct serve_push *p, struct push_buf *pb, size_t next, siz
 			break;
 		if (*batch < max)
 			*batch *= 2;
+		/* its time the process's tenant's: pushed low, and late, when
+		 * that tenant is over its share (this thread is its own; the
+		 * runs gone past, @jump false, are pushed low anyway) */
+		serve_fair_begin(p->tenant, &fair, jump, UINT_MAX);
 		ret = -EOPNOTSUPP;
 		if (obj->readonly && batched)
 			ret = push_batch_direct(p, pb->pc, npc, pages, pb->sorted, pb->done);
 		if (ret == -EOPNOTSUPP)
 			ret = push_batch(p, pb->pc, npc, pages, pb->sorted, pb->done);
+		serve_fair_end(&fair);
 	}
 	return ret;
 }
@@ -653,7 +661,8 @@ static void push_prepare(struct serve_push *p)
  * for push_go().  NULL if it cannot be started (the process is served
  * lazily).  Locking: none held.
  */
-struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set)
+struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set,
+			       unsigned int tenant)
 {
 	struct serve_push *p = malloc(sizeof(*p));
 	pthread_attr_t attr;
@@ -662,7 +671,7 @@ struct serve_push *push_create(struct uf_object *obj, struct uf_ws_set *set)
 
 	if (!p)
 		return NULL;
-	*p = (struct serve_push){ .obj = obj, .set = set };
+	*p = (struct serve_push){ .obj = obj, .set = set, .tenant = tenant };
 	p->pend_tail = &p->pend;
 	if (sem_init(&p->go, 0, 0)) {
 		free(p);
