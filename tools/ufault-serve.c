@@ -640,6 +640,7 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 }
 
 static bool storm_note(struct server *s, uint64_t now);
+static bool in_storm(const struct server *s, uint64_t now);
 
 /* A served or refused client hung up.  A ufault client the library cut
  * off for lying about its mappings is named, and counted. */
@@ -682,9 +683,15 @@ static void client_read(struct server *s, unsigned int i)
 			return;
 		if (r == -EPERM) {
 			int left = uf_object_serve_ban(s->obj, c->uid, NULL);
+			uint64_t now = now_ms();
 			char why[128];
 
-			c->quiet = storm_note(s, now_ms());
+			/* a banned liar asking again at once is a refusal
+			 * storm as at accept (accept_batch): the listener
+			 * rests */
+			c->quiet = storm_note(s, now);
+			if (in_storm(s, now))
+				s->accept_rest = now + ACCEPT_REST_MS;
 			snprintf(why, sizeof(why), "a ufault client of uid %u lied about its "
 				 "mappings: its clients are refused %d s more (told -EPERM)",
 				 (unsigned)c->uid, left > 0 ? left : 1);

@@ -68,6 +68,7 @@ void uf_as_lie_billed(struct uf_as *as);
 struct serve_fair {
 	void *slot;			/* the tenant's, or NULL */
 	uint64_t t0;			/* ns, monotonic: the fault began */
+	uint64_t copied0;		/* uf_uffd_guest_copied then */
 	bool low;			/* the thread was lowered for it */
 	bool busy;			/* counted in service (within its share) */
 };

@@ -3,18 +3,24 @@
  * Fairness between the tenants of served processes (struct uf_serve_opts'
  * @tenant; ufault-serve passes each VMM's uid), and the requests of
  * ufault clients (attach_srv.c, the peer's uid): while two tenants or
- * more have had faults served in the last window and this one, a tenant
- * that took more than its share of the handlers' time, judged over the
- * last seconds (the windows before decay: FAIR_DECAY), is over its
- * share.  Its faults are served at the lowest CPU priority, each its
- * page alone, without running ahead (serve_fault()); its run-ahead
- * windows in flight are counted, and run as they are.  A tenant far
- * over its share (FAIR_FAR) also waits, before each fault, till the
- * others are quiet (fair_wait(): the tarpit).
+ * more have each taken a part of the serving in the last window and
+ * this one (FAIR_FLOOR_NS), a tenant that took more than its share of
+ * it, judged over the last seconds (the windows before decay:
+ * FAIR_DECAY), is over its share.  What a tenant takes is the handlers'
+ * time for its faults, requests and run-ahead windows, and FAIR_PAGE_NS
+ * for each page copied into its processes.  A tenant over its share
+ * waits, before each fault, till the others have been quiet a while
+ * (fair_wait(): the tarpit), and is then served at the lowest CPU
+ * priority, the faulting page alone, without running ahead
+ * (serve_fault()); its run-ahead windows in flight are counted, and run
+ * as they are.
  *
  * Why judged over seconds: a restore is short and a flood is not.  A
- * tenant that has taken the handlers for seconds yields to one that has
- * just begun, and gets its turn back once the newcomer has taken as much.
+ * tenant that has taken the server for seconds yields to one that has
+ * just begun, and gets its turn back once the newcomer has taken as
+ * much.  Why pages count: a flood of pages run ahead of its process
+ * takes little of the handlers' time, and much of the machine's (each
+ * page's first touch in that process, which no handler sees).
  *
  * Why a priority and a wait, not a queue: a tenant's process waits for
  * each of its faults, so what a hostile tenant takes from the others is
@@ -49,18 +55,24 @@
 #define FAIR_NICE	19
 /* A fault or window counts its time up to FAIR_CAP_NS: past that it
  * waits (for a slow store, or for the CPU when lowered), and waiting
- * takes nothing from anyone.  A tenant under FAIR_FLOOR_NS in the last
- * window and this one is never lowered: it takes too little to matter,
- * and lowering stops its run-ahead. */
+ * takes nothing from anyone.  A tenant that took FAIR_FLOOR_NS or less
+ * in the last window and this one is no rival, and never over its
+ * share: it takes too little to matter, and being over stops a
+ * tenant's run-ahead. */
 #define FAIR_CAP_NS	2000000ULL
+/* A page copied into a process counts FAIR_PAGE_NS more: the CPU it
+ * costs beyond the handler's copy, its process's first touch (1-12 us
+ * on these machines: a virtual machine traps page-table writes) and the
+ * touches that follow, none of which the handlers' time shows (a flood
+ * of pages run ahead of its process takes little of theirs). */
+#define FAIR_PAGE_NS	8000ULL
 #define FAIR_FLOOR_NS	(FAIR_WINDOW_NS / 5)
 /* the past loses 1/32 of itself a window: half in 22 windows (0.55 s) */
 #define FAIR_DECAY	5
-/* Over its share: more than 5/4 of an equal share; far over: 8/5 (with
- * two tenants, 62.5% and 80% of what both took) */
+/* Over its share: more than FAIR_OVER/4 of an equal share (with two
+ * tenants, 62.5% of what both took) */
 #define FAIR_OVER	5
-#define FAIR_FAR	8
-/* A fault far over its share waits at most FAIR_WAIT_NS, looking every
+/* A fault over its share waits at most FAIR_WAIT_NS, looking every
  * FAIR_LOOK_NS whether the others are quiet: nothing of theirs in
  * service for FAIR_QUIET_NS (a process touching what was copied ahead
  * of it is still at work: its next fault or window comes soon). */
@@ -155,10 +167,9 @@ static struct fair_slot *fair_slot(unsigned int tenant, uint64_t w)
 	return free_;
 }
 
-/* How far over its share @me is, among the tenants served in the last
- * window and this one, their past counted too: 0 within it (or under
- * FAIR_FLOOR_NS), 1 over (FAIR_OVER), 2 far over (FAIR_FAR). */
-static int fair_over(const struct fair_slot *me, uint64_t w)
+/* Is @me over its share among the rivals (FAIR_FLOOR_NS) of the last
+ * window and this one, their past counted too? */
+static bool fair_over(const struct fair_slot *me, uint64_t w)
 {
 	uint64_t total = 0, mine = 0, v;
 	unsigned int i, n = 0;
@@ -171,17 +182,15 @@ static int fair_over(const struct fair_slot *me, uint64_t w)
 		fair_roll(s, w);
 		v = __atomic_load_n(&s->prev, __ATOMIC_RELAXED) +
 		    __atomic_load_n(&s->cur, __ATOMIC_RELAXED);
-		if (!v)
-			continue;	/* not served lately: not a rival */
+		if (v <= FAIR_FLOOR_NS)
+			continue;	/* little served lately: not a rival */
 		v += __atomic_load_n(&s->past, __ATOMIC_RELAXED);
 		total += v;
 		n++;
 		if (s == me)
 			mine = v;
 	}
-	if (n < 2 || mine <= FAIR_FLOOR_NS)
-		return 0;
-	return (mine * n * 4 > total * FAIR_OVER) + (mine * n * 5 > total * FAIR_FAR);
+	return n >= 2 && mine && mine * n * 4 > total * FAIR_OVER;
 }
 
 /* Are the tenants within their share quiet (FAIR_QUIET_NS)? */
@@ -191,7 +200,7 @@ static bool fair_quiet(void)
 	       fair_now() - __atomic_load_n(&fair_busy_end, __ATOMIC_RELAXED) > FAIR_QUIET_NS;
 }
 
-/* A fault far over its share waits till the tenants within theirs are quiet,
+/* A fault over its share waits till the tenants within theirs are quiet,
  * FAIR_WAIT_NS at most, unless @wait threads of its kind wait already
  * (UINT_MAX: a thread of its own). */
 static void fair_wait(unsigned int wait)
@@ -231,40 +240,36 @@ static bool fair_lower(void)
 
 /*
  * A fault of @tenant (0: none) begins on this thread: with @lower, if
- * that tenant is over its share, the thread is lowered, and if far over
- * the fault waits first (fair_wait(), @wait as there: 0, never).  Fill
- * *@f for serve_fair_end().  Return whether the tenant is over its share
- * (then the fault copies its page alone, and does not run ahead).  The
+ * that tenant is over its share, the fault waits (fair_wait(), @wait as
+ * there: 0, never) and the thread is lowered.  Fill *@f for
+ * serve_fair_end().  Return whether the tenant is over its share (then
+ * the fault copies its page alone, and does not run ahead).  The
  * worker's run-ahead windows are counted, never lowered: the worker is
  * one thread for every tenant, so a window run low would hold up the
  * others' behind it.
  */
 bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, unsigned int wait)
 {
-	int over;
-
 	f->slot = NULL;
 	f->low = f->busy = false;
 	if (!tenant)
 		return false;
 	f->t0 = fair_now();
+	f->copied0 = uf_uffd_guest_copied;
 	f->slot = fair_slot(tenant, f->t0 / FAIR_WINDOW_NS);
-	over = f->slot ? fair_over(f->slot, f->t0 / FAIR_WINDOW_NS) : 0;
-	if (!over || !fair_may_renice()) {
+	if (!f->slot || !fair_over(f->slot, f->t0 / FAIR_WINDOW_NS) || !fair_may_renice()) {
 		f->busy = true;
 		__atomic_add_fetch(&fair_busy, 1, __ATOMIC_RELAXED);
 		return false;
 	}
 	if (!lower)
 		return true;
-	if (!fair_lower())
-		return false;
-	f->low = true;
-	if (over > 1 && wait) {
+	if (wait) {
 		fair_wait(wait);
 		f->t0 = fair_now();	/* (waiting takes from nobody) */
 	}
-	return true;
+	f->low = fair_lower();
+	return f->low;
 }
 
 /* The fault begun by serve_fair_begin() ends: its time counted, the
@@ -286,6 +291,7 @@ void serve_fair_end(struct serve_fair *f)
 	if (!s)
 		return;
 	fair_roll(s, now / FAIR_WINDOW_NS);
-	__atomic_add_fetch(&s->cur, now - f->t0 < FAIR_CAP_NS ? now - f->t0 : FAIR_CAP_NS,
+	__atomic_add_fetch(&s->cur, (now - f->t0 < FAIR_CAP_NS ? now - f->t0 : FAIR_CAP_NS) +
+			   ((uf_uffd_guest_copied - f->copied0) >> PAGE_SHIFT) * FAIR_PAGE_NS,
 			   __ATOMIC_RELAXED);
 }

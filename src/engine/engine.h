@@ -123,6 +123,8 @@ int uf_uffd_register(struct uf_uffd *u, unsigned long start, unsigned long len, 
 int uf_uffd_writeprotect(struct uf_uffd *u, unsigned long start, unsigned long len,
 			 bool protect, bool dontwake);
 void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len);
+/* Bytes this thread's copies have put into guests (other processes), ever */
+extern __thread uint64_t uf_uffd_guest_copied;
 int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,
 		 unsigned int flags, size_t *copied);
 int uf_uffd_copy_mapped(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,

@@ -416,6 +416,10 @@ void uf_uffd_wake(struct uf_uffd *u, unsigned long addr, size_t len)
 	uf_uffd_fd_wake(u->fd, addr, len);
 }
 
+/* Bytes this thread's copies have put into other processes (guests'
+ * fds), ever: what a fault or a window delivered is the difference. */
+__thread uint64_t uf_uffd_guest_copied;
+
 /*
  * uf_uffd_copy - copy @len bytes from @src into the missing pages at @dst
  * (UF_UFFD_DONTWAKE: do not wake; UF_UFFD_WP: map them write-protected).
@@ -430,29 +434,33 @@ static int copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t le
 		.mode = ((flags & UF_UFFD_DONTWAKE) ? UFFDIO_COPY_MODE_DONTWAKE : 0) |
 			((flags & UF_UFFD_WP) ? UFFDIO_COPY_MODE_WP : 0),
 	};
+	int ret = 0;
 
 	while (ioctl(u->fd, UFFDIO_COPY, &c) < 0) {
-		int ret = -errno;
-
+		ret = -errno;
 		if (c.copy > 0) {
 			/* partial: go on from where it stopped */
 			c.dst += c.copy;
 			c.src += c.copy;
 			c.len -= c.copy;
-			if (copied)
-				*copied += c.copy;
 			c.copy = 0;
+			ret = 0;
 			continue;
 		}
 		if (ret == -EAGAIN && drain) {	/* an event is unread: read it, retry */
 			__uf_uffd_drain(u);
+			ret = 0;
 			continue;
 		}
-		return ret;
+		break;
 	}
+	if (c.copy > 0)
+		c.dst += c.copy;
 	if (copied)
-		*copied += c.copy;
-	return 0;
+		*copied += c.dst - dst;
+	if (u->host)
+		uf_uffd_guest_copied += c.dst - dst;
+	return ret;
 }
 
 int uf_uffd_copy(struct uf_uffd *u, unsigned long dst, const void *src, size_t len,

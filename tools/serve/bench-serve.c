@@ -74,8 +74,9 @@
  *                      SIGBUS, which it catches, and goes on), and
  *                      beside a mapping flood (a ufault client of uid
  *                      65534 telling as many mappings as its table
- *                      takes, 4096, then attaching again, in a loop):
- *                      its throughput beside each, as a ratio to alone:
+ *                      takes, 4096, then attaching again, in a loop),
+ *                      each begun 1 s before the client: its
+ *                      throughput beside each, as a ratio to alone:
  *                      goal >= 0.7x.
  *                      For reference, beside that uid burning a CPU and
  *                      nothing else: what the machine's own sharing
@@ -1599,7 +1600,8 @@ enum sv_flood { FL_ALONE, FL_IDLE, FL_FAULTS, FL_LIES, FL_MAPS, FL_CPU, FL_N };
 
 /* The client's touches of @order (@n pages, all below page @n: its cold
  * random faults, or its cold restore) from a fresh ufault-serve, beside
- * @flood (for 200 ms before it starts, and while it runs). */
+ * @flood (for 1 s before it starts, and while it runs: a flood has run a
+ * while when a restore begins, and ufault-serve judges shares over seconds). */
 static int flood_run(struct sv *s, enum sv_flood flood, const uint32_t *order, size_t n,
 		     struct sv_result *res)
 {
@@ -1627,7 +1629,7 @@ static int flood_run(struct sv *s, enum sv_flood flood, const uint32_t *order, s
 			ret = -errno;
 		} else {
 			setpgid(fl, fl);	/* (it does too: whichever is first) */
-			usleep(200000);
+			usleep(1000000);
 		}
 	}
 	if (!ret)
