@@ -121,8 +121,9 @@ int main(void)
 	setpgid(hostile, hostile);	/* (it does too: whichever is first) */
 	flood_pgrp = hostile;
 	atexit(flood_stop);
-	/* the flood has the server to itself for two passes over SOURCE */
-	while (flooded(c) < 2 * PAGES) {
+	/* the flood has the server to itself for four passes over SOURCE (a
+	 * flood has run a while: shares are judged over seconds) */
+	while (flooded(c) < 4 * PAGES) {
 		CHECK(waitpid(hostile, &st, WNOHANG) == 0, "the flood's VMMs: status %#x", st);
 		usleep(1000);
 	}

@@ -56,9 +56,8 @@
 /* A fault or window counts its time up to FAIR_CAP_NS: past that it
  * waits (for a slow store, or for the CPU when lowered), and waiting
  * takes nothing from anyone.  A tenant that took FAIR_FLOOR_NS or less
- * in the last window and this one is no rival, and never over its
- * share: it takes too little to matter, and being over stops a
- * tenant's run-ahead. */
+ * in the last window and this one is no rival to the others: it takes
+ * too little to matter, and being over stops a tenant's run-ahead. */
 #define FAIR_CAP_NS	2000000ULL
 /* A page copied into a process counts FAIR_PAGE_NS more: the CPU it
  * costs beyond the handler's copy, its process's first touch (1-12 us
@@ -168,7 +167,8 @@ static struct fair_slot *fair_slot(unsigned int tenant, uint64_t w)
 }
 
 /* Is @me over its share among the rivals (FAIR_FLOOR_NS) of the last
- * window and this one, their past counted too? */
+ * window and this one, their past counted too?  (@me counts whatever it
+ * took lately: held back, it takes little, and is still what it was.) */
 static bool fair_over(const struct fair_slot *me, uint64_t w)
 {
 	uint64_t total = 0, mine = 0, v;
@@ -182,7 +182,7 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
 		fair_roll(s, w);
 		v = __atomic_load_n(&s->prev, __ATOMIC_RELAXED) +
 		    __atomic_load_n(&s->cur, __ATOMIC_RELAXED);
-		if (v <= FAIR_FLOOR_NS)
+		if (s != me && v <= FAIR_FLOOR_NS)
 			continue;	/* little served lately: not a rival */
 		v += __atomic_load_n(&s->past, __ATOMIC_RELAXED);
 		total += v;
