@@ -2,6 +2,7 @@
 /* Description: a working set pushed into a Firecracker-style client (uf_object_serve_prefetch) from a read-only store reaches the client before the server's cache: with the store's second read held, the client has the push's first batch and the cache none of it; two faults of the client on runs ahead of the push send the push on after them, and the runs it went past come after the set; then every page reaches the cache too, each read from the store once, and the client touching the set takes no fault and reads the store's bytes */
 #define _GNU_SOURCE
 #include "ws-test.h"
+#include "serve-ws-client.h"
 #include "watchdog.h"
 
 #include <pthread.h>
@@ -106,56 +107,19 @@ static void record(struct store *st, const char *rec)
 	uf_mm_destroy(mm);
 }
 
-/* Touch the set's pages in @base: the pages whose bytes are wrong.  Not
- * instrumented: a sanitizer's shadow of the pages read would fault in as
- * the client's faults too. */
-__attribute__((no_sanitize("address", "thread"), noinline))
-static uint64_t touch_set(const unsigned char *base)
-{
-	uint64_t bad = 0;
-	size_t i;
-
-	for (i = 0; i < NSET; i++)
-		bad += base[set_page(i) * PG + i % PG] != ut_pattern(set_page(i) * PG + i % PG);
-	return bad;
-}
-
-/* The client: its memory anonymous and private, registered MISSING on a
- * userfaultfd of its own handed over @sock; then, on each command byte,
- * 'h': how many pages of the push's first batch it has (mincore, which
- * faults nothing), 'a': touch the first pages of runs AHEAD - 1 and
- * AHEAD, 't': touch
- * the set, answering its faults and the pages whose bytes are wrong. */
+/* The client: then, on each command byte, 'h': how many pages of the
+ * push's first batch it has, 'a': touch the first pages of runs AHEAD - 1
+ * and AHEAD, 't': touch the set, answering how many of its pages were
+ * not in (then faulted: the process's own fault count would take a
+ * sanitizer's or a stack page's too) and the pages whose bytes are
+ * wrong. */
 static void client(int sock)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, cmd;
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	uint64_t region[2], ans[2];
-	struct iovec iov = { region, sizeof(region) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	unsigned char *base = mmap(NULL, SIZE, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	unsigned char *base = sws_client_start(sock, SIZE);
+	uint64_t ans[2];
 	size_t i;
+	char cmd;
 
-	if (base == MAP_FAILED || uffd < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
-		_exit(UT_SKIP);
-	reg.range.start = (unsigned long)base;
-	reg.range.len = SIZE;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg) < 0)
-		_exit(UT_SKIP);
-	region[0] = (uint64_t)(uintptr_t)base;
-	region[1] = SIZE;
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
-	if (sendmsg(sock, &mh, 0) != (ssize_t)sizeof(region))
-		_exit(UT_FAIL);
-	close(uffd);
 	while (read(sock, &cmd, 1) == 1) {
 		ans[0] = ans[1] = 0;
 		if (cmd == 'a') {
@@ -163,23 +127,10 @@ static void client(int sock)
 				ans[1] += base[set_page(i * RUNLEN) * PG] !=
 					  ut_pattern(set_page(i * RUNLEN) * PG);
 		} else if (cmd == 'h') {
-			for (i = 0; i < HEAD; i++) {
-				unsigned char vec = 0;
-
-				if (mincore(base + set_page(i) * PG, PG, &vec) == 0 && (vec & 1))
-					ans[0]++;
-			}
+			ans[0] = sws_present(base, 0, HEAD);
 		} else {
-			/* a page in (mincore) is read with no fault: the
-			 * process's own fault count would take a sanitizer's
-			 * or a stack page's too */
-			for (i = 0; i < NSET; i++) {
-				unsigned char vec = 0;
-
-				if (mincore(base + set_page(i) * PG, PG, &vec) || !(vec & 1))
-					ans[0]++;
-			}
-			ans[1] = touch_set(base);
+			ans[0] = NSET - sws_present(base, 0, NSET);
+			ans[1] = sws_touch(base, NSET);
 		}
 		if (write(sock, ans, sizeof(ans)) != sizeof(ans))
 			_exit(UT_FAIL);
@@ -197,17 +148,13 @@ static void ask(int sock, char cmd, uint64_t ans[2])
 int main(void)
 {
 	struct store st = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
-	char cbuf[CMSG_SPACE(sizeof(int))], dir[64], rec[128];
+	char dir[64], rec[128];
 	uint64_t region[2], ans[2];
-	struct iovec iov = { region, sizeof(region) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
 	struct uf_serve_region r;
 	struct uf_object *obj;
 	struct uf_stats s;
-	struct cmsghdr *cm;
 	struct uf_mm *mm;
-	int sv[2], uffd = -1, status;
+	int sock, uffd = -1, status;
 	pid_t pid;
 
 	ut_watchdog(120);
@@ -217,23 +164,11 @@ int main(void)
 	record(&st, rec);
 
 	/* the client first: it is no child of the server's mm */
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair");
-	pid = fork();
-	CHECK(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		close(sv[0]);
-		client(sv[1]);
-	}
-	close(sv[1]);
-	if (recvmsg(sv[0], &mh, 0) != (ssize_t)sizeof(region)) {
-		CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == UT_SKIP, "client: %d", status);
+	sock = sws_client_fork(client, region, &uffd, &pid);
+	if (sock < 0) {
 		fprintf(stderr, "no userfaultfd here\n");
 		return UT_SKIP;
 	}
-	cm = CMSG_FIRSTHDR(&mh);
-	CHECK(cm && cm->cmsg_type == SCM_RIGHTS, "no fd from the client");
-	memcpy(&uffd, CMSG_DATA(cm), sizeof(int));
 
 	mm = ut_mm_create(NULL);
 	CHECK_RET(uf_object_create(mm, &ops, &st, SIZE, &obj), 0);
@@ -250,14 +185,14 @@ int main(void)
 	while (!st.held)
 		pthread_cond_wait(&st.cond, &st.lock);
 	pthread_mutex_unlock(&st.lock);
-	ask(sv[0], 'h', ans);
+	ask(sock, 'h', ans);
 	CHECK(ans[0] == HEAD, "the client has %lu of the push's first %d pages",
 	      (unsigned long)ans[0], HEAD);
 	CHECK_RET(uf_mm_stats(mm, &s), 0);
 	CHECK(s.cache_pages == 0, "the cache has %lu pages before the client has the set: the "
 	      "client's copies come first", (unsigned long)s.cache_pages);
 	/* the client runs ahead of the push (its fault is served at once) */
-	ask(sv[0], 'a', ans);
+	ask(sock, 'a', ans);
 	CHECK(ans[1] == 0, "runs %d, %d: wrong bytes", AHEAD - 1, AHEAD);
 
 	pthread_mutex_lock(&st.lock);
@@ -283,12 +218,12 @@ int main(void)
 	      "runs %d..%d read by the push's reads %u..%u, want one read after the set's", SECOND,
 	      AHEAD - 2, called(&st, set_page(SECOND * RUNLEN)),
 	      called(&st, set_page((AHEAD - 2) * RUNLEN)));
-	ask(sv[0], 't', ans);
+	ask(sock, 't', ans);
 	CHECK(ans[1] == 0, "%lu pages of the set with wrong bytes", (unsigned long)ans[1]);
 	CHECK(ans[0] == 0, "%lu pages of the set not in the client before it touched them (each "
 	      "a fault)", (unsigned long)ans[0]);
 
-	close(sv[0]);
+	close(sock);
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "client exit %d", status);
 	uf_object_put(obj);
