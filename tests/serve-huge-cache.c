@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Description: a cold restore of a client with hugetlbfs memory (uf_object_serve_uffd_huge(), 2 MiB copies) leaves every page of it in the server's cache with the file's bytes: uf_object_pread() of the object then reads them with no store read, and a second client served from the same object reads the file's bytes with no store read either */
 #define _GNU_SOURCE
-#include "helpers.h"
+#include "pair-client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,33 +37,12 @@ static long check(const unsigned char *p)
  * over, read it all in order and report the first wrong byte. */
 static void client(int sock)
 {
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, go;
-	uint64_t base;
-	struct iovec iov = { &base, sizeof(base) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	unsigned char *p;
+	int uffd;	/* (kept open, as a VMM keeps its own) */
+	unsigned char *p = pc_client_start(sock, LEN, MAP_HUGETLB, &uffd);
+	char go;
 	long res;
-	int uffd;
 
-	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
-		 -1, 0);
-	if (uffd < 0 || p == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api))
-		_exit(2);
-	reg.range.start = (uintptr_t)p;
-	reg.range.len = LEN;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		_exit(2);
-	base = (uintptr_t)p;
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
-	if (sendmsg(sock, &mh, 0) != sizeof(base) || read(sock, &go, 1) != 1)
+	if (read(sock, &go, 1) != 1)
 		_exit(2);
 	res = check(p);
 	_exit(write(sock, &res, sizeof(res)) == sizeof(res) ? 0 : 2);
@@ -72,34 +51,21 @@ static void client(int sock)
 /* Fork a client, serve it from @obj, let it read: its result. */
 static long serve_one(struct uf_object *obj)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	uint64_t base;
-	struct iovec iov = { &base, sizeof(base) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
 	struct uf_serve_region r;
-	int sv[2], uffd = -1, status;
+	uint64_t region[2];
+	int sock, uffd = -1, status;
 	long res = -2;
 	pid_t pid;
 
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s",
-	      strerror(errno));
-	pid = fork();
-	CHECK(pid >= 0, "fork: %s", strerror(errno));
-	if (!pid) {
-		close(sv[0]);
-		client(sv[1]);
-	}
-	close(sv[1]);
-	CHECK(recvmsg(sv[0], &mh, 0) == sizeof(base), "handshake");
-	memcpy(&uffd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
-	r = (struct uf_serve_region){ .start = base, .len = LEN, .offset = 0 };
+	sock = pc_client_fork(client, region, &uffd, &pid);
+	CHECK(sock >= 0, "handshake");
+	r = (struct uf_serve_region){ .start = region[0], .len = LEN, .offset = 0 };
 	CHECK_RET(uf_object_serve_uffd_huge(obj, uffd, &r, 1, NULL, HUGE), 0);
-	CHECK(write(sv[0], "g", 1) == 1 && read(sv[0], &res, sizeof(res)) == sizeof(res),
+	CHECK(write(sock, "g", 1) == 1 && read(sock, &res, sizeof(res)) == sizeof(res),
 	      "client result");
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
 	      "client status %d", status);
-	close(sv[0]);
+	close(sock);
 	return res;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Description: a client with hugetlbfs memory served by uf_object_serve_uffd_huge() that reads its first two huge pages in order is run ahead of in whole huge pages: once the server's worker has delivered the window after them (its first huge page the marker, left to the client's fault), the client reads the next three huge pages with no fault, and every byte is the file's */
 #define _GNU_SOURCE
-#include "helpers.h"
+#include "pair-client.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,33 +76,12 @@ static void wait_present(unsigned char *p, unsigned int first, unsigned int n)
  * and report their faults. */
 static void client(int sock)
 {
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, go;
-	uint64_t base;
-	struct iovec iov = { &base, sizeof(base) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int uffd;	/* (kept open, as a VMM keeps its own) */
+	unsigned char *p = pc_client_start(sock, LEN, MAP_HUGETLB, &uffd);
 	long res[3], f0;
-	unsigned char *p;
-	int uffd;
+	char go;
 
-	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
-		 -1, 0);
-	if (uffd < 0 || p == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api))
-		_exit(2);
-	reg.range.start = (uintptr_t)p;
-	reg.range.len = LEN;
-	if (ioctl(uffd, UFFDIO_REGISTER, &reg))
-		_exit(2);
-	base = (uintptr_t)p;
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
-	if (sendmsg(sock, &mh, 0) != sizeof(base) || read(sock, &go, 1) != 1)
+	if (read(sock, &go, 1) != 1)
 		_exit(2);
 	res[0] = touch(p, 0, 2);
 	if (write(sock, "a", 1) != 1 || read(sock, &go, 1) != 1)
@@ -118,17 +97,14 @@ static void client(int sock)
 
 int main(void)
 {
-	char path[256], cbuf[CMSG_SPACE(sizeof(int))];
-	uint64_t base;
-	struct iovec iov = { &base, sizeof(base) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
+	char path[256];
+	uint64_t region[2];
 	struct uf_serve_region r;
 	struct uf_object *obj;
 	struct uf_stats st;
 	struct uf_mm *mm;
 	long res[3];
-	int sv[2], uffd = -1, i, status, fd;
+	int sock, uffd = -1, i, status, fd;
 	char c;
 	pid_t pid;
 
@@ -143,20 +119,11 @@ int main(void)
 	CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);
 	unlink(path);
 	close(fd);
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0, "socketpair: %s",
-	      strerror(errno));
-	pid = fork();
-	CHECK(pid >= 0, "fork: %s", strerror(errno));
-	if (!pid) {
-		close(sv[0]);
-		client(sv[1]);
-	}
-	close(sv[1]);
-	CHECK(recvmsg(sv[0], &mh, 0) == sizeof(base), "handshake");
-	memcpy(&uffd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(int));
-	r = (struct uf_serve_region){ .start = base, .len = LEN, .offset = 0 };
+	sock = pc_client_fork(client, region, &uffd, &pid);
+	CHECK(sock >= 0, "handshake");
+	r = (struct uf_serve_region){ .start = region[0], .len = LEN, .offset = 0 };
 	CHECK_RET(uf_object_serve_uffd_huge(obj, uffd, &r, 1, NULL, HUGE), 0);
-	CHECK(write(sv[0], "g", 1) == 1 && read(sv[0], &c, 1) == 1, "client gone");
+	CHECK(write(sock, "g", 1) == 1 && read(sock, &c, 1) == 1, "client gone");
 	/* the worker's window after huge page 1: huge page 2 its marker,
 	 * 3..5 copied in (what the server has read ahead is counted) */
 	for (i = 0; i < WAIT_TRIES; i++) {
@@ -167,7 +134,7 @@ int main(void)
 	}
 	printf("after huge pages 0 and 1: %lu pages read ahead (want %lu at least)\n",
 	       (unsigned long)st.readahead_pages, 3 * (HUGE / 4096));
-	CHECK(write(sv[0], "g", 1) == 1 && read(sv[0], res, sizeof(res)) == sizeof(res),
+	CHECK(write(sock, "g", 1) == 1 && read(sock, res, sizeof(res)) == sizeof(res),
 	      "client result");
 	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status),
 	      "client status %d", status);
@@ -175,7 +142,7 @@ int main(void)
 	CHECK(res[0] < 0, "huge pages 0, 1: wrong byte at %ld", res[0]);
 	CHECK(res[1] < 0, "wrong byte at %ld", res[1]);
 	CHECK(res[2] == 0, "huge pages 3..5 took %ld faults, want 0 (run ahead of)", res[2]);
-	close(sv[0]);
+	close(sock);
 	uf_object_put(obj);
 	uf_mm_destroy(mm);
 	return UT_PASS;

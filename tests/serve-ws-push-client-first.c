@@ -115,7 +115,7 @@ static void record(struct store *st, const char *rec)
  * wrong. */
 static void client(int sock)
 {
-	unsigned char *base = sws_client_start(sock, SIZE);
+	unsigned char *base = pc_client_start(sock, SIZE, 0, NULL);
 	uint64_t ans[2];
 	size_t i;
 	char cmd;
@@ -164,7 +164,7 @@ int main(void)
 	record(&st, rec);
 
 	/* the client first: it is no child of the server's mm */
-	sock = sws_client_fork(client, region, &uffd, &pid);
+	sock = pc_client_fork(client, region, &uffd, &pid);
 	if (sock < 0) {
 		fprintf(stderr, "no userfaultfd here\n");
 		return UT_SKIP;

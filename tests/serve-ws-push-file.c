@@ -51,7 +51,7 @@ static void record(const char *path, const char *rec)
  * pages whose bytes are wrong. */
 static void client(int sock)
 {
-	unsigned char *base = sws_client_start(sock, SIZE);
+	unsigned char *base = pc_client_start(sock, SIZE, 0, NULL);
 	uint64_t ans[2];
 	char cmd;
 
@@ -82,7 +82,7 @@ int main(void)
 	record(path, rec);
 
 	/* the client first: it is no child of the server's mm */
-	sock = sws_client_fork(client, region, &uffd, &pid);
+	sock = pc_client_fork(client, region, &uffd, &pid);
 	if (sock < 0) {
 		unlink(rec);
 		unlink(path);

@@ -640,7 +640,7 @@ static const char *handshake(struct server *s, struct client *c, bool *incomplet
 }
 
 static bool storm_note(struct server *s, uint64_t now);
-static bool in_storm(const struct server *s, uint64_t now);
+static void storm_rest(struct server *s, uint64_t now);
 
 /* A served or refused client hung up.  A ufault client the library cut
  * off for lying about its mappings is named, and counted. */
@@ -690,8 +690,7 @@ static void client_read(struct server *s, unsigned int i)
 			 * storm as at accept (accept_batch): the listener
 			 * rests */
 			c->quiet = storm_note(s, now);
-			if (in_storm(s, now))
-				s->accept_rest = now + ACCEPT_REST_MS;
+			storm_rest(s, now);
 			snprintf(why, sizeof(why), "a ufault client of uid %u lied about its "
 				 "mappings: its clients are refused %d s more (told -EPERM)",
 				 (unsigned)c->uid, left > 0 ? left : 1);
@@ -824,11 +823,13 @@ static bool storm_note(struct server *s, uint64_t now)
 	return burst_note(&s->storm, now, STORM_BURST, STORM_WHAT);
 }
 
-/* In a refusal storm (this second, or the one before it)? */
-static bool in_storm(const struct server *s, uint64_t now)
+/* In a refusal storm (this second, or the one before it), the listener
+ * rests for ACCEPT_REST_MS after a refusal (accept_batch() says why). */
+static void storm_rest(struct server *s, uint64_t now)
 {
-	return s->storm.n > STORM_BURST ||
-	       (s->storm.prev > STORM_BURST && now - s->storm.start < 1000);
+	if (s->storm.n > STORM_BURST ||
+	    (s->storm.prev > STORM_BURST && now - s->storm.start < 1000))
+		s->accept_rest = now + ACCEPT_REST_MS;
 }
 
 /* Accept one connection: 0 (in its handshake now), 1 (refused), or -1
@@ -930,7 +931,6 @@ static int client_accept(struct server *s)
 static void accept_batch(struct server *s)
 {
 	bool refused = false;
-	uint64_t now;
 	int k, r;
 
 	for (k = 0; k < ACCEPT_BATCH && s->lfd >= 0 && !s->accept_off; k++) {
@@ -939,9 +939,8 @@ static void accept_batch(struct server *s)
 			break;
 		refused |= r > 0;
 	}
-	now = now_ms();
-	if (refused && in_storm(s, now))
-		s->accept_rest = now + ACCEPT_REST_MS;
+	if (refused)
+		storm_rest(s, now_ms());
 }
 
 /* ------------------------------------------------------------------ */

@@ -649,7 +649,7 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 		.sink = { .sink = { .obj = vma->obj, .fn = serve_sink_fn }, .vma = vma, .r = r,
 			  .pg = pg, .end = pg },
 	};
-	bool streamed, again = true, low;
+	bool streamed, again = true;
 	struct serve_fair fair;
 	int ret = 0, tries;
 
@@ -658,8 +658,7 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 		return serve_fault_huge(vma, fdata);
 	/* a tenant over its share: served low, late, its page alone, and
 	 * not run ahead of */
-	low = serve_fair_begin(r->tenant, &fair, true, serve_fair_waiters(vma));
-	c.low = low;
+	c.low = serve_fair_begin(r->tenant, &fair, true, serve_fair_waiters(vma));
 
 	/* recorded: the page alone, so that each page the process touches
 	 * is a fault of its own, in the order touched */
@@ -684,7 +683,7 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 	 * ended: of one that went on from a window of its own, grown to half
 	 * the largest at least (as the kernel's readahead ramps up: a short
 	 * run readahead took for a stream is not worth windows more) */
-	if (!ret && !low && (c.ahead != UF_RA_NO ||
+	if (!ret && !c.low && (c.ahead != UF_RA_NO ||
 		     (streamed && !r->set && vma->mm->worker && !vma->nl_pgoff &&
 		      c.end - pg >= (vma->mm->ra_max > 1 ? vma->mm->ra_max / 2 : 1))))
 		ahead_kick(vma, r, pg, c.end, c.ahead == UF_RA_NO, c.ahead == UF_RA_NEXT);
