@@ -72,12 +72,11 @@
 /* Over its share: more than FAIR_OVER/4 of an equal share (with two
  * tenants, 62.5% of what both took) */
 #define FAIR_OVER	5
-/* A fault over its share waits at most FAIR_WAIT_NS, looking every
- * FAIR_LOOK_NS whether the others are quiet: nothing of theirs in
- * service for FAIR_QUIET_NS (a process touching what was copied ahead
- * of it is still at work: its next fault or window comes soon). */
+/* A fault over its share waits at most FAIR_WAIT_NS for the others to
+ * be quiet: nothing of theirs in service for FAIR_QUIET_NS (a process
+ * touching what was copied ahead of it is still at work: its next fault
+ * or window comes soon). */
 #define FAIR_WAIT_NS	2000000ULL
-#define FAIR_LOOK_NS	100000L
 #define FAIR_QUIET_NS	1000000ULL
 
 struct fair_slot {
@@ -196,27 +195,32 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
 	return n >= 2 && mine && mine * n * 4 > total * FAIR_OVER;
 }
 
-/* Are the tenants within their share quiet (FAIR_QUIET_NS)? */
-static bool fair_quiet(void)
-{
-	return !__atomic_load_n(&fair_busy, __ATOMIC_RELAXED) &&
-	       fair_now() - __atomic_load_n(&fair_busy_end, __ATOMIC_RELAXED) > FAIR_QUIET_NS;
-}
-
 /* A fault over its share waits till the tenants within theirs are quiet,
  * FAIR_WAIT_NS at most, unless @wait threads of its kind wait already
- * (UINT_MAX: a thread of its own). */
+ * (UINT_MAX: a thread of its own).  It sleeps till the earliest moment
+ * they could be (FAIR_QUIET_NS after the last of theirs ended, or from
+ * now while one is in service), and looks again: a few wakeups a wait,
+ * each of which takes a CPU from the tenants it waits for. */
 static void fair_wait(unsigned int wait)
 {
-	struct timespec look = { 0, FAIR_LOOK_NS };
-	unsigned int i;
+	uint64_t now = fair_now(), end = now + FAIR_WAIT_NS, at;
+	struct timespec ts;
 
 	if (wait != UINT_MAX && __atomic_add_fetch(&fair_waiting, 1, __ATOMIC_RELAXED) > wait) {
 		__atomic_sub_fetch(&fair_waiting, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	for (i = 0; i < FAIR_WAIT_NS / FAIR_LOOK_NS && !fair_quiet(); i++)
-		nanosleep(&look, NULL);
+	for (; now < end; now = fair_now()) {
+		at = __atomic_load_n(&fair_busy, __ATOMIC_RELAXED) ? now :
+		     __atomic_load_n(&fair_busy_end, __ATOMIC_RELAXED);
+		at += FAIR_QUIET_NS;
+		if (at <= now)
+			break;		/* quiet */
+		if (at > end)
+			at = end;
+		ts = (struct timespec){ (time_t)(at / 1000000000ULL), (long)(at % 1000000000ULL) };
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	}
 	if (wait != UINT_MAX)
 		__atomic_sub_fetch(&fair_waiting, 1, __ATOMIC_RELAXED);
 }

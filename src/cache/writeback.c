@@ -237,25 +237,44 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
  * present bit would lose the write.  The memfd is asked (mincore on
  * cache_map), because the scan also reports pages that hold no page at all
  * (a store error's poison marker): their hole must not reach the store.
- * Writeback reads the page from the memfd either way.  A fork child's VMA
+ * Writeback reads the page from the memfd either way.  One mincore() asks
+ * for MARK_BATCH pages: a mapping of gigabytes, mostly holes, leaving a
+ * server costs it a call per batch, not per page.  A fork child's VMA
  * leaving its table marks what the child may have written the same way
  * (as.c).
  * Locking: obj->invalidate_lock held (either mode).
  */
+#define MARK_BATCH	1024
+
 void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end)
 {
 	struct uf_object *obj = vma->obj;
+	unsigned char vec[MARK_BATCH];
 	unsigned long a;
+	size_t n, k, in;
 
-	for (a = start; a < end; a += PAGE_SIZE) {
-		uint64_t pgoff = __uf_vma_pgoff(vma, a);
-		unsigned char vec = 0;
+	for (a = start; a < end; a += n << PAGE_SHIFT) {
+		uint64_t pg0 = __uf_vma_pgoff(vma, a);
+		bool all = true;
 
-		if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pgoff) ||
-		    ((pgoff + 1) << PAGE_SHIFT <= obj->cache_cap &&
-		     mincore(obj->cache_map + (pgoff << PAGE_SHIFT), PAGE_SIZE, &vec) == 0 &&
-		     (vec & 1)))
-			(void)uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pgoff);
+		/* a batch of pages whose offsets follow on (a nonlinear
+		 * window may break the run), each looked at in one call */
+		n = (end - a) >> PAGE_SHIFT < MARK_BATCH ? (end - a) >> PAGE_SHIFT : MARK_BATCH;
+		for (k = 0; k < n; k++) {
+			if (k && __uf_vma_pgoff(vma, a + (k << PAGE_SHIFT)) != pg0 + k) {
+				n = k;
+				break;
+			}
+			all &= uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg0 + k);
+		}
+		memset(vec, 0, n);
+		in = (pg0 << PAGE_SHIFT) >= obj->cache_cap ? 0 :
+		     (obj->cache_cap >> PAGE_SHIFT) - pg0 < n ? (obj->cache_cap >> PAGE_SHIFT) - pg0 : n;
+		if (!all && in && mincore(obj->cache_map + (pg0 << PAGE_SHIFT), in << PAGE_SHIFT, vec))
+			memset(vec, 0, n);
+		for (k = 0; k < n; k++)
+			if (uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg0 + k) || (vec[k] & 1))
+				(void)uf_pagebits_set(&obj->pages, UF_PG_DIRTY, pg0 + k);
 	}
 }
 
