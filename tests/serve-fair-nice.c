@@ -19,6 +19,8 @@ static size_t vmm_page = 4096;
  * (@pace_us between pages) and checking the bytes; never returns. */
 static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_us)
 {
+	pid_t self = getpid();
+
 	for (;;) {
 		pid_t pid = fork();
 
@@ -33,6 +35,8 @@ static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_u
 			size_t i;
 
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != self)
+				_exit(0);	/* (its parent died before the prctl) */
 			if (uffd < 0 || p == MAP_FAILED || ioctl(uffd, UFFDIO_API, &api))
 				_exit(3);
 			reg.range = (struct uffdio_range){ (unsigned long)p, LEN };
@@ -63,7 +67,7 @@ static void __attribute__((noreturn)) vmms(const char *sock, unsigned int pace_u
 /* A child of the test as @uid (0 if the parent). */
 static pid_t start_as(uid_t uid)
 {
-	pid_t pid = fork();
+	pid_t test = getpid(), pid = fork();
 
 	CHECK(pid >= 0, "fork");
 	if (pid)
@@ -72,7 +76,9 @@ static pid_t start_as(uid_t uid)
 	if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
 		_exit(2);
 	prctl(PR_SET_DUMPABLE, 1);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* (a new uid cleared it) */
+	if (getppid() != test)
+		_exit(0);	/* (the test died before that) */
 	return 0;
 }
 

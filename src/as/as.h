@@ -71,6 +71,7 @@ struct serve_fair {
 	uint64_t copied0;		/* uf_uffd_guest_copied then */
 	bool low;			/* the thread was lowered for it */
 	bool busy;			/* counted in service (within its share) */
+	bool trip;			/* a request's round trip: FAIR_TRIP_NS more */
 };
 bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, unsigned int wait);
 void serve_fair_end(struct serve_fair *f);

@@ -350,6 +350,7 @@ static void *srv_thread(void *arg)
 			 * late (as its VMMs' faults are: serve_fair.c); this
 			 * thread is the client's own */
 			serve_fair_begin((unsigned int)c->uid + 1, &f, true, UINT_MAX);
+			f.trip = true;
 			stop = srv_request(c, &r, fd);
 			serve_fair_end(&f);
 			if (stop)

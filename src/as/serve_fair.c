@@ -7,8 +7,9 @@
  * this one (FAIR_FLOOR_NS), a tenant that took more than its share of
  * it, judged over the last seconds (the windows before decay:
  * FAIR_DECAY), is over its share.  What a tenant takes is the handlers'
- * time for its faults, requests and run-ahead windows, and FAIR_PAGE_NS
- * for each page copied into its processes.  A tenant over its share
+ * time for its faults, requests and run-ahead windows, FAIR_PAGE_NS
+ * for each page copied into its processes, and FAIR_TRIP_NS for each
+ * request's round trip.  A tenant over its share
  * waits, before each fault, till the others have been quiet a while
  * (fair_wait(): the tarpit), and is then served at the lowest CPU
  * priority, the faulting page alone, without running ahead
@@ -67,6 +68,13 @@
  * handlers' time shows (a flood of pages run ahead of its process takes
  * little of theirs). */
 #define FAIR_PAGE_NS	8000ULL
+/* A request of a ufault client (attach_srv.c) counts FAIR_TRIP_NS more:
+ * its round trip, which the handler's time does not show: the client
+ * process's send and receive (16 us a request here, measured under the
+ * bench's mapping flood) and the server's receive, answer and wakeups
+ * around the time counted (its CPU was 23 us a request in all).  A
+ * fault's round trip is in its page's FAIR_PAGE_NS. */
+#define FAIR_TRIP_NS	30000ULL
 /* the past loses 1/32 of itself a window: half in 22 windows (0.55 s) */
 #define FAIR_DECAY	5
 /* Over its share: more than FAIR_OVER/4 of an equal share (with two
@@ -258,7 +266,7 @@ static bool fair_lower(void)
 bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, unsigned int wait)
 {
 	f->slot = NULL;
-	f->low = f->busy = false;
+	f->low = f->busy = f->trip = false;
 	if (!tenant)
 		return false;
 	f->t0 = fair_now();
@@ -299,6 +307,6 @@ void serve_fair_end(struct serve_fair *f)
 		return;
 	fair_roll(s, now / FAIR_WINDOW_NS);
 	__atomic_add_fetch(&s->cur, (now - f->t0 < FAIR_CAP_NS ? now - f->t0 : FAIR_CAP_NS) +
-			   ((uf_uffd_guest_copied - f->copied0) >> PAGE_SHIFT) * FAIR_PAGE_NS,
-			   __ATOMIC_RELAXED);
+			   ((uf_uffd_guest_copied - f->copied0) >> PAGE_SHIFT) * FAIR_PAGE_NS +
+			   (f->trip ? FAIR_TRIP_NS : 0), __ATOMIC_RELAXED);
 }
