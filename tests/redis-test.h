@@ -146,4 +146,29 @@ static RT_UNUSED long rt_info_sum(const struct rt_cluster *c, const char *sectio
 	return rt_info_sum_at(c, section, want, want);
 }
 
+/* The Redis object at @url, @size bytes: pages @pages (@n of them)
+ * written, each byte at offset off as @want(off), the rest never
+ * written (no field); synced. */
+static RT_UNUSED void rt_make_object(const char *url, uint64_t size, const uint64_t *pages,
+				     size_t n, unsigned char (*want)(uint64_t))
+{
+	unsigned char buf[UF_PAGE_SIZE];
+	struct uf_object *obj;
+	struct uf_mm *mm = ut_mm_create(NULL);
+	size_t i, k;
+
+	CHECK_RET(uf_redis_open(mm, url, O_RDWR | O_CREAT, &obj), 0);
+	CHECK_RET(uf_object_truncate(obj, size), 0);
+	for (i = 0; i < n; i++) {
+		uint64_t off = pages[i] * UF_PAGE_SIZE;
+
+		for (k = 0; k < UF_PAGE_SIZE; k++)
+			buf[k] = want(off + k);
+		CHECK_RET(uf_object_pwrite(obj, buf, UF_PAGE_SIZE, off), (long)UF_PAGE_SIZE);
+	}
+	CHECK_RET(uf_object_sync(obj), 0);
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+}
+
 #endif

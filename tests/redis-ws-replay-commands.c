@@ -40,28 +40,6 @@ static void set_pages(uint64_t *pages)
 	}
 }
 
-/* The object: the set's pages written, the rest never (no field). */
-static void make_object(const char *url, const uint64_t *pages)
-{
-	unsigned char buf[PG];
-	struct uf_object *obj;
-	struct uf_mm *mm = ut_mm_create(NULL);
-	size_t i, k;
-
-	CHECK_RET(uf_redis_open(mm, url, O_RDWR | O_CREAT, &obj), 0);
-	CHECK_RET(uf_object_truncate(obj, SIZE), 0);
-	for (i = 0; i < NSET; i++) {
-		uint64_t off = pages[i] * PG;
-
-		for (k = 0; k < PG; k++)
-			buf[k] = want(off + k);
-		CHECK_RET(uf_object_pwrite(obj, buf, PG, off), (long)PG);
-	}
-	CHECK_RET(uf_object_sync(obj), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
-}
-
 /* Record the set by touching it in order, in a throwaway mm (readahead
  * off: the record holds the touches alone). */
 static void record(const char *url, const uint64_t *pages, const char *rec)
@@ -109,7 +87,7 @@ int main(void)
 	close(fd);
 	snprintf(scratch, sizeof(scratch), "%s.scratch", rec);
 	set_pages(pages);
-	make_object(url, pages);
+	rt_make_object(url, SIZE, pages, NSET, want);
 	record(url, pages, rec);
 
 	mm = ut_mm_create(NULL);

@@ -18,29 +18,6 @@ static unsigned char want(uint64_t off)
 	return (unsigned char)(ut_pattern(off) ^ 0x5a);
 }
 
-/* The object: the set's pages written (the rest reads zero). */
-static void make_object(const char *url)
-{
-	unsigned char buf[UF_PAGE_SIZE];
-	uint64_t pages[WSC_NSET], i, k;
-	struct uf_object *obj;
-	struct uf_mm *mm = ut_mm_create(NULL);
-
-	wsc_pages(pages);
-	CHECK_RET(uf_redis_open(mm, url, O_RDWR | O_CREAT, &obj), 0);
-	CHECK_RET(uf_object_truncate(obj, WSC_SIZE), 0);
-	for (i = 0; i < WSC_NSET; i++) {
-		uint64_t off = pages[i] * UF_PAGE_SIZE;
-
-		for (k = 0; k < UF_PAGE_SIZE; k++)
-			buf[k] = want(off + k);
-		CHECK_RET(uf_object_pwrite(obj, buf, UF_PAGE_SIZE, off), (long)UF_PAGE_SIZE);
-	}
-	CHECK_RET(uf_object_sync(obj), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
-}
-
 /* In the traced child (which has no thread of the test's before): the
  * object, the set recorded, then replayed in a fresh mm. */
 static void replay(void *arg)
@@ -52,8 +29,8 @@ static void replay(void *arg)
 	struct uf_mm *mm;
 	size_t i;
 
-	make_object(x->url);
 	wsc_pages(pages);
+	rt_make_object(x->url, WSC_SIZE, pages, WSC_NSET, want);
 	mm = ut_mm_create(NULL);
 	CHECK_RET(uf_redis_open(mm, x->url, O_RDONLY, &obj), 0);
 	CHECK_RET(uf_mmap(mm, WSC_SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&map), 0);

@@ -12,6 +12,25 @@
 
 static uint64_t set_page(size_t i);
 
+/* Record @rec from @obj of @mm (both ended here): the set's first @n
+ * pages touched in order through a mapping of its first @size bytes. */
+static __attribute__((unused)) void sws_record(struct uf_mm *mm, struct uf_object *obj,
+					       const char *rec, size_t size, size_t n)
+{
+	unsigned char *m;
+	size_t i;
+
+	CHECK_RET(uf_mmap(mm, size, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
+	CHECK_RET(uf_object_record(obj, rec), 0);
+	for (i = 0; i < n; i++)
+		CHECK(m[set_page(i) * UF_PAGE_SIZE] == ut_pattern(set_page(i) * UF_PAGE_SIZE),
+		      "recording");
+	CHECK_RET(uf_object_record_stop(obj), (long)n);
+	CHECK_RET(uf_munmap(mm, m, size), 0);
+	uf_object_put(obj);
+	uf_mm_destroy(mm);
+}
+
 /* Of the set's pages [@from, @to) in @base, how many are in (mincore,
  * which faults nothing). */
 static uint64_t sws_present(const unsigned char *base, size_t from, size_t to)

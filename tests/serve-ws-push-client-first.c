@@ -92,19 +92,10 @@ static void record(struct store *st, const char *rec)
 {
 	struct uf_object *obj;
 	struct uf_mm *mm = ut_mm_create(NULL);
-	unsigned char *m;
-	size_t i;
 
 	CHECK_RET(uf_object_create(mm, &ops, st, SIZE, &obj), 0);
 	CHECK_RET(uf_object_set_readv(obj, st_readv), 0);
-	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
-	CHECK_RET(uf_object_record(obj, rec), 0);
-	for (i = 0; i < NSET; i++)
-		CHECK(m[set_page(i) * PG] == ut_pattern(set_page(i) * PG), "recording");
-	CHECK_RET(uf_object_record_stop(obj), NSET);
-	CHECK_RET(uf_munmap(mm, m, SIZE), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
+	sws_record(mm, obj, rec, SIZE, NSET);
 }
 
 /* The client: then, on each command byte, 'h': how many pages of the

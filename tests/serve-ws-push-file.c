@@ -33,18 +33,9 @@ static void record(const char *path, const char *rec)
 {
 	struct uf_mm *mm = ut_mm_create(NULL);
 	struct uf_object *obj;
-	unsigned char *m;
-	size_t i;
 
 	CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);
-	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&m), 0);
-	CHECK_RET(uf_object_record(obj, rec), 0);
-	for (i = 0; i < NSET; i++)
-		CHECK(m[set_page(i) * PG] == ut_pattern(set_page(i) * PG), "recording");
-	CHECK_RET(uf_object_record_stop(obj), NSET);
-	CHECK_RET(uf_munmap(mm, m, SIZE), 0);
-	uf_object_put(obj);
-	uf_mm_destroy(mm);
+	sws_record(mm, obj, rec, SIZE, NSET);
 }
 
 /* The client: on 't', the set's pages not in, then touch the set: the

@@ -249,6 +249,7 @@ void __uf_vma_mark_dirty(struct uf_vma *vma, unsigned long start, unsigned long 
 void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned long end)
 {
 	struct uf_object *obj = vma->obj;
+	uint64_t cap = obj->cache_cap >> PAGE_SHIFT;	/* pages cache_map shows */
 	unsigned char vec[MARK_BATCH];
 	unsigned long a;
 	size_t n, k, in;
@@ -268,8 +269,7 @@ void __uf_vma_mark_written(struct uf_vma *vma, unsigned long start, unsigned lon
 			all &= uf_pagebits_test(&obj->pages, UF_PG_PRESENT, pg0 + k);
 		}
 		memset(vec, 0, n);
-		in = (pg0 << PAGE_SHIFT) >= obj->cache_cap ? 0 :
-		     (obj->cache_cap >> PAGE_SHIFT) - pg0 < n ? (obj->cache_cap >> PAGE_SHIFT) - pg0 : n;
+		in = pg0 >= cap ? 0 : cap - pg0 < n ? (size_t)(cap - pg0) : n;
 		if (!all && in && mincore(obj->cache_map + (pg0 << PAGE_SHIFT), in << PAGE_SHIFT, vec))
 			memset(vec, 0, n);
 		for (k = 0; k < n; k++)
