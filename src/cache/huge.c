@@ -269,7 +269,7 @@ static void first_touch(const void *p)
 static bool collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 {
 	uint64_t first = ext * UF_HUGE_PAGES, gen;
-	bool go;
+	bool go, raced;
 	void *p;
 	int ret, err;
 
@@ -294,11 +294,10 @@ static bool collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 	}
 	if (!ret)
 		uf_add(&h->mm->stats.huge_collapses, 1);
-	else if (err == EINVAL)	/* no MADV_COLLAPSE (before 6.1), or THP off for good */
-		__atomic_store_n(&h->fills.unsupported, true, __ATOMIC_RELAXED);
 	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	if (!ret && __atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED) == gen &&
-	    __collapsible(obj, ext, first)) {
+	raced = __atomic_load_n(&obj->huge_gen, __ATOMIC_RELAXED) != gen ||
+		!__collapsible(obj, ext, first);
+	if (!ret && !raced) {
 		ext_add(obj, ext);
 		first_touch(p);
 	}
@@ -306,9 +305,22 @@ static bool collapse(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 	if (p != MAP_FAILED)
 		munmap(p, UF_HUGE_SIZE);
+	if (!ret || raced)
+		return false;	/* done, or a truncate's: refilled, it comes back */
+	/*
+	 * EINVAL means no MADV_COLLAPSE (before 6.1) or THP off for good, but
+	 * it is also the kernel's answer for a range truncated or punched
+	 * under the collapse: only an extent nothing raced with, before any
+	 * collapse worked, turns huge extents off.
+	 */
+	if (err == EINVAL) {
+		if (!uf_load(&h->mm->stats.huge_collapses))
+			__atomic_store_n(&h->fills.unsupported, true, __ATOMIC_RELAXED);
+		return false;
+	}
 	/* EAGAIN (a page held for a moment: just written, still in a per-CPU
 	 * batch), ENOMEM: worth another try */
-	return ret && err != EINVAL;
+	return true;
 }
 
 /* Append @e to the queue.  Locking: huge->lock held. */

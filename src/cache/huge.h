@@ -14,7 +14,7 @@
 /* What a fill stamps of mm->huge, inline: huge.c's struct uf_huge begins
  * with it. */
 struct uf_huge_fills {
-	bool unsupported;		/* MADV_COLLAPSE said EINVAL (atomic) */
+	bool unsupported;		/* MADV_COLLAPSE said EINVAL, no race (atomic) */
 	uint64_t last_fill_ns;		/* the mm's latest fill (atomic) */
 };
 void __uf_huge_queue_full(struct uf_object *obj, uint64_t ext);
