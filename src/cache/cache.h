@@ -285,7 +285,6 @@ uint64_t uf_object_huge_extents(struct uf_object *obj);
 
 /* populate.c */
 void uf_vma_populate_cached(struct uf_vma *vma);
-void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n);
 #define UF_WS_BATCH_FIRST 32	/* pages of a replay's first batch */
 #define UF_WS_BATCH_LOCAL 64	/* ... and at most, but from a ->readv store */
 size_t uf_ws_cut(const struct uf_ws_run *runs, size_t nruns, size_t *next, uint64_t *off,

@@ -85,53 +85,6 @@ void uf_vma_populate_cached(struct uf_vma *vma)
 	pthread_rwlock_unlock(&obj->invalidate_lock);
 }
 
-/*
- * Map [first, first + n) of @obj where the cache holds it, in each linear
- * mapping of the program's own that a fill's copy does not map (see
- * copy_dest() in filemap.c): private mappings and read-only objects'
- * shared ones.  Best effort, and no fault of the program's is waited for:
- * the VMA lock is only tried.
- * Locking: takes mm->vma_lock shared (tried), obj->invalidate_lock shared,
- * obj->rmap_lock shared; none may be held by the caller.
- */
-void uf_object_populate_cached(struct uf_object *obj, uint64_t first, uint64_t n)
-{
-	struct uf_mm *mm = obj->mm;
-	struct uf_vma *vma;
-
-	if (mm->budget_pages || !n || pthread_rwlock_tryrdlock(&mm->vma_lock))
-		return;
-	pthread_rwlock_rdlock(&obj->invalidate_lock);
-	pthread_rwlock_rdlock(&obj->rmap_lock);
-	uf_rmap_foreach(vma, obj) {
-		uint64_t vend = vma->pgoff + ((vma->end - vma->start) >> PAGE_SHIFT);
-		uint64_t a = first > vma->pgoff ? first : vma->pgoff;
-		uint64_t b = first + n < vend ? first + n : vend;
-
-		if (uf_vma_remote(vma) || vma->nl_pgoff || __atomic_load_n(&vma->dead, __ATOMIC_ACQUIRE) ||
-		    ((vma->flags & VMA_SHARED) && !(vma->flags & VMA_PRIV_MAP)))
-			continue;
-		while (a < b) {
-			uint64_t e;
-
-			if (!uf_pagebits_test(&obj->pages, UF_PG_PRESENT, a)) {
-				a++;
-				continue;
-			}
-			for (e = a + 1; e < b && uf_pagebits_test(&obj->pages, UF_PG_PRESENT, e); e++)
-				;
-			if (madvise((void *)(vma->start + ((a - vma->pgoff) << PAGE_SHIFT)),
-				    (size_t)(e - a) << PAGE_SHIFT, MADV_POPULATE_READ) < 0 &&
-			    errno == EINVAL)
-				b = a;		/* an old kernel: faults map them */
-			a = e;
-		}
-	}
-	pthread_rwlock_unlock(&obj->rmap_lock);
-	pthread_rwlock_unlock(&obj->invalidate_lock);
-	pthread_rwlock_unlock(&mm->vma_lock);
-}
-
 /* process_madvise(2) cannot populate this process here (before 6.15 it
  * knows no PIDFD_SELF; before 6.13 it refuses MADV_POPULATE_READ) */
 static bool populate_vec_off;
@@ -158,9 +111,14 @@ static void populate_vec(struct iovec *iov, size_t n)
 }
 
 /*
- * uf_object_populate_cached() for @n runs at once (a prefetch's batch):
- * the ranges of all of them in one system call per mapping.
- * Locking: as uf_object_populate_cached().
+ * Map the pages of @n runs of @obj (a prefetch's batch) where the cache
+ * holds them, in each linear mapping of the program's own that a fill's
+ * copy does not map (see copy_dest() in fill.c): private mappings and
+ * read-only objects' shared ones; the ranges of all runs in one system
+ * call per mapping.  Best effort, and no fault of the program's is waited
+ * for: the VMA lock is only tried.
+ * Locking: takes mm->vma_lock shared (tried), obj->invalidate_lock shared,
+ * obj->rmap_lock shared; none may be held by the caller.
  */
 void uf_object_populate_runs(struct uf_object *obj, const struct uf_ws_run *runs, size_t n)
 {

@@ -21,7 +21,7 @@
  * object's, which is mapped private), the copy goes straight into it, as
  * a fault's does: the program's first touch there is then no fault.  The
  * program's other mappings of the object get the pieces mapped once they
- * are in (uf_object_populate_cached(), populate.c), to the same end.
+ * are in (uf_object_populate_runs(), populate.c), to the same end.
  * Demand faults are served by the handler threads meanwhile, never behind
  * it: a fault on a page of the set reads the rest of its recorded run at
  * once, and queues no readahead window to compete with the prefetch for
