@@ -6,51 +6,6 @@
 
 #define TABLE	1024
 
-/* A userfaultfd, 1 MiB registered at *@p, and the JSON for it. */
-static int uffd_map(char **p, char *json, size_t cap)
-{
-	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_EVENT_REMOVE };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-
-	CHECK(uffd >= 0 && ioctl(uffd, UFFDIO_API, &api) == 0, "userfaultfd: %s", strerror(errno));
-	*p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(*p != MAP_FAILED, "mmap");
-	reg.range.start = (unsigned long)*p;
-	reg.range.len = 1 << 20;
-	CHECK(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0, "register: %s", strerror(errno));
-	snprintf(json, cap,
-		 "[{\"base_host_virt_addr\":%lu,\"size\":1048576,\"offset\":0,\"page_size\":4096}]",
-		 (unsigned long)*p);
-	return uffd;
-}
-
-/* sendmsg @json with @uffd on a new connection; -1: EPIPE (refused
- * before it was read), else the socket. */
-static int send_uffd(const char *sock, const char *json, int uffd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)json, strlen(json) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int s = ut_connect(sock);
-
-	CHECK(s >= 0, "connect: %s", strerror(errno));
-	memset(cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
-	if (sendmsg(s, &mh, MSG_NOSIGNAL) < 0) {
-		CHECK(errno == EPIPE || errno == ECONNRESET, "sendmsg: %s", strerror(errno));
-		close(s);
-		return -1;
-	}
-	return s;
-}
-
 /* The VMM past the table, in a process of its own (its pid is the one
  * the log must name): exits 0 on EPIPE or SIGBUS at its touch. */
 static pid_t late_vmm(const char *sock)
@@ -62,11 +17,11 @@ static pid_t late_vmm(const char *sock)
 		struct ut_fault f;
 		unsigned char v;
 		char json[256], *p;
-		int uffd = uffd_map(&p, json, sizeof(json)), s;
+		int uffd = ut_uffd_1m(UFFD_FEATURE_EVENT_REMOVE, 0, &p, json, sizeof(json)), s;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		ut_catch_signals();
-		s = send_uffd(sock, json, uffd);
+		s = ut_send_refusable(sock, json, strlen(json), uffd);
 		if (s >= 0)
 			CHECK(ut_read(p + 4096, &v, &f) == SIGBUS, "read %u, signal %d", v, f.sig);
 		fprintf(stderr, "the VMM past the table: %s\n", s < 0 ? "EPIPE" : "SIGBUS");

@@ -351,13 +351,17 @@ static __attribute__((unused)) void ut_fc_json(const struct ut_fc *fc, char *buf
 	snprintf(buf + o, cap - o, "]");
 }
 
-/* Connect and send @len bytes of @msg with @fd (-1: none) in one sendmsg. */
-static __attribute__((unused)) int ut_send_handshake(const char *sock, const void *msg, size_t len, int fd)
+/* Connect and send @len bytes of @msg with @fd (-1: none) in one
+ * sendmsg; -1 when the server closed the connection before it was read
+ * (EPIPE, ECONNRESET: refused at accept), else the socket. */
+static __attribute__((unused)) int ut_send_refusable(const char *sock, const void *msg, size_t len,
+						     int fd)
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { (void *)msg, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	int s = ut_connect(sock);
+	ssize_t n;
 
 	CHECK(s >= 0, "connect %s: %s", sock, strerror(errno));
 	if (fd >= 0) {
@@ -372,8 +376,45 @@ static __attribute__((unused)) int ut_send_handshake(const char *sock, const voi
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	}
-	CHECK(sendmsg(s, &mh, MSG_NOSIGNAL) == (ssize_t)len, "sendmsg: %s", strerror(errno));
+	n = sendmsg(s, &mh, MSG_NOSIGNAL);
+	if (n < 0) {
+		CHECK(errno == EPIPE || errno == ECONNRESET, "sendmsg: %s", strerror(errno));
+		close(s);
+		return -1;
+	}
+	CHECK(n == (ssize_t)len, "sendmsg: %zd of %zu bytes", n, len);
 	return s;
+}
+
+/* ut_send_refusable(), which must not be refused. */
+static __attribute__((unused)) int ut_send_handshake(const char *sock, const void *msg, size_t len, int fd)
+{
+	int s = ut_send_refusable(sock, msg, len, fd);
+
+	CHECK(s >= 0, "sendmsg: the server closed the connection");
+	return s;
+}
+
+/* A userfaultfd (@features, @flags beside O_CLOEXEC | O_NONBLOCK) with 1
+ * MiB of anonymous memory registered at *@p, and Firecracker's JSON for
+ * it in @json. */
+static __attribute__((unused)) int ut_uffd_1m(uint64_t features, int flags, char **p, char *json,
+					      size_t cap)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | flags);
+
+	CHECK(uffd >= 0 && ioctl(uffd, UFFDIO_API, &api) == 0, "userfaultfd: %s", strerror(errno));
+	*p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(*p != MAP_FAILED, "mmap");
+	reg.range.start = (unsigned long)*p;
+	reg.range.len = 1 << 20;
+	CHECK(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0, "register: %s", strerror(errno));
+	snprintf(json, cap,
+		 "[{\"base_host_virt_addr\":%lu,\"size\":1048576,\"offset\":0,\"page_size\":4096}]",
+		 (unsigned long)*p);
+	return uffd;
 }
 
 static __attribute__((unused)) void ut_fc_handshake(struct ut_fc *fc, const char *sock)

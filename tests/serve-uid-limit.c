@@ -9,52 +9,6 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 
-/* A user-mode-only userfaultfd (@features), 1 MiB registered at *@p,
- * and the JSON for it in @json. */
-static int uffd_map(uint64_t features, int flags, char **p, char *json, size_t cap)
-{
-	struct uffdio_api api = { .api = UFFD_API, .features = features };
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | flags);
-
-	CHECK(uffd >= 0 && ioctl(uffd, UFFDIO_API, &api) == 0, "userfaultfd: %s", strerror(errno));
-	*p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(*p != MAP_FAILED, "mmap");
-	reg.range.start = (unsigned long)*p;
-	reg.range.len = 1 << 20;
-	CHECK(ioctl(uffd, UFFDIO_REGISTER, &reg) == 0, "register: %s", strerror(errno));
-	snprintf(json, cap,
-		 "[{\"base_host_virt_addr\":%lu,\"size\":1048576,\"offset\":0,\"page_size\":4096}]",
-		 (unsigned long)*p);
-	return uffd;
-}
-
-/* sendmsg @json with @uffd on a new connection; -1: EPIPE (refused
- * before it was read), else the socket. */
-static int send_uffd(const char *sock, const char *json, int uffd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { (void *)json, strlen(json) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int s = ut_connect(sock);
-
-	CHECK(s >= 0, "connect: %s", strerror(errno));
-	memset(cbuf, 0, sizeof(cbuf));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &uffd, sizeof(int));
-	if (sendmsg(s, &mh, MSG_NOSIGNAL) < 0) {
-		CHECK(errno == EPIPE || errno == ECONNRESET, "sendmsg: %s", strerror(errno));
-		close(s);
-		return -1;
-	}
-	return s;
-}
-
 /* The jailed tenant, uid 65534: steps told through @go, done through
  * @done. */
 static void tenant(struct ut_server *srv, int go, int done)
@@ -77,8 +31,8 @@ static void tenant(struct ut_server *srv, int go, int done)
 	CHECK(recv(s, &c, 1, 0) == 0, "the 5th connection was not closed");
 	close(s);
 	/* the 6th, with a uffd: EPIPE, or SIGBUS at its touch */
-	uffd = uffd_map(UFFD_FEATURE_EVENT_REMOVE, UFFD_USER_MODE_ONLY, &p, json, sizeof(json));
-	s = send_uffd(srv->sock, json, uffd);
+	uffd = ut_uffd_1m(UFFD_FEATURE_EVENT_REMOVE, UFFD_USER_MODE_ONLY, &p, json, sizeof(json));
+	s = ut_send_refusable(srv->sock, json, strlen(json), uffd);
 	if (s >= 0)
 		CHECK(ut_read(p + 4096, &v, &f) == SIGBUS, "the 6th: read %u, signal %d", v, f.sig);
 	fprintf(stderr, "the 6th: %s\n", s < 0 ? "EPIPE" : "SIGBUS");
@@ -90,8 +44,8 @@ static void tenant(struct ut_server *srv, int go, int done)
 		close(s);
 	CHECK(write(done, "2", 1) == 1, "write");
 	CHECK(read(go, &c, 1) == 1, "read");		/* the server let go */
-	uffd = uffd_map(UFFD_FEATURE_EVENT_REMOVE, UFFD_USER_MODE_ONLY, &p, json, sizeof(json));
-	s = send_uffd(srv->sock, json, uffd);
+	uffd = ut_uffd_1m(UFFD_FEATURE_EVENT_REMOVE, UFFD_USER_MODE_ONLY, &p, json, sizeof(json));
+	s = ut_send_refusable(srv->sock, json, strlen(json), uffd);
 	CHECK(s >= 0, "a VMM of uid 65534 refused after its connections closed");
 	for (i = 0; i < 256; i++)
 		CHECK((unsigned char)p[i * 4096] == ut_pattern((uint64_t)i * 4096), "page %d", i);
@@ -146,8 +100,8 @@ int main(void)
 	      "the tenant: status %#x", st);
 
 	/* fork events (root alone may ask for them): refused, SIGBUS */
-	uffd = uffd_map(UFFD_FEATURE_EVENT_FORK, 0, &p, json, sizeof(json));
-	s = send_uffd(srv.sock, json, uffd);
+	uffd = ut_uffd_1m(UFFD_FEATURE_EVENT_FORK, 0, &p, json, sizeof(json));
+	s = ut_send_refusable(srv.sock, json, strlen(json), uffd);
 	CHECK(s >= 0, "fork events: refused before the handshake");
 	/* logged with its pid, uid and the reason */
 	snprintf(want, sizeof(want), "client pid %d uid 0: refused: a userfaultfd with fork events",
