@@ -108,6 +108,26 @@ struct serve_push {
 #define PUSH_JUMP_GAP	16
 
 /*
+ * A copy into the process met an event (-EAGAIN): read and apply what the
+ * fd holds, then try again.  The kernel refuses copies from the moment it
+ * queues a non-cooperative event until the process's thread that raised
+ * it runs again after the event was read (a balloon's MADV_DONTNEED waits
+ * so), which on a busy machine can take milliseconds: past SERVE_TRIES
+ * quick tries the push, a background thread, sleeps a millisecond a try,
+ * PUSH_TRIES in all (about a second), rather than leave a batch out
+ * (seen: a UBSan run of the whole suite, a page of the set never pushed).
+ * Locking: none held.
+ */
+#define PUSH_TRIES	(SERVE_TRIES + 1000)
+
+static void push_settle(struct uf_as *as, int tries)
+{
+	uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
+	if (tries >= SERVE_TRIES)
+		usleep(1000);
+}
+
+/*
  * Copy the pages of object pages [a, b) of @v that the cache holds into
  * the process.  Return 0, or -EAGAIN (an event first), -ESRCH (the
  * process is gone), -ENOMEM, -EIO.
@@ -157,7 +177,7 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 	int ret = 0, tries;
 	size_t i;
 
-	for (tries = 0; tries < SERVE_TRIES; tries++) {
+	for (tries = 0; tries < PUSH_TRIES; tries++) {
 		pthread_rwlock_rdlock(as->vma_lock);
 		for (i = 0, ret = 0; i < as->vt.n && !ret; i++) {
 			struct uf_vma *v = as->vt.vmas[i];
@@ -174,7 +194,7 @@ static int push_copy(struct serve_push *p, uint64_t first, uint64_t n)
 		pthread_rwlock_unlock(as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
+		push_settle(as, tries);
 	}
 	return ret == -ESRCH ? ret : 0;
 }
@@ -399,13 +419,13 @@ static int push_copy_buf(struct push_sink *k, uint64_t q, uint64_t n, const char
 	struct uf_as *as = k->p->as;
 	int ret = 0, tries;
 
-	for (tries = 0; tries < SERVE_TRIES; tries++) {
+	for (tries = 0; tries < PUSH_TRIES; tries++) {
 		pthread_rwlock_rdlock(as->vma_lock);
 		ret = __push_regions_buf(k, q, n, buf);
 		pthread_rwlock_unlock(as->vma_lock);
 		if (ret != -EAGAIN)
 			break;
-		uf_uffd_settle(as->uffd);	/* an event first (what is done stays) */
+		push_settle(as, tries);
 	}
 	if (!ret)
 		push_done(k, q, n);
