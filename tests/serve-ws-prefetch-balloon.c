@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* Description: ufault-serve --prefetch does not copy pages a Firecracker client's balloon removed (MADV_DONTNEED: they read zeros), and copies the rest of the working set */
+/* Description: ufault-serve --prefetch does not copy pages a Firecracker client's balloon removed (MADV_DONTNEED: they read zeros), and copies the rest of the working set; again with the balloon's thread starved of CPU after the server read its event (SCHED_IDLE, on a CPU a spinning thread holds for up to 3 s; skipped on one CPU): the kernel refuses every copy into the process till that thread runs again, and the push waits for it rather than leave pages of the set out */
 #define _GNU_SOURCE
 #include "serve-test.h"
 #include "ws-test.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #define SRC_SIZE	(8UL << 20)
 #define REG_LEN		(4UL << 20)
@@ -22,7 +23,34 @@ struct balloon {
 	char *base;
 	pid_t tid;
 	int done;
+	bool starved;	/* SCHED_IDLE on CPU 0, which spin_thread() holds */
 };
+
+static int spin_stop;
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	CHECK(sched_setaffinity(0, sizeof(set), &set) == 0, "sched_setaffinity: %s",
+	      strerror(errno));
+}
+
+/* CPU 0's holder: spins till told, 3 s at most. */
+static void *spin_thread(void *arg)
+{
+	struct timespec t0, t;
+
+	(void)arg;
+	pin(0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while (!__atomic_load_n(&spin_stop, __ATOMIC_ACQUIRE) && t.tv_sec - t0.tv_sec < 3);
+	return NULL;
+}
 
 static bool is_removed(uint64_t pg)
 {
@@ -46,6 +74,13 @@ static void *balloon_thread(void *arg)
 	struct balloon *b = arg;
 	size_t i;
 
+	struct sched_param sp = { 0 };
+
+	if (b->starved) {
+		pin(0);
+		CHECK(sched_setscheduler(0, SCHED_IDLE, &sp) == 0, "SCHED_IDLE: %s",
+		      strerror(errno));
+	}
 	__atomic_store_n(&b->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
 	for (i = 0; i < 2; i++)
 		CHECK(madvise(addr_of(b->base, removed[i][0]), removed[i][1] << 12,
@@ -81,20 +116,22 @@ static void make_record(const char *src, const char *rec)
 	CHECK(ws_record_pages(src, SRC_SIZE, rec, pages, n) > 0, "record_stop");
 }
 
-int main(void)
+/* One server, one client, its balloon @starved or not. */
+static void run(bool starved)
 {
 	const size_t len[1] = { REG_LEN };
 	const uint64_t off[1] = { REG_OFF };
 	char dir[64], src[128], rec[160];
 	const char *opts[3] = { "--prefetch", rec, NULL };
-	struct balloon b = { 0 };
+	struct balloon b = { .starved = starved };
 	struct ut_server srv;
 	struct ut_fc fc;
-	pthread_t t;
+	pthread_t t, spin;
 	size_t i, k;
-	int fd;
+	int fd, waited;
 
-	ut_watchdog(120);
+	if (starved)
+		pin(1);
 	snprintf(dir, sizeof(dir), "/tmp/ufault-wsserve-XXXXXX");
 	CHECK(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
 	fd = ut_make_file("/dev/shm", SRC_SIZE, src, sizeof(src));
@@ -112,6 +149,8 @@ int main(void)
 	CHECK(pthread_create(&t, NULL, balloon_thread, &b) == 0, "pthread_create");
 	while (!__atomic_load_n(&b.tid, __ATOMIC_ACQUIRE) || !in_madvise(b.tid))
 		usleep(1000);
+	if (starved)
+		CHECK(pthread_create(&spin, NULL, spin_thread, NULL) == 0, "pthread_create");
 	ut_fc_handshake(&fc, srv.sock);
 	ut_server_log_wait(&srv, "working set pushed");
 	pthread_join(t, NULL);
@@ -124,14 +163,20 @@ int main(void)
 
 			if (is_removed(pg))
 				continue;
-			for (;;) {
+			for (waited = 0;; waited++) {
 				CHECK(mincore(addr_of(fc.base[0], pg), 4096, &vec) == 0, "mincore: %s",
 				      strerror(errno));
 				if (vec & 1)
 					break;
+				CHECK(waited < 10000, "page %lu of the set never pushed",
+				      (unsigned long)pg);
 				usleep(1000);
 			}
 		}
+	if (starved) {
+		__atomic_store_n(&spin_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(spin, NULL);
+	}
 	/* removed pages read zeros, the others SOURCE's bytes */
 	for (i = 0; i < NRUNS; i++)
 		for (k = 0; k < set_runs[i][1]; k++) {
@@ -156,5 +201,15 @@ int main(void)
 	unlink(rec);
 	unlink(src);
 	rmdir(dir);
+}
+
+int main(void)
+{
+	ut_watchdog(120);
+	run(false);
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		printf("one CPU: the starved balloon is not tried\n");
+	else
+		run(true);
 	return UT_PASS;
 }

@@ -114,8 +114,7 @@ struct serve_push {
  * it runs again after the event was read (a balloon's MADV_DONTNEED waits
  * so), which on a busy machine can take milliseconds: past SERVE_TRIES
  * quick tries the push, a background thread, sleeps a millisecond a try,
- * PUSH_TRIES in all (about a second), rather than leave a batch out
- * (seen: a UBSan run of the whole suite, a page of the set never pushed).
+ * PUSH_TRIES in all (about a second), rather than leave a batch out.
  * Locking: none held.
  */
 #define PUSH_TRIES	(SERVE_TRIES + 1000)

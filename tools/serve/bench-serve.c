@@ -927,7 +927,7 @@ static int row_rand(struct sv *s, bool *miss)
  * reach the floor here, where the client's own touches cost the most, so
  * "no slower than cold" is judged against the cold rounds' spread: the
  * warm median over the slowest cold round (@cmax), not over the cold
- * median, a coin toss between two equal costs (1.01x once).
+ * median, a coin toss between two equal costs.
  */
 static void row_warm(struct sv *s, uint64_t mw, uint64_t mf, uint64_t mc, uint64_t cmax,
 		     uint64_t faults, bool *miss)
