@@ -1661,6 +1661,48 @@ static double ws_bare_prefetch(const struct ws_bench *w, enum bench_store store,
 }
 
 /*
+ * The best replay the minimal loop allows on @ncpu CPUs: the loop in one
+ * thread (@one ns of CPU) beside the touches, or the touches (@floor) and
+ * the loop in two threads (@two) sharing the CPUs, whichever is less, and
+ * never under the touches alone.
+ */
+static double ws_best(double one, double two, double floor, long ncpu)
+{
+	double best = (floor + two) / (double)(ncpu > 1 ? ncpu : 1);
+
+	if (ncpu > 1 && one < best)
+		best = one;
+	return best < floor ? floor : best;
+}
+
+/*
+ * One round's minimal loop, beside that round's replay: in one thread
+ * (and the touches over its pages, *@floor) and in two, a settle after
+ * each, as the cold starts have.  Null outputs: a warm-up round.
+ * Return 0 or -errno.
+ */
+static int ws_bare_round(const struct ws_bench *w, enum bench_store store, double *one,
+			 double *two, double *floor)
+{
+	double c, f = 0;
+	unsigned int th;
+
+	for (th = 1; th <= 2; th++) {
+		c = ws_bare_prefetch(w, store, th, th == 1 ? &f : NULL);
+		usleep(WS_SETTLE_US);
+		if (c < 0)
+			return (int)c;
+		if (th == 1 && one)
+			*one = c;
+		if (th == 2 && two)
+			*two = c;
+	}
+	if (floor)
+		*floor = f;
+	return 0;
+}
+
+/*
  * The minimal replay, measured: what ws_bare_prefetch() does in one
  * thread, started as a replay's prefetch is, while this thread touches
  * the set through the private mapping at once, and a minimal handler
@@ -1773,6 +1815,9 @@ static int bench_ws(struct bench *b)
 	struct ws_bench *w = calloc(1, sizeof(*w));
 	double ns[2][WS_NMODES][1000], med[2][WS_NMODES];
 	double cpu[2][WS_NMODES][1000], mrep[2][1000];
+	/* the minimal loop's CPU in one and two threads, and the touches
+	 * over its pages, measured in each round right after the replay */
+	double bare[2][2][1000], bfloor[2][1000], ws_replay_ns[2][1000];
 	uint64_t maj[2][WS_NMODES] = { { 0 } }, mrep_faults[2] = { 0 };
 	struct out o = { .tty = isatty(STDERR_FILENO) };
 	bool miss = false;
@@ -1824,6 +1869,8 @@ static int bench_ws(struct bench *b)
 				usleep(WS_SETTLE_US);
 				if (r) {
 					ns[i][k][r - 1] = t;
+					if (k == WS_REPLAY)	/* (in round order) */
+						ws_replay_ns[i][r - 1] = t;
 					cpu[i][k][r - 1] = c;
 				}
 				if (ret)
@@ -1841,6 +1888,10 @@ static int bench_ws(struct bench *b)
 						fprintf(stderr, "ufault-bench: ws minimal replay/%s: %s\n",
 							store_names[stores[i]], strerror(-ret));
 				}
+				if (!ret && k == WS_REPLAY)
+					ret = ws_bare_round(w, stores[i], r ? bare[i][0] + r - 1 : NULL,
+							    r ? bare[i][1] + r - 1 : NULL,
+							    r ? bfloor[i] + r - 1 : NULL);
 			}
 	progress(&o, NULL);
 	if (ret)
@@ -1896,45 +1947,35 @@ static int bench_ws(struct bench *b)
 		/* what the replay could be at best here: the touches, and the
 		 * minimal loop's CPU shared with them on the machine's CPUs */
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		double bare[2][1000], bfloor[1000], one, two, best, floor;
-		unsigned int th;
+		double bests[1000], ratio[1000], one, two, best, floor, paired;
 
+		/* each round's best beside that round's replay: the machine
+		 * drifts 2-3x between minutes, never much within a round */
 		for (r = 0; r < b->repeat; r++) {
-			for (th = 0; th < 2; th++) {
-				progress(&o, "ufault-bench: ws: minimal prefetch loop, %u thread%s, %s",
-					 th + 1, th ? "s" : "", store_names[stores[i]]);
-				bare[th][r] = ws_bare_prefetch(w, stores[i], th + 1,
-							       th ? NULL : &bfloor[r]);
-				progress(&o, NULL);
-				if (bare[th][r] < 0) {
-					ret = (int)bare[th][r];
-					goto out;
-				}
-			}
+			bests[r] = ws_best(bare[i][0][r], bare[i][1][r], bfloor[i][r], ncpu);
+			ratio[r] = bests[r] / ws_replay_ns[i][r];
 		}
-		qsort(bare[0], b->repeat, sizeof(double), cmp_double);
-		qsort(bare[1], b->repeat, sizeof(double), cmp_double);
-		qsort(bfloor, b->repeat, sizeof(double), cmp_double);
-		one = bare[0][b->repeat / 2];
-		two = bare[1][b->repeat / 2];
-		floor = bfloor[b->repeat / 2];
-		/* one thread beside the touches, or the two threads' CPU
-		 * shared with them; never under the touches alone */
-		best = (floor + two) / (double)(ncpu > 1 ? ncpu : 1);
-		if (ncpu > 1 && one < best)
-			best = one;
-		if (best < floor)
-			best = floor;
+		qsort(bare[i][0], b->repeat, sizeof(double), cmp_double);
+		qsort(bare[i][1], b->repeat, sizeof(double), cmp_double);
+		qsort(bfloor[i], b->repeat, sizeof(double), cmp_double);
+		qsort(bests, b->repeat, sizeof(double), cmp_double);
+		qsort(ratio, b->repeat, sizeof(double), cmp_double);
+		one = bare[i][0][b->repeat / 2];
+		two = bare[i][1][b->repeat / 2];
+		floor = bfloor[i][b->repeat / 2];
+		best = bests[b->repeat / 2];
+		paired = ratio[b->repeat / 2];
 		if (stores[i] == STORE_TMPFS && !b->quick)
-			miss |= best / med[i][WS_REPLAY] < 0.9;
+			miss |= paired < 0.9;
 		printf("%-6s minimal prefetch loop: %.1f ms CPU in one thread, %.1f ms in two; "
 		       "best replay on %ld CPUs %.1f ms: lazy/best %.2fx; ufault's replay over the "
-		       "minimal loop's (best/replay) %.2fx %s %s\n",
+		       "minimal loop's (best/replay, median of the rounds') %.2fx %s %s "
+		       "[rounds %.2f-%.2f]\n",
 		       store_names[stores[i]], one / 1e6, two / 1e6, ncpu, best / 1e6,
-		       med[i][WS_LAZY] / best, best / med[i][WS_REPLAY],
+		       med[i][WS_LAZY] / best, paired,
 		       b->quick ? "" : "(>= 0.9)",
 		       b->quick ? "" : stores[i] != STORE_TMPFS ? "info" :
-		       best / med[i][WS_REPLAY] < 0.9 ? "MISS" : "PASS");
+		       paired < 0.9 ? "MISS" : "PASS", ratio[0], ratio[b->repeat - 1]);
 		printf("%-6s CPU: ufault's replay %.1f ms (all its threads), the minimal loop's "
 		       "%.1f ms and its touches' alone %.1f ms: ufault's replay over them %.2fx\n",
 		       store_names[stores[i]], cpu[i][WS_REPLAY][b->repeat / 2] / 1e6, one / 1e6,
