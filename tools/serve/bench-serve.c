@@ -1762,10 +1762,11 @@ static int row_flood(struct sv *s, bool restore, bool *miss)
 	}
 	if (ret)
 		return ret;
-	for (k = 0; k < FL_N; k++) {
+	/* each round's flood beside that round's client alone */
+	for (k = 0; k < FL_N; k++)
+		x[k] = median_ratio(t[FL_ALONE], t[k], s->repeat, NULL, NULL);
+	for (k = 0; k < FL_N; k++)
 		m[k] = median(t[k], s->repeat);
-		x[k] = (double)m[FL_ALONE] / (double)m[k];
-	}
 	/* 0.7x, or where a process of that uid burning a CPU (no goal: for
 	 * reference) costs the client more, what it leaves: no server gives
 	 * back what the scheduler gives another process on 2 CPUs */
