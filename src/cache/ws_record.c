@@ -33,8 +33,15 @@
  * extent collapses.  Each time the record takes a page (a fault, a
  * pread) it first scans the last WS_RECENT windows and takes their pages
  * now mapped, in page order; uf_object_record_stop() scans every pending
- * page.  So the order holds between faults, and within the pages touched
- * between two faults it is page order.  Another address space's faults
+ * page.  So the order holds between faults for the pages of the last
+ * WS_RECENT windows, and within the pages touched between two faults it
+ * is page order; a page read ahead and touched only after its window left
+ * the recent ones is taken at the stop, at the end of the record (of the
+ * bench's set, runs and singles placed apart, about 3 pages in 10).  A
+ * replay brings those last, and a touch of one before that is a fault
+ * that reads its recorded run.  A record kept in order (readahead off)
+ * was no faster to replay, from a file or from Redis, so the scans stay
+ * this cheap.  Another address space's faults
  * (a fork child's, an attached client's) read their page alone, and a
  * fork or a client's mapping ends the watching (uf_ws_unwatch()): a page
  * read ahead before, touched first there, is not seen.  A record does not
