@@ -1,8 +1,9 @@
-/* Description: a prefetch fills the first batch of the set itself before
- * uf_object_prefetch() returns (the head start): the set's first 32 pages
- * in recorded order are then mapped in the program's mapping
- * (/proc/self/pagemap) and read the file's bytes with no fault of
- * ufault's, while the fillers bring in the rest. */
+/* Description: a prefetch fills the head of the set itself before
+ * uf_object_prefetch() returns: the set's first 32 pages in recorded
+ * order, and of a file's set 15% of its pages in all (read by the
+ * calling thread itself: /proc/thread-self/io), are then mapped in the
+ * program's mapping (/proc/self/pagemap) and read the file's bytes with
+ * no fault of ufault's, while the fillers bring in the rest. */
 #define _GNU_SOURCE
 #include "ws-test.h"
 
@@ -11,11 +12,29 @@
 #define PG	UF_PAGE_SIZE
 #define NSET	1024
 #define HEAD	32	/* a replay's first batch (UF_WS_BATCH_FIRST) */
+#define HEAD_ALL (NSET * 15 / 100)	/* a file's head (PF_HEAD_PCT) */
 
 /* scattered, each once (an odd stride mod a power of 2) */
 static uint64_t set_page(size_t i)
 {
 	return (i * 2654435761ULL + 777) % NPAGES;
+}
+
+/* Bytes this thread's system calls have read (/proc/thread-self/io's
+ * rchar), or -1 where the kernel does not count them. */
+static long long thread_rchar(void)
+{
+	FILE *f = fopen("/proc/thread-self/io", "r");
+	long long v = -1;
+	char line[128];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "rchar: %lld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
 }
 
 int main(void)
@@ -27,6 +46,7 @@ int main(void)
 	struct ut_fault f;
 	struct uf_stats st;
 	struct uf_mm *mm;
+	long long rchar;
 	size_t i, mapped;
 	int fd;
 
@@ -41,12 +61,26 @@ int main(void)
 	mm = ut_mm_create(NULL);
 	CHECK_RET(uf_object_open(mm, path, O_RDONLY, &obj), 0);
 	CHECK_RET(uf_mmap(mm, SIZE, PROT_READ, UF_MAP_SHARED, obj, 0, (void **)&map), 0);
+	rchar = thread_rchar();
 	CHECK_RET(uf_object_prefetch(obj, rec), 0);
+	if (rchar >= 0) {
+		/* the head was read by this very thread, beside the fillers:
+		 * the file's pages (and the record's few bytes) */
+		rchar = thread_rchar() - rchar;
+		printf("this thread read %lld bytes in the call (the head: %lu at least)\n",
+		       rchar, (unsigned long)(HEAD_ALL * PG));
+		CHECK(rchar >= (long long)(HEAD_ALL * PG), "the call read %lld bytes itself",
+		      rchar);
+	}
 	/* at once: what the call left in */
 	mapped = ws_pages_mapped(map, pages, HEAD);
 	printf("%zu of the set's first %d pages mapped when the prefetch returned\n", mapped,
 	       HEAD);
 	CHECK(mapped == HEAD, "%zu of the first %d pages mapped", mapped, HEAD);
+	mapped = ws_pages_mapped(map, pages, NSET);
+	printf("%zu of the set's %d pages mapped when it returned (the head: %d at least)\n",
+	       mapped, NSET, HEAD_ALL);
+	CHECK(mapped >= HEAD_ALL, "%zu of the set's pages mapped", mapped);
 	for (i = 0; i < HEAD; i++) {
 		uint64_t off = pages[i] * PG + 7;
 
