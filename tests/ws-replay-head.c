@@ -1,9 +1,9 @@
 /* Description: a prefetch fills the head of the set itself before
  * uf_object_prefetch() returns: the set's first 32 pages in recorded
- * order, and of a file's set 15% of its pages in all (read by the
- * calling thread itself: /proc/thread-self/io), are then mapped in the
- * program's mapping (/proc/self/pagemap) and read the file's bytes with
- * no fault of ufault's, while the fillers bring in the rest. */
+ * order, and from a file in memory (tmpfs) 15% of its pages in all (read
+ * by the calling thread itself: /proc/thread-self/io), are then mapped in
+ * the program's mapping (/proc/self/pagemap) and read the file's bytes
+ * with no fault of ufault's, while the fillers bring in the rest. */
 #define _GNU_SOURCE
 #include "ws-test.h"
 
@@ -51,7 +51,7 @@ int main(void)
 	int fd;
 
 	ut_catch_signals();
-	fd = ut_make_file("/var/tmp", SIZE, path, sizeof(path));
+	fd = ut_make_file("/dev/shm", SIZE, path, sizeof(path));	/* (in memory) */
 	snprintf(rec, sizeof(rec), "%s.ws", path);
 	snprintf(scratch, sizeof(scratch), "%s.scratch", path);
 	for (i = 0; i < NSET; i++)

@@ -56,9 +56,11 @@ struct ws_version {
 #define PF_FILLERS_REMOTE 8	/* any other store: a round trip a read */
 
 /*
- * A prefetch from a file (or memory) leaves the program's thread a CPU of
- * its own: PF_FILLERS fillers at most, and one CPU fewer than the machine
- * has, at least one (on 2 CPUs the worker alone).  Its caller fills the
+ * A prefetch from a file in memory (tmpfs, a memfd: uf_object_create_mem)
+ * leaves the program's thread a CPU of its own: PF_FILLERS fillers at
+ * most, and one CPU fewer than the machine has, at least one (on 2 CPUs
+ * the worker alone).  (From a disk the fillers wait for the device, and
+ * stay PF_FILLERS, with the first batch for a head.)  Its caller fills the
  * head, PF_HEAD_PCT percent of the set's pages, itself before it returns,
  * beside the fillers; the program then touches the set on its CPU while
  * the fillers, ahead by that much, go on.  The first touch of a page

@@ -5,14 +5,14 @@
  * Replay.  uf_object_prefetch() reads the file at once (its errors are the
  * caller's) and hands the runs to fillers: the mm's worker (worker.c),
  * which queues itself again every PF_CHUNK pages behind the readahead
- * windows waiting there, and threads of the prefetch's own (one for the
- * file and memory stores where the machine has 3 CPUs or more, none on
- * 2, two for a store with ->readv, seven for any other: a remote store's
- * round trips overlap), and fills the head itself before it returns: the
- * first batch (the program's first touches find their pages in rather
- * than racing threads that are still starting, each such race a fault),
- * and from a file or memory PF_HEAD_PCT percent of the set, beside the
- * fillers (ws.h says why).  They take
+ * windows waiting there, and threads of the prefetch's own (one for a
+ * file, and for a file in memory where the machine has 3 CPUs or more,
+ * none on 2; two for a store with ->readv, seven for any other: a remote
+ * store's round trips overlap), and fills the head itself before it
+ * returns: the first batch (the program's first touches find their pages
+ * in rather than racing threads that are still starting, each such race
+ * a fault), and from a file in memory PF_HEAD_PCT percent of the set,
+ * beside the fillers (ws.h says why).  They take
  * pieces (at most ra_max pages of one run) from one cursor, in recorded
  * order, and fill them with uf_object_fill(): holes only, under the
  * invalidate lock shared, clamped at i_size, one store read per piece;
@@ -448,13 +448,14 @@ static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs,
 	pthread_cond_init(&pf->idle, NULL);
 	pf->work.fn = pf_work_fn;
 	pf->mm = obj->mm;
-	if (obj->ops == &uf_file_store_ops) {
+	if (obj->ops == &uf_file_store_ops && uf_file_store_in_memory(obj->store)) {
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 		*nfill = ncpu > PF_FILLERS ? PF_FILLERS : ncpu > 1 ? (size_t)ncpu - 1 : 1;
 		pf->head = true;
 	} else {
-		*nfill = readv ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
+		*nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS :
+			 readv ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
 	}
 	pf->refs = 2 + (int)*nfill;	/* ws->pf's, the fillers', the caller's */
 	pf->fillers = *nfill + 1;	/* the caller fills the head */

@@ -21,10 +21,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 struct file_store {
@@ -94,6 +96,19 @@ int uf_file_store_stat(void *store, struct stat *st)
 	struct file_store *fs = store;
 
 	return fstat(fs->fd, st) < 0 ? -errno : 0;
+}
+
+/* Is the file under @store in memory (tmpfs, a memfd, ramfs, hugetlbfs),
+ * where a read costs a copy and never waits for a device? */
+bool uf_file_store_in_memory(void *store)
+{
+	struct file_store *fs = store;
+	struct statfs sf;
+
+	if (fstatfs(fs->fd, &sf) < 0)
+		return false;
+	return sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC ||
+	       sf.f_type == HUGETLBFS_MAGIC;
 }
 
 static bool same_time(const struct timespec *a, const struct timespec *b)

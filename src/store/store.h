@@ -14,6 +14,7 @@ void uf_file_store_free_child(void *store);
 int uf_file_store_open(int fd, bool writer, void **storep);
 struct stat;
 int uf_file_store_stat(void *store, struct stat *st);
+bool uf_file_store_in_memory(void *store);
 int uf_file_store_readv(void *store, const struct uf_store_iov *iov, size_t n);
 
 #endif /* UF_STORE_H */
