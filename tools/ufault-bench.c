@@ -1678,28 +1678,56 @@ static double ws_best(double one, double two, double floor, long ncpu)
 /*
  * One round's minimal loop, beside that round's replay: in one thread
  * (and the touches over its pages, *@floor) and in two, a settle after
- * each, as the cold starts have.  Null outputs: a warm-up round.
+ * each, as the cold starts have.  Null outputs (all three): a warm-up
+ * round.
  * Return 0 or -errno.
  */
 static int ws_bare_round(const struct ws_bench *w, enum bench_store store, double *one,
 			 double *two, double *floor)
 {
-	double c, f = 0;
-	unsigned int th;
+	double f = 0, c1, c2;
 
-	for (th = 1; th <= 2; th++) {
-		c = ws_bare_prefetch(w, store, th, th == 1 ? &f : NULL);
-		usleep(WS_SETTLE_US);
-		if (c < 0)
-			return (int)c;
-		if (th == 1 && one)
-			*one = c;
-		if (th == 2 && two)
-			*two = c;
-	}
-	if (floor)
+	c1 = ws_bare_prefetch(w, store, 1, &f);
+	usleep(WS_SETTLE_US);
+	if (c1 < 0)
+		return (int)c1;
+	c2 = ws_bare_prefetch(w, store, 2, NULL);
+	usleep(WS_SETTLE_US);
+	if (c2 < 0)
+		return (int)c2;
+	if (one) {
+		*one = c1;
+		*two = c2;
 		*floor = f;
+	}
 	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The median of the rounds' ratios @a[r] / @b[r] (@n rounds, in round
+ * order); *@lo and *@hi, when given, the lowest and highest.
+ */
+static double ws_median_ratio(const double *a, const double *b, unsigned int n, double *lo,
+			      double *hi)
+{
+	double q[1000];
+	unsigned int r;
+
+	for (r = 0; r < n; r++)
+		q[r] = a[r] / b[r];
+	qsort(q, n, sizeof(double), cmp_double);
+	if (lo)
+		*lo = q[0];
+	if (hi)
+		*hi = q[n - 1];
+	return q[n / 2];
 }
 
 /*
@@ -1798,13 +1826,6 @@ static int ws_bare_replay(const struct ws_bench *w, enum bench_store store, doub
 	bare_map_close(&m.map);
 	*faults = m.faults;
 	return ret;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 /* Run the ws case: return 0, EXIT_MISS (a goal missed, with --check) or
@@ -1947,24 +1968,22 @@ static int bench_ws(struct bench *b)
 		/* what the replay could be at best here: the touches, and the
 		 * minimal loop's CPU shared with them on the machine's CPUs */
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		double bests[1000], ratio[1000], one, two, best, floor, paired;
+		double bests[1000], one, two, best, floor, paired, lo, hi, mpaired;
 
 		/* each round's best beside that round's replay: the machine
 		 * drifts 2-3x between minutes, never much within a round */
-		for (r = 0; r < b->repeat; r++) {
+		for (r = 0; r < b->repeat; r++)
 			bests[r] = ws_best(bare[i][0][r], bare[i][1][r], bfloor[i][r], ncpu);
-			ratio[r] = bests[r] / ws_replay_ns[i][r];
-		}
+		paired = ws_median_ratio(bests, ws_replay_ns[i], b->repeat, &lo, &hi);
+		mpaired = ws_median_ratio(mrep[i], ws_replay_ns[i], b->repeat, NULL, NULL);
 		qsort(bare[i][0], b->repeat, sizeof(double), cmp_double);
 		qsort(bare[i][1], b->repeat, sizeof(double), cmp_double);
 		qsort(bfloor[i], b->repeat, sizeof(double), cmp_double);
 		qsort(bests, b->repeat, sizeof(double), cmp_double);
-		qsort(ratio, b->repeat, sizeof(double), cmp_double);
 		one = bare[i][0][b->repeat / 2];
 		two = bare[i][1][b->repeat / 2];
 		floor = bfloor[i][b->repeat / 2];
 		best = bests[b->repeat / 2];
-		paired = ratio[b->repeat / 2];
 		if (stores[i] == STORE_TMPFS && !b->quick)
 			miss |= paired < 0.9;
 		printf("%-6s minimal prefetch loop: %.1f ms CPU in one thread, %.1f ms in two; "
@@ -1975,20 +1994,17 @@ static int bench_ws(struct bench *b)
 		       med[i][WS_LAZY] / best, paired,
 		       b->quick ? "" : "(>= 0.9)",
 		       b->quick ? "" : stores[i] != STORE_TMPFS ? "info" :
-		       paired < 0.9 ? "MISS" : "PASS", ratio[0], ratio[b->repeat - 1]);
+		       paired < 0.9 ? "MISS" : "PASS", lo, hi);
 		printf("%-6s CPU: ufault's replay %.1f ms (all its threads), the minimal loop's "
 		       "%.1f ms and its touches' alone %.1f ms: ufault's replay over them %.2fx\n",
 		       store_names[stores[i]], cpu[i][WS_REPLAY][b->repeat / 2] / 1e6, one / 1e6,
 		       floor / 1e6, (one + floor) / cpu[i][WS_REPLAY][b->repeat / 2]);
-		for (r = 0; r < b->repeat; r++)
-			ratio[r] = mrep[i][r] / ws_replay_ns[i][r];
-		qsort(ratio, b->repeat, sizeof(double), cmp_double);
 		qsort(mrep[i], b->repeat, sizeof(double), cmp_double);
 		printf("%-6s minimal replay, measured: %.1f ms, %" PRIu64 " touches served by its "
 		       "handler (last round); ufault's replay over it (minimal/replay, median of the "
 		       "rounds') %.2fx %s\n",
 		       store_names[stores[i]], mrep[i][b->repeat / 2] / 1e6, mrep_faults[i],
-		       ratio[b->repeat / 2], b->quick ? "" : "(>= 0.9) info");
+		       mpaired, b->quick ? "" : "(>= 0.9) info");
 	}
 	printf("(majors: faults that read their page, last round; goals judged on tmpfs; floor: "
 	       "the touches alone after a prefetch waited for; minimal prefetch loop: pread, "

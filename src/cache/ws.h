@@ -54,6 +54,7 @@ struct ws_version {
  */
 #define PF_FILLERS	2
 #define PF_FILLERS_REMOTE 8	/* any other store: a round trip a read */
+#define PF_FILLERS_READV 3	/* a store with ->readv: a batch a read */
 
 /*
  * A prefetch from a file in memory (tmpfs, a memfd: uf_object_create_mem)
@@ -68,13 +69,12 @@ struct ws_version {
  * shadows the page tables, and a one-filler fill no faster than the
  * touches would soon be overtaken without the head; with two fillers and
  * the program sharing 2 CPUs, the program got the least of them and went
- * on alone after the fill.  ufault-bench --only ws, tmpfs, median of 7
- * rounds' best/replay, eight runs each: two fillers and a 32-page head
- * 0.73-0.81x; one filler 0.78-0.81x; one filler and a head of 10% 0.81-
- * 0.85x, of 15% 0.81-0.91x, of 20% 0.75-0.87x.
+ * on alone after the fill.  ufault-bench --only ws, tmpfs, best/replay as
+ * the median of 5-7 paired rounds, 2-8 runs each: two fillers and a
+ * 32-page head 0.73-0.81x; one filler 0.78-0.81x; one filler and a head
+ * of 10% 0.81-0.85x, of 15% 0.81-0.91x, of 20-25% 0.75-0.89x.
  */
 #define PF_HEAD_PCT	15
-#define PF_FILLERS_READV 3	/* a store with ->readv: a batch a read */
 #define PF_BATCH_FIRST	UF_WS_BATCH_FIRST
 #define PF_BATCH_LOCAL	UF_WS_BATCH_LOCAL
 
@@ -98,7 +98,7 @@ struct ws_prefetch {
 					   a budget) */
 	uint64_t claimed;		/* pages ever claimed (under a budget) */
 	struct uf_ws_run *sorted;		/* the runs by first page */
-	bool head;			/* the caller fills PF_HEAD_PCT % */
+	uint64_t head;			/* pages the caller fills (PF_HEAD_PCT %) */
 };
 
 struct uf_ws {

@@ -438,6 +438,7 @@ static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs,
 				  struct uf_ws_run *sorted, size_t *nfill)
 {
 	bool readv = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) != NULL;
+	bool file = obj->ops == &uf_file_store_ops;
 	struct ws_prefetch *pf = calloc(1, sizeof(*pf));
 
 	if (!pf)
@@ -448,14 +449,16 @@ static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs,
 	pthread_cond_init(&pf->idle, NULL);
 	pf->work.fn = pf_work_fn;
 	pf->mm = obj->mm;
-	if (obj->ops == &uf_file_store_ops && uf_file_store_in_memory(obj->store)) {
+	if (file && uf_file_store_in_memory(obj->store)) {
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		size_t i;
 
 		*nfill = ncpu > PF_FILLERS ? PF_FILLERS : ncpu > 1 ? (size_t)ncpu - 1 : 1;
-		pf->head = true;
+		for (i = 0; i < nruns; i++)
+			pf->head += runs[i].len;
+		pf->head = pf->head * PF_HEAD_PCT / 100;
 	} else {
-		*nfill = obj->ops == &uf_file_store_ops ? PF_FILLERS :
-			 readv ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
+		*nfill = file ? PF_FILLERS : readv ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
 	}
 	pf->refs = 2 + (int)*nfill;	/* ws->pf's, the fillers', the caller's */
 	pf->fillers = *nfill + 1;	/* the caller fills the head */
@@ -546,16 +549,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pf_start_fillers(pf, nfill);
 	if (hobj)
 		pf_fill_claim(pf, hobj, hpc, hnpc, hinflight);
-	if (pf->head) {
-		/* the rest of the head, beside the fillers (ws.h) */
-		uint64_t set = 0;
-		size_t i;
-
-		for (i = 0; i < nruns; i++)
-			set += runs[i].len;
-		if (set * PF_HEAD_PCT / 100 > hn)
-			pf_fill(pf, set * PF_HEAD_PCT / 100 - hn);
-	}
+	if (pf->head > hn)	/* the rest of the head, beside the fillers (ws.h) */
+		pf_fill(pf, pf->head - hn);
 	pf_filler_end(pf);
 	return 0;
 }

@@ -285,6 +285,12 @@ static double median_ratio(const uint64_t *a, const uint64_t *b, unsigned int n,
 	return q[n / 2];
 }
 
+/* @s's rounds, at least @min of them but with --quick. */
+static unsigned int rounds_at_least(const struct sv *s, unsigned int min)
+{
+	return s->quick || s->repeat >= min ? s->repeat : min;
+}
+
 /* ------------------------------------------------------------------ */
 /* Set-up                                                              */
 /* ------------------------------------------------------------------ */
@@ -968,8 +974,8 @@ static int row_rand(struct sv *s, bool *miss)
  * warm median over the slowest cold round (@cmax), not over the cold
  * median, a coin toss between two equal costs.
  */
-static void row_warm(struct sv *s, uint64_t mw, uint64_t mf, double wf, uint64_t mc,
-		     uint64_t cmax, uint64_t faults, bool *miss)
+static void row_warm(struct sv *s, unsigned int n, uint64_t mw, uint64_t mf, double wf,
+		     uint64_t mc, uint64_t cmax, uint64_t faults, bool *miss)
 {
 	double np = (double)s->npages;
 	bool ok = wf <= 1.1 && mw <= cmax;
@@ -980,7 +986,7 @@ static void row_warm(struct sv *s, uint64_t mw, uint64_t mf, double wf, uint64_t
 	       PRIu64 "]\n",
 	       "serve-restore-warm", (double)mw / 1e3 / np, (double)mf / 1e3 / np,
 	       wf, s->quick ? "" : "(goal <= 1.10x, and <= cold)",
-	       s->quick ? "" : ok ? "PASS" : "MISS", s->repeat, (double)mc / 1e3 / np,
+	       s->quick ? "" : ok ? "PASS" : "MISS", n, (double)mc / 1e3 / np,
 	       (double)cmax / 1e3 / np, (double)mw / (double)mc, faults);
 	fflush(stdout);
 }
@@ -992,12 +998,10 @@ static int row_seq(struct sv *s, bool *miss)
 	uint64_t faults = 0, wfaults = 0, cmax = 0;
 	struct sv_result res, warm;
 	double wf, sk;
-	unsigned int r, repeat = s->repeat;
+	unsigned int r, n = rounds_at_least(s, SEQ_ROUNDS);
 	int ret = 0;
 
-	if (!s->quick && s->repeat < SEQ_ROUNDS)
-		s->repeat = SEQ_ROUNDS;
-	for (r = 0; r <= s->repeat && !ret; r++) {
+	for (r = 0; r <= n && !ret; r++) {
 		uint64_t nk = 0, ni = 0;
 		struct sv_result fl = { 0 };
 		unsigned int us;
@@ -1021,16 +1025,14 @@ static int row_seq(struct sv *s, bool *miss)
 			wfaults = warm.faults;
 		}
 	}
-	if (ret) {
-		s->repeat = repeat;
+	if (ret)
 		return ret;
-	}
-	wf = median_ratio(warmt, floor, s->repeat, NULL, NULL);
-	sk = median_ratio(serve, kern, s->repeat, NULL, NULL);
-	ms = median(serve, s->repeat);
-	mk = median(kern, s->repeat);
-	mi = median(inproc, s->repeat);
-	mf = median(floor, s->repeat);
+	wf = median_ratio(warmt, floor, n, NULL, NULL);
+	sk = median_ratio(serve, kern, n, NULL, NULL);
+	ms = median(serve, n);
+	mk = median(kern, n);
+	mi = median(inproc, n);
+	mf = median(floor, n);
 	*miss |= !s->quick && sk > 1.5;
 	printf("%-20s %9.3f us/page  tmpfs warm %9.3f us/page  %6.2fx (goal <= 1.50x) %s"
 	       "  [%zu MiB; client faults %" PRIu64 "; in-process ufault cold %.3f us/page; "
@@ -1043,8 +1045,7 @@ static int row_seq(struct sv *s, bool *miss)
 	       (double)mi / 1e3 / (double)s->npages, (double)mf / 1e3 / (double)s->npages,
 	       (double)mf / (double)mk, (double)ms / (double)mf);
 	fflush(stdout);
-	row_warm(s, median(warmt, s->repeat), mf, wf, ms, cmax, wfaults, miss);
-	s->repeat = repeat;
+	row_warm(s, n, median(warmt, n), mf, wf, ms, cmax, wfaults, miss);
 	return 0;
 }
 
@@ -1111,16 +1112,16 @@ static uint64_t self_cpu_ns(void)
 	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
 }
 
-/* @m: each variant's median time; @cpu: the CPU time this process (the
- * server) spent on it, median. */
-static int huge_rounds(struct sv *s, uint64_t m[HG_N], uint64_t cpu[HG_N], uint64_t *faults,
-		       double *paired)
+/* @n rounds; @m: each variant's median time; @cpu: the CPU time this
+ * process (the server) spent on it, median. */
+static int huge_rounds(struct sv *s, unsigned int n, uint64_t m[HG_N], uint64_t cpu[HG_N],
+		       uint64_t *faults, double *paired)
 {
 	uint64_t t[HG_N][SV_MAX_REPEAT], c[HG_N][SV_MAX_REPEAT], best[SV_MAX_REPEAT];
 	unsigned int r, k;
 	int ret = 0;
 
-	for (r = 0; r <= s->repeat && !ret; r++) {
+	for (r = 0; r <= n && !ret; r++) {
 		for (k = 0; k < HG_N && !ret; k++) {
 			struct sv_result res = { 0 };
 			uint64_t c0 = self_cpu_ns();
@@ -1141,13 +1142,13 @@ static int huge_rounds(struct sv *s, uint64_t m[HG_N], uint64_t cpu[HG_N], uint6
 		}
 	}
 	/* each round's serve over that round's better minimal server */
-	for (r = 0; !ret && r < s->repeat; r++)
+	for (r = 0; !ret && r < n; r++)
 		best[r] = t[HG_MIN][r] < t[HG_AHEAD][r] ? t[HG_MIN][r] : t[HG_AHEAD][r];
 	if (!ret)
-		*paired = median_ratio(t[HG_SERVE], best, s->repeat, NULL, NULL);
+		*paired = median_ratio(t[HG_SERVE], best, n, NULL, NULL);
 	for (k = 0; !ret && k < HG_N; k++) {
-		m[k] = median(t[k], s->repeat);
-		cpu[k] = median(c[k], s->repeat);
+		m[k] = median(t[k], n);
+		cpu[k] = median(c[k], n);
 	}
 	return ret;
 }
@@ -1167,7 +1168,7 @@ static int huge_rounds(struct sv *s, uint64_t m[HG_N], uint64_t cpu[HG_N], uint6
 static int row_huge(struct sv *s, bool *miss)
 {
 	size_t size = s->size, npages = s->npages;
-	unsigned int repeat = s->repeat, rounds;
+	unsigned int rounds = rounds_at_least(s, HG_ROUNDS);
 	long old = nr_hugepages(-1), need = (long)(SV_HUGE >> 21);
 	double np = (double)(SV_HUGE / PG), bw, best, paired = 0;
 	uint64_t m[HG_N], cpu[HG_N], faults = 0;
@@ -1183,11 +1184,7 @@ static int row_huge(struct sv *s, bool *miss)
 	s->huge = true;
 	s->size = SV_HUGE < size ? SV_HUGE : size;
 	s->npages = s->size / PG;
-	if (!s->quick && s->repeat < HG_ROUNDS)
-		s->repeat = HG_ROUNDS;
-	rounds = s->repeat;
-	ret = huge_rounds(s, m, cpu, &faults, &paired);
-	s->repeat = repeat;
+	ret = huge_rounds(s, rounds, m, cpu, &faults, &paired);
 	s->huge = false;
 	s->size = size;
 	s->npages = npages;
