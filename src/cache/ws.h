@@ -61,20 +61,27 @@ struct ws_version {
  * leaves the program's thread a CPU of its own: PF_FILLERS fillers at
  * most, and one CPU fewer than the machine has, at least one (on 2 CPUs
  * the worker alone).  (From a disk the fillers wait for the device, and
- * stay PF_FILLERS, with the first batch for a head.)  Its caller fills the
- * head, PF_HEAD_PCT percent of the set's pages, itself before it returns,
- * beside the fillers; the program then touches the set on its CPU while
- * the fillers, ahead by that much, go on.  The first touch of a page
- * mapped ahead costs a few microseconds on a guest whose hypervisor
- * shadows the page tables, and a one-filler fill no faster than the
- * touches would soon be overtaken without the head; with two fillers and
- * the program sharing 2 CPUs, the program got the least of them and went
- * on alone after the fill.  ufault-bench --only ws, tmpfs, best/replay as
- * the median of 5-7 paired rounds, 2-8 runs each: two fillers and a
- * 32-page head 0.73-0.81x; one filler 0.78-0.81x; one filler and a head
- * of 10% 0.81-0.85x, of 15% 0.81-0.91x, of 20-25% 0.75-0.89x.
+ * stay PF_FILLERS.)  Its caller fills the head itself, beside the
+ * fillers, before it returns: the first batch, from a file in memory at
+ * least PF_HEAD_PCT percent of the set's pages, and then on while the
+ * rest at the fillers' rate alone would take longer than the program's
+ * first touches of the set (pf_head_more()): how much a first touch of a
+ * page mapped ahead costs is measured once a process (pf_touch_ns()).
+ * The program then touches the set while the fillers, that far ahead, go
+ * on.  On a guest whose hypervisor shadows the page tables that touch
+ * costs 3-7 us, about a one-filler fill's time a page, and the head stays
+ * near its least: there, ufault-bench --only ws (tmpfs, best/replay, the
+ * median of 5-7 paired rounds, 2-8 runs each) gave two fillers and a
+ * 32-page head 0.73-0.81x, one filler 0.78-0.81x, one filler and a head
+ * of 10% 0.81-0.85x, of 15% 0.81-0.91x, of 20-25% 0.75-0.89x.  Where the
+ * touch is a load (20-30 ns) the program overtakes any fill and faults
+ * page by page, and the head grows to the set: heads of 15%, 50%, 75%
+ * and 90-100% gave 0.58x, 0.96x, 0.91x and 1.03-1.05x there (a head of
+ * 15% took 240 faults a replay, the whole set none), and from Redis a
+ * 32-page head 0.86x and the whole set 1.02x.
  */
 #define PF_HEAD_PCT	15
+#define PF_PROBE_PAGES	16	/* pages pf_touch_ns() touches */
 #define PF_BATCH_FIRST	UF_WS_BATCH_FIRST
 #define PF_BATCH_LOCAL	UF_WS_BATCH_LOCAL
 
@@ -98,7 +105,10 @@ struct ws_prefetch {
 					   a budget) */
 	uint64_t claimed;		/* pages ever claimed (under a budget) */
 	struct uf_ws_run *sorted;		/* the runs by first page */
-	uint64_t head;			/* pages the caller fills (PF_HEAD_PCT %) */
+	uint64_t npages;		/* the set's pages */
+	uint64_t taken;			/* pages claimed so far */
+	uint64_t head_min;		/* pages the caller fills at least */
+	unsigned int nfill;		/* fillers besides the caller */
 };
 
 struct uf_ws {

@@ -11,8 +11,10 @@
  * store's round trips overlap), and fills the head itself before it
  * returns: the first batch (the program's first touches find their pages
  * in rather than racing threads that are still starting, each such race
- * a fault), and from a file in memory PF_HEAD_PCT percent of the set,
- * beside the fillers (ws.h says why).  They take
+ * a fault), from a file in memory PF_HEAD_PCT percent of the set at
+ * least, and on, beside the fillers, while they alone would fall behind
+ * the program's first touches at what this machine charges for one
+ * (pf_head_more(); ws.h says why).  They take
  * pieces (at most ra_max pages of one run) from one cursor, in recorded
  * order, and fill them with uf_object_fill(): holes only, under the
  * invalidate lock shared, clamped at i_size, one store read per piece;
@@ -52,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -253,6 +256,7 @@ static struct uf_object *pf_claim(struct ws_prefetch *pf, struct uf_ws_run *pc, 
 		pf->batch *= 2;
 	*npc = uf_ws_cut(pf->runs, pf->nruns, &pf->next, &pf->next_off, piece,
 			 batching ? room : piece, pc, pages);
+	pf->taken += *pages;
 	if (budget) {
 		/*
 		 * Counted with the cursor's move, under one lock, so that a
@@ -430,8 +434,6 @@ static void *pf_thread(void *arg)
 	return NULL;
 }
 
-/* Locking: takes ws->lock, pf->lock and the worker's queue lock inside
- * it; reads the file with no lock held. */
 /* A prefetch of @runs (@nruns of them, and @sorted by page) into @obj,
  * with *@nfill fillers besides the caller; NULL without memory. */
 static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs, size_t nruns,
@@ -440,6 +442,7 @@ static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs,
 	bool readv = __atomic_load_n(&obj->readv, __ATOMIC_ACQUIRE) != NULL;
 	bool file = obj->ops == &uf_file_store_ops;
 	struct ws_prefetch *pf = calloc(1, sizeof(*pf));
+	size_t i;
 
 	if (!pf)
 		return NULL;
@@ -449,17 +452,17 @@ static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs,
 	pthread_cond_init(&pf->idle, NULL);
 	pf->work.fn = pf_work_fn;
 	pf->mm = obj->mm;
+	for (i = 0; i < nruns; i++)
+		pf->npages += runs[i].len;
 	if (file && uf_file_store_in_memory(obj->store)) {
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		size_t i;
 
 		*nfill = ncpu > PF_FILLERS ? PF_FILLERS : ncpu > 1 ? (size_t)ncpu - 1 : 1;
-		for (i = 0; i < nruns; i++)
-			pf->head += runs[i].len;
-		pf->head = pf->head * PF_HEAD_PCT / 100;
+		pf->head_min = pf->npages * PF_HEAD_PCT / 100;
 	} else {
 		*nfill = file ? PF_FILLERS : readv ? PF_FILLERS_READV : PF_FILLERS_REMOTE;
 	}
+	pf->nfill = (unsigned int)*nfill;
 	pf->refs = 2 + (int)*nfill;	/* ws->pf's, the fillers', the caller's */
 	pf->fillers = *nfill + 1;	/* the caller fills the head */
 	pf->obj = obj;
@@ -468,6 +471,83 @@ static struct ws_prefetch *pf_new(struct uf_object *obj, struct uf_ws_run *runs,
 	pf->batch = PF_BATCH_FIRST;
 	pf->batch_max = readv ? UF_READV_PAGES : PF_BATCH_LOCAL;
 	return pf;
+}
+
+/*
+ * What the program pays for its first touch of a page mapped ahead, in ns
+ * a page: measured once a process, over PF_PROBE_PAGES pages of anonymous
+ * memory one in 16, each put in place by MADV_POPULATE_WRITE, then read,
+ * each read timed alone: the median (a preemption in one read does not
+ * count).  Where a hypervisor shadows the guest's page tables that first
+ * touch is an exit, 3-7 us (docs/performance.md); elsewhere it is a load,
+ * tens of ns with the clock's.  0 where it cannot be measured (no
+ * MADV_POPULATE_WRITE: before 5.14).
+ */
+static uint64_t pf_touch_ns(void)
+{
+	static uint64_t cost;	/* atomic: 0 not yet measured, 1 + ns */
+	uint64_t c = __atomic_load_n(&cost, __ATOMIC_RELAXED), t[PF_PROBE_PAGES], t0, x;
+	size_t len = PF_PROBE_PAGES * 16 * PAGE_SIZE, i, j;
+	volatile const char *p;
+	char *map;
+	bool ok = true;
+
+	if (c)
+		return c - 1;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return 0;	/* not measured: again next time */
+	madvise(map, len, MADV_NOHUGEPAGE);	/* a page each, not one huge one */
+	for (i = 0; ok && i < PF_PROBE_PAGES; i++)
+		ok = !madvise(map + i * 16 * PAGE_SIZE, PAGE_SIZE, MADV_POPULATE_WRITE);
+	p = map;
+	for (i = 0; ok && i < PF_PROBE_PAGES; i++) {
+		t0 = uf_now_ns();
+		(void)p[i * 16 * PAGE_SIZE];
+		x = uf_now_ns() - t0;
+		for (j = i; j > 0 && t[j - 1] > x; j--)	/* sorted as they come */
+			t[j] = t[j - 1];
+		t[j] = x;
+	}
+	munmap(map, len);
+	c = ok ? 1 + t[PF_PROBE_PAGES / 2] : 1;
+	__atomic_store_n(&cost, c, __ATOMIC_RELAXED);
+	return c - 1;
+}
+
+/*
+ * Whether the caller fills on (the head, ws.h): under the least head, and
+ * then while the rest of the set, at the rate the fillers alone would go,
+ * would take longer than the program's first touches of the whole set
+ * (@touch ns a page).  The fillers' rate is the prefetch's since @t0 (the
+ * caller with them) times nfill / (nfill + 1).  Once the whole set is
+ * claimed, true: the caller then waits for the claims being filled
+ * (pf_wait_filled()).  Locking: takes pf->lock.
+ */
+static bool pf_head_more(struct ws_prefetch *pf, uint64_t t0, uint64_t touch)
+{
+	double el = (double)(uf_now_ns() - t0), k = pf->nfill;
+	uint64_t taken;
+
+	pthread_mutex_lock(&pf->lock);
+	taken = pf->taken;
+	pthread_mutex_unlock(&pf->lock);
+	if (taken < pf->head_min || taken >= pf->npages)
+		return true;
+	if (!touch || !taken)
+		return false;	/* not measured: the least head */
+	/* rest / (taken / el * k / (k + 1)) > npages * touch */
+	return (double)(pf->npages - taken) * el * (k + 1) >
+	       (double)pf->npages * (double)touch * (double)taken * k;
+}
+
+/* Wait for the claims being filled.  Locking: takes pf->lock. */
+static void pf_wait_filled(struct ws_prefetch *pf)
+{
+	pthread_mutex_lock(&pf->lock);
+	while (pf->busy)
+		pthread_cond_wait(&pf->idle, &pf->lock);
+	pthread_mutex_unlock(&pf->lock);
 }
 
 /* The fillers past the worker (@nfill in all): threads of their own. */
@@ -496,7 +576,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	struct uf_ws_run *runs = NULL, *sorted = NULL;
 	struct uf_ws *ws;
 	size_t nruns = 0, nfill = 0, hnpc = 0;
-	uint64_t hn = 0, hinflight = 0;
+	uint64_t hn = 0, hinflight = 0, touch, t0;
+	bool more;
 	struct uf_ws_run hpc[UF_READV_PAGES];
 	struct uf_object *hobj;
 	int ret;
@@ -525,6 +606,8 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	/* the head start: the first batch is the caller's to fill while the
 	 * fillers start on the next ones, so that the program's first
 	 * touches find their pages in, not a race with threads starting */
+	touch = pf_touch_ns();
+	t0 = uf_now_ns();
 	hobj = pf_claim(pf, hpc, &hnpc, &hn, &hinflight);
 	pthread_mutex_lock(&ws->lock);
 	if (ws->recording || (ws->pf && __pf_running(ws->pf))) {
@@ -549,8 +632,12 @@ UF_EXPORT int uf_object_prefetch(struct uf_object *obj, const char *path)
 	pf_start_fillers(pf, nfill);
 	if (hobj)
 		pf_fill_claim(pf, hobj, hpc, hnpc, hinflight);
-	if (pf->head > hn)	/* the rest of the head, beside the fillers (ws.h) */
-		pf_fill(pf, pf->head - hn);
+	/* the rest of the head, a claim at a time beside the fillers (ws.h) */
+	do
+		more = pf_head_more(pf, t0, touch);
+	while (more && pf_fill(pf, 1));
+	if (more)	/* the whole set: its last claims too */
+		pf_wait_filled(pf);
 	pf_filler_end(pf);
 	return 0;
 }

@@ -38,6 +38,9 @@
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ	22	/* 5.14 */
 #endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* 5.14 */
+#endif
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE		25	/* 6.1 */
 #endif

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #define PAGE_SHIFT	12
 #define PAGE_SIZE	UF_PAGE_SIZE
@@ -42,6 +43,15 @@
 static inline uint64_t size_pages(uint64_t size)
 {
 	return DIV_ROUND_UP(size, PAGE_SIZE);
+}
+
+/* CLOCK_MONOTONIC in ns */
+static inline uint64_t uf_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
 /* addresses [start, end) */
