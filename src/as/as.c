@@ -76,14 +76,6 @@ struct uf_as_family {
 /* How often the handlers' idle tick looks for children gone. */
 #define REAP_EVERY_NS	(100 * 1000 * 1000)
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
-}
-
 /* ------------------------------------------------------------------ */
 /* Another process's VMAs                                              */
 /* ------------------------------------------------------------------ */
@@ -528,7 +520,7 @@ static int as_free(struct uf_as *as, bool poison, bool wait)
 void uf_as_reap(struct uf_mm *mm, bool force)
 {
 	struct uf_as *gone = NULL, **pp, *as;
-	uint64_t now = now_ns(), last = __atomic_load_n(&mm->reap_ns, __ATOMIC_RELAXED);
+	uint64_t now = uf_now_ns(), last = __atomic_load_n(&mm->reap_ns, __ATOMIC_RELAXED);
 
 	if (!__atomic_load_n(&mm->nchildren, __ATOMIC_RELAXED))
 		return;

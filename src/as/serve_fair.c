@@ -101,14 +101,6 @@ static unsigned int fair_waiting;	/* handlers in fair_wait() */
 static int fair_can;		/* 0 unknown, 1 may lower and raise, -1 not */
 static __thread int fair_base = 100;	/* this thread's own nice (100: unread) */
 
-static uint64_t fair_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
 /* May a thread lower its priority and raise it back?  CAP_SYS_NICE, or
  * an RLIMIT_NICE reaching nice 0 (20 - 0). */
 static bool fair_may_renice(void)
@@ -211,14 +203,14 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
  * each of which takes a CPU from the tenants it waits for. */
 static void fair_wait(unsigned int wait)
 {
-	uint64_t now = fair_now(), end = now + FAIR_WAIT_NS, at;
+	uint64_t now = uf_now_ns(), end = now + FAIR_WAIT_NS, at;
 	struct timespec ts;
 
 	if (wait != UINT_MAX && __atomic_add_fetch(&fair_waiting, 1, __ATOMIC_RELAXED) > wait) {
 		__atomic_sub_fetch(&fair_waiting, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	for (; now < end; now = fair_now()) {
+	for (; now < end; now = uf_now_ns()) {
 		at = __atomic_load_n(&fair_busy, __ATOMIC_RELAXED) ? now :
 		     __atomic_load_n(&fair_busy_end, __ATOMIC_RELAXED);
 		at += FAIR_QUIET_NS;
@@ -269,7 +261,7 @@ bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, uns
 	f->low = f->busy = f->trip = false;
 	if (!tenant)
 		return false;
-	f->t0 = fair_now();
+	f->t0 = uf_now_ns();
 	f->copied0 = uf_uffd_guest_copied;
 	f->slot = fair_slot(tenant, f->t0 / FAIR_WINDOW_NS);
 	if (!f->slot || !fair_over(f->slot, f->t0 / FAIR_WINDOW_NS) || !fair_may_renice()) {
@@ -281,7 +273,7 @@ bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, uns
 		return true;
 	if (wait) {
 		fair_wait(wait);
-		f->t0 = fair_now();	/* (waiting takes from nobody) */
+		f->t0 = uf_now_ns();	/* (waiting takes from nobody) */
 	}
 	f->low = fair_lower();
 	return f->low;
@@ -298,7 +290,7 @@ void serve_fair_end(struct serve_fair *f)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), fair_base);
 	if (!s && !f->busy)
 		return;
-	now = fair_now();
+	now = uf_now_ns();
 	if (f->busy) {
 		__atomic_store_n(&fair_busy_end, now, __ATOMIC_RELAXED);
 		__atomic_sub_fetch(&fair_busy, 1, __ATOMIC_RELAXED);

@@ -378,7 +378,7 @@ static void *huge_thread(void *arg)
 		 * goes.
 		 */
 		quiet = __atomic_load_n(&h->fills.last_fill_ns, __ATOMIC_RELAXED) + HUGE_QUIET_NS;
-		if (uf_huge_now_ns() < quiet) {
+		if (uf_now_ns() < quiet) {
 			struct timespec ts = {
 				.tv_sec = (time_t)(quiet / 1000000000ULL),
 				.tv_nsec = (long)(quiet % 1000000000ULL),
@@ -442,7 +442,7 @@ void uf_huge_busy(struct uf_mm *mm)
 	struct uf_huge *h = mm->huge;
 
 	if (h && !__atomic_load_n(&h->fills.unsupported, __ATOMIC_RELAXED))
-		__atomic_store_n(&h->fills.last_fill_ns, uf_huge_now_ns(), __ATOMIC_RELAXED);
+		__atomic_store_n(&h->fills.last_fill_ns, uf_now_ns(), __ATOMIC_RELAXED);
 }
 
 /*

@@ -18,14 +18,6 @@ struct uf_huge_fills {
 	uint64_t last_fill_ns;		/* the mm's latest fill (atomic) */
 };
 void __uf_huge_queue_full(struct uf_object *obj, uint64_t ext);
-static inline uint64_t uf_huge_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Pages [first, first + n) of @obj were just filled: stamp the fill (the
  * collapses wait for quiet) and queue the extents they complete
@@ -41,7 +33,7 @@ static inline void __uf_huge_filled(struct uf_object *obj, uint64_t first, uint6
 	if (!h || !n || __atomic_load_n(&h->unsupported, __ATOMIC_RELAXED) ||
 	    uf_fill_watched(obj))
 		return;
-	__atomic_store_n(&h->last_fill_ns, uf_huge_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->last_fill_ns, uf_now_ns(), __ATOMIC_RELAXED);
 	size_ext = __atomic_load_n(&obj->size, __ATOMIC_ACQUIRE) >> UF_HUGE_SHIFT;
 	last_ext = (first + n - 1) / UF_HUGE_PAGES;
 	for (ext = first / UF_HUGE_PAGES; ext <= last_ext && ext < size_ext; ext++)

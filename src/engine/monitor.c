@@ -38,14 +38,6 @@
  */
 #define SPARE_AFTER_NS	(5 * 1000 * 1000)
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
-}
-
 static void arm_timer(struct uf_uffd *u, uint64_t ns)
 {
 	struct itimerspec its = {
@@ -64,7 +56,7 @@ void __uf_uffd_busy_begin(struct uf_uffd_handler *h)
 {
 	struct uf_uffd *u = h->uffd;
 
-	__atomic_store_n(&h->busy_since, now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&h->busy_since, uf_now_ns(), __ATOMIC_RELAXED);
 	if (__atomic_sub_fetch(&u->t->nidle, 1, __ATOMIC_SEQ_CST) == 0 &&
 	    !__atomic_exchange_n(&u->t->timer_armed, true, __ATOMIC_SEQ_CST))
 		arm_timer(u, SPARE_AFTER_NS);
@@ -275,7 +267,7 @@ static void *monitor_thread(void *arg)
 			if (t && t < oldest)
 				oldest = t;
 		}
-		now = now_ns();
+		now = uf_now_ns();
 		if (oldest != UINT64_MAX && now - oldest >= SPARE_AFTER_NS &&
 		    pthread_rwlock_trywrlock(spawn_lock) == 0) {
 			pthread_mutex_lock(&u->lock);

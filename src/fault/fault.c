@@ -90,14 +90,6 @@ static void count_latency(struct uf_vma *vma, const struct timespec *t0)
 	uf_add(&vma->mm->stats.lat_us[b], 1);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
-}
-
 /*
  * A store error on an object page is answered with the kernel's poison
  * marker (the poison ioctl, Linux 6.6+) and a wake: the faulting thread's retry
@@ -193,7 +185,7 @@ static void __poison_lift(struct uf_mm *mm, unsigned int i)
  */
 static void poison_expire(struct uf_mm *mm, bool all, pid_t tid, unsigned long addr)
 {
-	uint64_t now = now_ns();
+	uint64_t now = uf_now_ns();
 	unsigned int i = 0;
 
 	pthread_rwlock_rdlock(&mm->vma_lock);
@@ -226,7 +218,7 @@ static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page
 		if (mm->npoison < max) {
 			mm->poison[__atomic_fetch_add(&mm->npoison, 1, __ATOMIC_RELAXED)] =
 				(struct uf_poison){ .addr = page_addr, .vma_id = vma->id,
-						    .when_ns = now_ns(), .tid = tid, .runs = runs };
+						    .when_ns = uf_now_ns(), .tid = tid, .runs = runs };
 			pthread_mutex_unlock(&mm->poison_lock);
 			return;
 		}
@@ -243,19 +235,19 @@ static void poison_note(struct uf_mm *mm, struct uf_vma *vma, unsigned long page
  */
 static void poison_watch(struct uf_mm *mm, pid_t tid, uint64_t runs)
 {
-	uint64_t end = now_ns() + POISON_WATCH_NS, ran;
+	uint64_t end = uf_now_ns() + POISON_WATCH_NS, ran;
 	struct timespec tick = { 0, 20 * 1000 };
 
 	if (runs == RUNS_UNKNOWN)
 		return;
 	while (thread_runs(tid) == runs) {
-		if (now_ns() >= end)
+		if (uf_now_ns() >= end)
 			return;		/* not waiting in this fault: the table's */
 		nanosleep(&tick, NULL);	/* leave the CPU to the woken thread */
 	}
 	/* spin, not sleep: a sleep's timer slack alone is 50 us */
-	ran = now_ns();
-	while (now_ns() - ran < POISON_GRACE_NS)
+	ran = uf_now_ns();
+	while (uf_now_ns() - ran < POISON_GRACE_NS)
 		;
 	poison_expire(mm, false, 0, 0);
 }
