@@ -1711,26 +1711,6 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /*
- * The median of the rounds' ratios @a[r] / @b[r] (@n rounds, in round
- * order); *@lo and *@hi, when given, the lowest and highest.
- */
-static double ws_median_ratio(const double *a, const double *b, unsigned int n, double *lo,
-			      double *hi)
-{
-	double q[1000];
-	unsigned int r;
-
-	for (r = 0; r < n; r++)
-		q[r] = a[r] / b[r];
-	qsort(q, n, sizeof(double), cmp_double);
-	if (lo)
-		*lo = q[0];
-	if (hi)
-		*hi = q[n - 1];
-	return q[n / 2];
-}
-
-/*
  * The minimal replay, measured: what ws_bare_prefetch() does in one
  * thread, started as a replay's prefetch is, while this thread touches
  * the set through the private mapping at once, and a minimal handler
@@ -1974,8 +1954,8 @@ static int bench_ws(struct bench *b)
 		 * drifts 2-3x between minutes, never much within a round */
 		for (r = 0; r < b->repeat; r++)
 			bests[r] = ws_best(bare[i][0][r], bare[i][1][r], bfloor[i][r], ncpu);
-		paired = ws_median_ratio(bests, ws_replay_ns[i], b->repeat, &lo, &hi);
-		mpaired = ws_median_ratio(mrep[i], ws_replay_ns[i], b->repeat, NULL, NULL);
+		paired = bare_median_ratio(bests, ws_replay_ns[i], b->repeat, &lo, &hi);
+		mpaired = bare_median_ratio(mrep[i], ws_replay_ns[i], b->repeat, NULL, NULL);
 		qsort(bare[i][0], b->repeat, sizeof(double), cmp_double);
 		qsort(bare[i][1], b->repeat, sizeof(double), cmp_double);
 		qsort(bfloor[i], b->repeat, sizeof(double), cmp_double);

@@ -7,6 +7,7 @@
 #include "../../src/lib/compat.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -146,4 +147,29 @@ void bare_map_close(struct bare_map *m)
 	if (m->mfd >= 0)
 		close(m->mfd);
 	*m = (struct bare_map){ .mfd = -1, .uffd = -1, .cm = MAP_FAILED, .pm = MAP_FAILED };
+}
+
+static int cmp_ratio(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double bare_median_ratio(const double *a, const double *b, unsigned int n, double *lo,
+			 double *hi)
+{
+	double q[1000];
+	unsigned int r;
+
+	if (n > 1000)
+		n = 1000;
+	for (r = 0; r < n; r++)
+		q[r] = a[r] / b[r];
+	qsort(q, n, sizeof(double), cmp_ratio);
+	if (lo)
+		*lo = q[0];
+	if (hi)
+		*hi = q[n - 1];
+	return q[n / 2];
 }

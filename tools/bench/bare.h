@@ -46,4 +46,10 @@ int bare_map_serve(struct bare_map *m, int stopfd, int (*readpage)(void *arg, si
 
 void bare_map_close(struct bare_map *m);
 
+/* How a replay is judged against a minimal loop timed in the same round:
+ * the median of the rounds' ratios @a[r] / @b[r] (@n rounds, at most
+ * 1000); *@lo and *@hi, when given, the lowest and highest. */
+double bare_median_ratio(const double *a, const double *b, unsigned int n, double *lo,
+			 double *hi);
+
 #endif

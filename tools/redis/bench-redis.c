@@ -1414,16 +1414,16 @@ out:
  * can take, as in ufault-bench --only ws).  The record of
  * a store without file metadata names the object's size.  Goal: replay
  * >= 10x faster than lazy.  Beside the replay, the minimal loop
- * (wsr_bare()) as a model of the best on free CPUs, and measured as a
- * replay in the same rounds (wsr_bare_replay()), with the HMGETs and
- * HGETs the cluster served for each.
+ * (wsr_bare()) as a model of the best on free CPUs, timed in each round
+ * after its replay, and measured as a replay in the same rounds
+ * (wsr_bare_replay()), with the HMGETs and HGETs the cluster served for
+ * each; ratios are the median of the rounds' (bare_median_ratio()).
  */
 #define WSR_SIZE	(256UL << 20)
 #define WSR_NPAGES	(WSR_SIZE / PG)
 #define WSR_NRUNS	128
 #define WSR_NSINGLE	2048
 #define WSR_SET		(WSR_NRUNS * 16 + WSR_NSINGLE)
-#define WSR_MAXREP	64	/* runs of the minimal loop kept */
 
 enum { WSR_LAZY, WSR_RECORD, WSR_REPLAY, WSR_FLOOR, WSR_NMODES };
 static const char *const wsr_names[] = { "lazy", "record", "replay", "floor" };
@@ -1906,7 +1906,10 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 	double *ns = calloc(WSR_NMODES * repeat, sizeof(*ns)), med[WSR_NMODES], up, cost;
 	double *cpu = calloc(WSR_NMODES * repeat, sizeof(*cpu)), mcpu[WSR_NMODES];
 	double *srv = calloc(WSR_NMODES * repeat, sizeof(*srv)), msrv[WSR_NMODES];
-	double *mrep = calloc(repeat, sizeof(*mrep));
+	double *mrep = calloc(repeat, sizeof(*mrep)), *bcpu = calloc(repeat, sizeof(*bcpu));
+	double *bsrv = calloc(repeat, sizeof(*bsrv)), *bwall = calloc(repeat, sizeof(*bwall));
+	double *best = calloc(repeat, sizeof(*best)), paired, mpaired, lo, hi;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t maj[WSR_NMODES] = { 0 }, mrep_faults = 0;
 	struct wsr_reads rreads = { -1, -1 }, mreads = { -1, -1 }, nreads;
 	const char *name;
@@ -1917,7 +1920,8 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 
 	snprintf(rec, sizeof(rec), "%s/ufault-bench-ws-redis.%d",
 		 o->tmpfs_dir ? o->tmpfs_dir : "/dev/shm", sb.pid);
-	if (!order || !starts || !lens || !ns || !cpu || !srv || !mrep || object_url(&sb, o->url))
+	if (!order || !starts || !lens || !ns || !cpu || !srv || !mrep || !bcpu || !bsrv ||
+	    !bwall || !best || object_url(&sb, o->url))
 		goto out;
 	ret = uf_mm_create(NULL, &sb.mm);
 	if (ret) {
@@ -1938,7 +1942,7 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 	       (unsigned)WSR_SET, WSR_NRUNS, WSR_NSINGLE, WSR_SIZE >> 20, repeat);
 	fflush(stdout);
 	/* round 0: warm-up, and the first record */
-	for (r = 0; r <= repeat; r++)
+	for (r = 0; r <= repeat; r++) {
 		for (k = 0; k < WSR_NMODES; k++) {
 			double t = 0, c = 0, sv = 0;
 
@@ -1968,6 +1972,29 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 			if (r)
 				mrep[r - 1] = t;
 		}
+		/* the minimal loop, in the same round (ufault-bench(1)) */
+		if (r) {
+			rc->err[0] = 0;
+			ret = wsr_bare(rc, nm, starts, lens, items, &bcpu[r - 1], &bsrv[r - 1],
+				       &bwall[r - 1]);
+			if (ret) {
+				fprintf(stderr, "ufault-bench: ws: minimal loop: %s\n",
+					rc->err[0] ? rc->err : strerror(-ret));
+				goto out;
+			}
+		}
+	}
+	/* each round's best: the touches alone, the loop's CPU and the
+	 * cluster's shared by the CPUs, at least the touches alone */
+	for (r = 0; r < repeat; r++) {
+		double fl = ns[WSR_FLOOR * repeat + r];
+
+		best[r] = (fl + bcpu[r] + bsrv[r]) / (double)(ncpu > 1 ? ncpu : 1);
+		if (best[r] < fl)
+			best[r] = fl;
+	}
+	paired = bare_median_ratio(best, ns + WSR_REPLAY * repeat, repeat, &lo, &hi);
+	mpaired = bare_median_ratio(mrep, ns + WSR_REPLAY * repeat, repeat, NULL, NULL);
 	for (k = 0; k < WSR_NMODES; k++) {
 		qsort(ns + k * repeat, repeat, sizeof(double), cmp_double);
 		med[k] = ns[k * repeat + repeat / 2];
@@ -1993,49 +2020,30 @@ static int run_ws(struct rcluster *rc, const struct bench_redis_opts *o)
 	for (k = 0; k < WSR_NMODES; k++)
 		printf(" %s %.1f; %.1f%s", wsr_names[k], mcpu[k] / 1e6, msrv[k] / 1e6,
 		       k + 1 < WSR_NMODES ? "," : "\n");
-	{
-		/* what the replay could be at best here: the touches, the
-		 * loop's CPU and the cluster's shared by the CPUs */
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		double bcpu[WSR_MAXREP], bsrv[WSR_MAXREP], bwall[WSR_MAXREP], best;
-
-		for (r = 0; r < repeat && r < WSR_MAXREP; r++) {
-			rc->err[0] = 0;
-			ret = wsr_bare(rc, nm, starts, lens, items, &bcpu[r], &bsrv[r],
-				       &bwall[r]);
-			if (ret) {
-				fprintf(stderr, "ufault-bench: ws: minimal loop: %s\n",
-					rc->err[0] ? rc->err : strerror(-ret));
-				goto out;
-			}
-		}
-		qsort(bcpu, r, sizeof(double), cmp_double);
-		qsort(bsrv, r, sizeof(double), cmp_double);
-		best = (med[WSR_FLOOR] + bcpu[r / 2] + bsrv[r / 2]) / (double)(ncpu > 1 ? ncpu : 1);
-		if (best < med[WSR_FLOOR])
-			best = med[WSR_FLOOR];
-		qsort(bwall, r, sizeof(double), cmp_double);
-		printf("redis  minimal prefetch loop: %.1f ms CPU (%.1f ms elapsed), the cluster "
-		       "%.1f ms; best replay on %ld CPUs %.1f ms: lazy/best %.2fx; ufault's replay "
-		       "over the minimal loop's (best/replay) %.2fx %s\n", bcpu[r / 2] / 1e6,
-		       bwall[r / 2] / 1e6, bsrv[r / 2] / 1e6,
-		       ncpu, best / 1e6, med[WSR_LAZY] / best, best / med[WSR_REPLAY],
-		       o->quick ? "" : "(>= 0.9) info");
-		qsort(mrep, repeat, sizeof(double), cmp_double);
-		printf("redis  minimal replay, measured: %.1f ms, %" PRIu64 " touches served by "
-		       "its handler (last round); ufault's replay over it (minimal/replay) %.2fx "
-		       "%s\n", mrep[repeat / 2] / 1e6, mrep_faults, mrep[repeat / 2] / med[WSR_REPLAY],
-		       o->quick ? "" : "(>= 0.9) info");
-		printf("redis  reads the cluster served (last round): ufault's replay %ld HMGETs, "
-		       "%ld HGETs; the minimal replay's %ld HMGETs, %ld HGETs; %zu recorded runs\n",
-		       rreads.hmget, rreads.hget, mreads.hmget, mreads.hget, items);
-		printf("(minimal prefetch loop: one thread, an HMGET per recorded run, 64 in "
-		       "flight, a UFFDIO_COPY and a MADV_POPULATE_READ each; best replay: the "
-		       "touches alone, the loop's CPU and the cluster's shared by the CPUs, at "
-		       "least the touches alone; minimal replay, measured: the loop in a thread "
-		       "started with the touches, a minimal handler serving the touches that "
-		       "come first with an HGET each, timed as the replay, in the same rounds)\n");
-	}
+	qsort(bcpu, repeat, sizeof(double), cmp_double);
+	qsort(bsrv, repeat, sizeof(double), cmp_double);
+	qsort(bwall, repeat, sizeof(double), cmp_double);
+	qsort(best, repeat, sizeof(double), cmp_double);
+	qsort(mrep, repeat, sizeof(double), cmp_double);
+	printf("redis  minimal prefetch loop: %.1f ms CPU (%.1f ms elapsed), the cluster %.1f ms; "
+	       "best replay on %ld CPUs %.1f ms: lazy/best %.2fx; ufault's replay over the "
+	       "minimal loop's (best/replay, median of the rounds') %.2fx %s [rounds %.2f-%.2f]\n",
+	       bcpu[repeat / 2] / 1e6, bwall[repeat / 2] / 1e6, bsrv[repeat / 2] / 1e6, ncpu,
+	       best[repeat / 2] / 1e6, med[WSR_LAZY] / best[repeat / 2], paired,
+	       o->quick ? "" : "(>= 0.9) info", lo, hi);
+	printf("redis  minimal replay, measured: %.1f ms, %" PRIu64 " touches served by its "
+	       "handler (last round); ufault's replay over it (minimal/replay, median of the "
+	       "rounds') %.2fx %s\n", mrep[repeat / 2] / 1e6, mrep_faults, mpaired,
+	       o->quick ? "" : "(>= 0.9) info");
+	printf("redis  reads the cluster served (last round): ufault's replay %ld HMGETs, "
+	       "%ld HGETs; the minimal replay's %ld HMGETs, %ld HGETs; %zu recorded runs\n",
+	       rreads.hmget, rreads.hget, mreads.hmget, mreads.hget, items);
+	printf("(minimal prefetch loop: one thread, an HMGET per recorded run, 64 in flight, a "
+	       "UFFDIO_COPY and a MADV_POPULATE_READ each, timed in each round after its "
+	       "replay; best replay: the touches alone, the loop's CPU and the cluster's shared "
+	       "by the CPUs, at least the touches alone; minimal replay, measured: the loop in a "
+	       "thread started with the touches, a minimal handler serving the touches that "
+	       "come first with an HGET each, timed as the replay, in the same rounds)\n");
 	status = !o->quick && (up < 10 || cost > 1.3) && o->check ? EXIT_MISS : 0;
 out:
 	if (sb.object_made && (ret = uf_redis_remove(sb.url)))
@@ -2049,6 +2057,10 @@ out:
 	free(cpu);
 	free(srv);
 	free(mrep);
+	free(bcpu);
+	free(bsrv);
+	free(bwall);
+	free(best);
 	return status;
 }
 
