@@ -638,6 +638,41 @@ static int serve_try(struct serve_fault_ctx *c, bool *again)
 	return ret;
 }
 
+/*
+ * A fault of a stream that overtook the worker in the window it copies
+ * over: claim the window after it and deliver that whole (its fill that
+ * window alone, as for a fault inside a run-ahead's range), while the
+ * worker finishes its own.
+ * Locking: none held.
+ */
+static void serve_beside(const struct serve_fault_ctx *c)
+{
+	struct uf_vma *vma = c->vma;
+	struct serve_region *r = c->r;
+	size_t win = vma->mm->ra_max ? vma->mm->ra_max : 1, n;
+	uint64_t first, limit = c->pg + ((vma->end - c->addr) >> PAGE_SHIFT);
+	struct serve_fault_ctx b;
+	bool again = true;
+	int tries;
+
+	if (c->low || c->rec)
+		return;
+	n = uf_runahead_claim(&r->ahead, vma->as, c->pg, win, limit, &first);
+	if (!n)
+		return;
+	b = (struct serve_fault_ctx){
+		.vma = vma, .r = r, .addr = c->addr + ((first - c->pg) << PAGE_SHIFT), .pg = first,
+		.end = first, .hi = first + n, .ahead = UF_RA_IN, .max = 1,
+		.sink = { .sink = { .obj = vma->obj, .fn = serve_sink_fn }, .vma = vma, .r = r,
+			  .pg = first, .end = first },
+	};
+	for (tries = 0; tries < SERVE_TRIES && again; tries++)
+		if (serve_try(&b, &again))
+			break;
+	uf_runahead_claimed(&r->ahead);
+	ahead_kick(vma, r, first, b.end, false, true);
+}
+
 /* ->fault: make the page present in the cache, then copy it over. */
 struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 {
@@ -668,6 +703,12 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 	if (!c.rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
 		c.ahead = uf_runahead_check(&r->ahead, vma->as, pg,
 					    vma->mm->ra_max ? vma->mm->ra_max : 1, &c.hi);
+	/* in a window being copied over: the worker's (the fault copies the
+	 * next one beside it) or another fault's; its page comes with it */
+	if (c.ahead == UF_RA_MARK || c.ahead == UF_RA_IN) {
+		serve_beside(&c);
+		uf_runahead_wait(&r->ahead, pg);
+	}
 	streamed = !c.rec && c.ahead == UF_RA_NO && region_stream(r, pg);
 	c.seq = streamed || c.ahead == UF_RA_NEXT;
 	for (tries = 0; tries < SERVE_TRIES && again; tries++)

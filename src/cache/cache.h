@@ -233,6 +233,10 @@ struct uf_runahead {
 	unsigned int nmark;
 	bool busy;			/* a sink is queued or running */
 	bool gone;			/* the owner is gone */
+	/* the window the worker delivers now, and the one after it a fault
+	 * claimed beside it (uf_runahead_claim()): [lo, hi) each */
+	uint64_t cur_lo, cur_hi, fcur_lo, fcur_hi;
+	pthread_cond_t cur_done;	/* ... one is delivered */
 };
 
 struct uf_ra_sink;
@@ -265,6 +269,10 @@ enum uf_ra_where uf_runahead_check(struct uf_runahead *ra, const void *owner, ui
 bool uf_runahead_kick(struct uf_runahead *ra, const void *owner, uint64_t pg, uint64_t end,
 		      size_t win, bool start, bool claimed);
 void uf_runahead_start(struct uf_runahead *ra, struct uf_ra_sink *sink);
+size_t uf_runahead_claim(struct uf_runahead *ra, const void *owner, uint64_t pg, size_t win,
+			 uint64_t limit, uint64_t *first);
+void uf_runahead_claimed(struct uf_runahead *ra);
+bool uf_runahead_wait(struct uf_runahead *ra, uint64_t pg);
 
 /* huge.c: 2 MiB extents of a cache collapsed into huge folios */
 #define UF_HUGE_SHIFT	21

@@ -541,9 +541,15 @@ void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
  * window that thread is in.  The first page of each window is left out,
  * a marker (the kernel's PG_readahead page): the thread faults there as
  * it enters the window, and that fault (uf_runahead_check) moves the
- * bound on by a window.  A fault elsewhere in the range (the thread
- * overtook the worker, or another thread of the process went ahead of
- * it) is told so, and delivers the rest of its window itself.  A stream
+ * bound on by a window.  A fault inside the window the worker is
+ * copying over (a thread that touches faster than the worker copies, as
+ * where a first touch costs no hypervisor exit) claims the window after
+ * it and delivers that beside the worker (uf_runahead_claim()), then
+ * waits for the worker's (uf_runahead_wait()): both CPUs copy, and the
+ * thread faults about once a window, not at every page where it met
+ * the copy.  A fault elsewhere in the range (another thread of the
+ * process went ahead) is told so, and delivers the rest of its window
+ * itself.  A stream
  * that stops being followed gets at most UF_RA_AHEAD windows it may
  * never touch; a fault just past the last window claims the next one and
  * serves it itself, and the worker goes on after it.  One stream per
@@ -555,15 +561,21 @@ void uf_readahead_submit(struct uf_vma *vma, const struct uf_ra_req *req)
  * ends it, and its ->release drops what it holds.
  *
  * Locking: ra->lock (UF_LK_AHEAD) is taken alone (no other lock held,
- * none taken under it); ->window runs with no lock held.
+ * none taken under it; a fault sleeps on ra->cur_done with it); ->window
+ * runs with no lock held.
  */
 void uf_runahead_init(struct uf_runahead *ra, uint64_t end)
 {
+	pthread_condattr_t ca;
 	unsigned int i;
 
 	memset(ra, 0, sizeof(*ra));
 	pthread_mutex_init(&ra->lock, NULL);
 	uf_lockdep_class(&ra->lock, UF_LK_AHEAD);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ra->cur_done, &ca);
+	pthread_condattr_destroy(&ca);
 	for (i = 0; i < UF_RA_MARKS; i++)
 		ra->mark[i] = RA_NONE;
 	ra->end = end;
@@ -571,6 +583,7 @@ void uf_runahead_init(struct uf_runahead *ra, uint64_t end)
 
 void uf_runahead_destroy(struct uf_runahead *ra)
 {
+	pthread_cond_destroy(&ra->cur_done);
 	pthread_mutex_destroy(&ra->lock);
 }
 
@@ -674,12 +687,18 @@ static void runahead_work_fn(struct uf_work *work, bool run)
 		n = end - first < sink->win ? end - first : sink->win;
 		ra->hi = first + n;
 		ra->mark[ra->nmark++ % UF_RA_MARKS] = first;
+		ra->cur_lo = first;
+		ra->cur_hi = first + n;
 	} else {
 		ra->busy = false;
 	}
 	pthread_mutex_unlock(&ra->lock);
 	if (n) {
 		ret = sink->ops->window(sink, first, n);
+		pthread_mutex_lock(&ra->lock);
+		ra->cur_lo = ra->cur_hi = 0;
+		pthread_cond_broadcast(&ra->cur_done);
+		pthread_mutex_unlock(&ra->lock);
 		if (!ret && uf_worker_queue(mm, &sink->work))
 			return;
 		pthread_mutex_lock(&ra->lock);
@@ -689,6 +708,78 @@ static void runahead_work_fn(struct uf_work *work, bool run)
 		pthread_mutex_unlock(&ra->lock);
 	}
 	sink->ops->release(sink);
+}
+
+/*
+ * uf_runahead_claim - a fault of @owner on @pg inside the window the worker
+ * delivers now (a stream that touches faster than the worker copies):
+ * claim the window after it, @win pages up to @limit, for the fault to
+ * deliver beside the worker (*@first; the worker goes on after it), so
+ * that both CPUs copy and the stream then finds both windows in.  Return
+ * its pages, or 0 (none claimed: the worker has gone past, another fault
+ * has one, or the range ends).  uf_runahead_claimed() when delivered.
+ * Locking: takes ra->lock alone.
+ */
+size_t uf_runahead_claim(struct uf_runahead *ra, const void *owner, uint64_t pg, size_t win,
+			 uint64_t limit, uint64_t *first)
+{
+	uint64_t end = ra->end < limit ? ra->end : limit, want;
+	size_t n = 0;
+
+	pthread_mutex_lock(&ra->lock);
+	if (ra->owner == owner && !ra->gone && pg >= ra->cur_lo && pg < ra->cur_hi &&
+	    ra->hi == ra->cur_hi && ra->fcur_hi == 0 && ra->hi < end) {
+		*first = ra->hi;
+		n = end - ra->hi < win ? (size_t)(end - ra->hi) : win;
+		ra->hi += n;
+		ra->fcur_lo = *first;
+		ra->fcur_hi = ra->hi;
+		want = ra->hi + UF_RA_AHEAD * (uint64_t)win;
+		if (want > ra->want)
+			ra->want = want < ra->end ? want : ra->end;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return n;
+}
+
+/* The window a fault claimed is delivered.  Locking: takes ra->lock alone. */
+void uf_runahead_claimed(struct uf_runahead *ra)
+{
+	pthread_mutex_lock(&ra->lock);
+	ra->fcur_lo = ra->fcur_hi = 0;
+	pthread_cond_broadcast(&ra->cur_done);
+	pthread_mutex_unlock(&ra->lock);
+}
+
+/*
+ * uf_runahead_wait - a fault on @pg inside a window being delivered (the
+ * worker's, or one a fault claimed) waits until it is (RA_WAIT_MS at
+ * most), as a fault on a page of a window being read waits for it: a
+ * stream that touches faster than the copies would otherwise overtake
+ * them in each window, a fault of its own each time, and copy beside
+ * them.  Return true when it waited.
+ * Locking: takes ra->lock alone, and sleeps on ra->cur_done with it.
+ */
+bool uf_runahead_wait(struct uf_runahead *ra, uint64_t pg)
+{
+	struct timespec until;
+	bool waited = false;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += RA_WAIT_MS / 1000;
+	until.tv_nsec += (long)(RA_WAIT_MS % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&ra->lock);
+	while ((pg >= ra->cur_lo && pg < ra->cur_hi) || (pg >= ra->fcur_lo && pg < ra->fcur_hi)) {
+		waited = true;
+		if (pthread_cond_timedwait(&ra->cur_done, &ra->lock, &until))
+			break;
+	}
+	pthread_mutex_unlock(&ra->lock);
+	return waited;
 }
 
 /*
