@@ -649,11 +649,17 @@ static int client_end(int sock, pid_t pid, int ret, struct sv_result *res)
 		ret = -EPIPE;
 	if (ret)
 		shutdown(sock, SHUT_WR);	/* no go: it exits */
-	if (read(sock, res, sizeof(*res)) != sizeof(*res) && !ret)
+	bool short_read = read(sock, res, sizeof(*res)) != sizeof(*res);
+
+	if (short_read && !ret)
 		ret = -EPROTO;
 	close(sock);
 	if (waitpid(pid, &st, 0) != pid && !ret)
 		ret = -ECHILD;
+	else if (short_read && ret == -EPROTO)	/* why it gave no result */
+		fprintf(stderr, "ufault-bench: the client gave no result: %s %d\n",
+			WIFSIGNALED(st) ? "killed by signal" : "exit status",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 	return ret;
 }
 

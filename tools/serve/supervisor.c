@@ -139,6 +139,10 @@
 #define MAX_SCLIENTS	1024
 #define RANGES_PER_MSG	1024
 #define LIVE_EVERY_MS	500
+/* How long a new supervisor waits for the server that started it, which
+ * connects at once, whatever the orphan timeout (0 included: that is the
+ * clients' wait for a next server, and there are none yet) */
+#define FIRST_SERVER_MS	5000
 
 
 enum {
@@ -1271,8 +1275,9 @@ static void super_main(int cl, int lfd, const char *sock, const char *ctl, const
 	s.cache = -1;
 	s.orphan_s = orphan_s;
 	s.next_id = 1;
-	/* the server that started it connects at once */
-	s.deadline = now_ms() + (uint64_t)orphan_s * 1000;
+	/* the server that started it connects at once (FIRST_SERVER_MS) */
+	s.deadline = now_ms() + ((uint64_t)orphan_s * 1000 > FIRST_SERVER_MS ?
+				 (uint64_t)orphan_s * 1000 : FIRST_SERVER_MS);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
