@@ -218,7 +218,7 @@ static void fair_wait(unsigned int wait)
 			break;		/* quiet */
 		if (at > end)
 			at = end;
-		ts = (struct timespec){ (time_t)(at / 1000000000ULL), (long)(at % 1000000000ULL) };
+		ts = uf_ns_timespec(at);
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
 	if (wait != UINT_MAX)

@@ -655,7 +655,7 @@ static void serve_beside(const struct serve_fault_ctx *c)
 	bool again = true;
 	int tries;
 
-	if (c->low || c->rec)
+	if (c->low)
 		return;
 	n = uf_runahead_claim(&r->ahead, vma->as, c->pg, win, limit, &first);
 	if (!n)

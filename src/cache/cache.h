@@ -272,7 +272,7 @@ void uf_runahead_start(struct uf_runahead *ra, struct uf_ra_sink *sink);
 size_t uf_runahead_claim(struct uf_runahead *ra, const void *owner, uint64_t pg, size_t win,
 			 uint64_t limit, uint64_t *first);
 void uf_runahead_claimed(struct uf_runahead *ra);
-bool uf_runahead_wait(struct uf_runahead *ra, uint64_t pg);
+void uf_runahead_wait(struct uf_runahead *ra, uint64_t pg);
 
 /* huge.c: 2 MiB extents of a cache collapsed into huge folios */
 #define UF_HUGE_SHIFT	21

@@ -379,10 +379,7 @@ static void *huge_thread(void *arg)
 		 */
 		quiet = __atomic_load_n(&h->fills.last_fill_ns, __ATOMIC_RELAXED) + HUGE_QUIET_NS;
 		if (uf_now_ns() < quiet) {
-			struct timespec ts = {
-				.tv_sec = (time_t)(quiet / 1000000000ULL),
-				.tv_nsec = (long)(quiet % 1000000000ULL),
-			};
+			struct timespec ts = uf_ns_timespec(quiet);
 
 			pthread_cond_timedwait(&h->cond, &h->lock, &ts);
 			continue;

@@ -273,10 +273,7 @@ static void insert_wait(struct uf_mm *mm, struct uf_object *obj, uint64_t first,
 
 	if (!in)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_nsec += (INSERT_WAIT_MS % 1000) * 1000000L;
-	ts.tv_sec += INSERT_WAIT_MS / 1000 + ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
+	ts = uf_ns_timespec(uf_now_ns() + INSERT_WAIT_MS * 1000000ULL);
 	pthread_mutex_lock(&in->lock);
 	while (__insert_pending(in, obj, first, last))
 		if (pthread_cond_timedwait(&in->done, &in->lock, &ts))

@@ -757,29 +757,24 @@ void uf_runahead_claimed(struct uf_runahead *ra)
  * most), as a fault on a page of a window being read waits for it: a
  * stream that touches faster than the copies would otherwise overtake
  * them in each window, a fault of its own each time, and copy beside
- * them.  Return true when it waited.
+ * them.
  * Locking: takes ra->lock alone, and sleeps on ra->cur_done with it.
  */
-bool uf_runahead_wait(struct uf_runahead *ra, uint64_t pg)
+void uf_runahead_wait(struct uf_runahead *ra, uint64_t pg)
 {
 	struct timespec until;
-	bool waited = false;
+	bool timed = false;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += RA_WAIT_MS / 1000;
-	until.tv_nsec += (long)(RA_WAIT_MS % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&ra->lock);
 	while ((pg >= ra->cur_lo && pg < ra->cur_hi) || (pg >= ra->fcur_lo && pg < ra->fcur_hi)) {
-		waited = true;
+		if (!timed) {	/* (the clock read only for a wait) */
+			until = uf_ns_timespec(uf_now_ns() + RA_WAIT_MS * 1000000ULL);
+			timed = true;
+		}
 		if (pthread_cond_timedwait(&ra->cur_done, &ra->lock, &until))
 			break;
 	}
 	pthread_mutex_unlock(&ra->lock);
-	return waited;
 }
 
 /*

@@ -69,8 +69,9 @@ struct ws_version {
  * page mapped ahead costs is measured once a process (pf_touch_ns()).
  * The program then touches the set while the fillers, that far ahead, go
  * on.  On a guest whose hypervisor shadows the page tables that touch
- * costs 3-7 us, about a one-filler fill's time a page, and the head stays
- * near its least: there, ufault-bench --only ws (tmpfs, best/replay, the
+ * costs 3-7 us, about a one-filler fill's time a page, so the rule would
+ * keep the head near its least (not run there since it was made); there,
+ * with fixed heads, ufault-bench --only ws (tmpfs, best/replay, the
  * median of 5-7 paired rounds, 2-8 runs each) gave two fillers and a
  * 32-page head 0.73-0.81x, one filler 0.78-0.81x, one filler and a head
  * of 10% 0.81-0.85x, of 15% 0.81-0.91x, of 20-25% 0.75-0.89x.  Where the

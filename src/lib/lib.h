@@ -54,6 +54,12 @@ static inline uint64_t uf_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
+/* @ns (of uf_now_ns()'s clock) as a timespec: a timed wait's deadline */
+static inline struct timespec uf_ns_timespec(uint64_t ns)
+{
+	return (struct timespec){ (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+}
+
 /* addresses [start, end) */
 struct uf_range {
 	unsigned long start, end;
