@@ -95,6 +95,8 @@ extern const struct uf_vm_operations serve_vm_ops;
 int cache_copy(struct uf_object *obj, struct uf_uffd *u, unsigned long addr, uint64_t pg,
 	       size_t n, unsigned int mode, size_t *copied);
 void ahead_release(struct uf_ra_sink *rs);
+int ahead_fair(struct serve_ahead_work *w, uint64_t first, uint64_t n,
+	       int (*deliver)(struct serve_ahead_work *w, uint64_t first, uint64_t n));
 void ahead_kick(struct uf_vma *vma, struct serve_region *r, uint64_t pg, uint64_t end,
 		bool start, bool claimed);
 struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata);

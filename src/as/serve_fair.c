@@ -4,7 +4,8 @@
  * @tenant; ufault-serve passes each VMM's uid), and the requests of
  * ufault clients (attach_srv.c, the peer's uid): while two tenants or
  * more have each taken a part of the serving in the last window and
- * this one (FAIR_FLOOR_NS), a tenant that took more than its share of
+ * this one (FAIR_FLOOR_NS), or begun in it (FAIR_WINDOW_NS: a newcomer is
+ * a rival from its first fault), a tenant that took more than its share of
  * it, judged over the last seconds (the windows before decay:
  * FAIR_DECAY), is over its share.  What a tenant takes is the handlers'
  * time for its faults, requests and run-ahead windows, FAIR_PAGE_NS
@@ -13,8 +14,8 @@
  * waits, before each fault, till the others have been quiet a while
  * (fair_wait(): the tarpit), and is then served at the lowest CPU
  * priority, the faulting page alone, without running ahead
- * (serve_fault()); its run-ahead windows in flight are counted, and run
- * as they are.
+ * (serve_fault()); the worker finishes the window it is copying for it,
+ * and takes no other of its windows (ahead_fair()).
  *
  * Why judged over seconds: a restore is short and a flood is not.  A
  * tenant that has taken the server for seconds yields to one that has
@@ -92,6 +93,7 @@ struct fair_slot {
 	uint64_t window;	/* the window @cur counts (atomic) */
 	uint64_t cur, prev;	/* ns served in it, and in the one before */
 	uint64_t past;		/* the windows before those, decayed */
+	uint64_t born;		/* ns, monotonic: the slot was taken (atomic) */
 };
 
 static struct fair_slot fair[FAIR_SLOTS];
@@ -143,8 +145,9 @@ static void fair_roll(struct fair_slot *s, uint64_t w)
 
 /* @tenant's slot, taken if it has none (a free or stale one); NULL when
  * all are in use: that tenant is then neither counted nor lowered. */
-static struct fair_slot *fair_slot(unsigned int tenant, uint64_t w)
+static struct fair_slot *fair_slot(unsigned int tenant, uint64_t now)
 {
+	uint64_t w = now / FAIR_WINDOW_NS;
 	struct fair_slot *free_ = NULL;
 	unsigned int i, t;
 
@@ -164,16 +167,21 @@ static struct fair_slot *fair_slot(unsigned int tenant, uint64_t w)
 	__atomic_store_n(&free_->cur, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&free_->prev, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&free_->past, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&free_->born, now, __ATOMIC_RELAXED);
 	__atomic_store_n(&free_->window, w, __ATOMIC_RELAXED);
 	return free_;
 }
 
-/* Is @me over its share among the rivals (FAIR_FLOOR_NS) of the last
- * window and this one, their past counted too?  (@me counts whatever it
- * took lately: held back, it takes little, and is still what it was.) */
-static bool fair_over(const struct fair_slot *me, uint64_t w)
+/* Is @me over its share among the rivals of the last window and this
+ * one, their past counted too?  A rival took more than FAIR_FLOOR_NS in
+ * them, or is new: a restore that has just begun is a rival from its
+ * first fault, before it has taken its floor's worth -- which, with the
+ * others unchecked meanwhile, it could take a while to.  (@me counts
+ * whatever it took lately: held back, it takes little, and is still
+ * what it was.) */
+static bool fair_over(const struct fair_slot *me, uint64_t now)
 {
-	uint64_t total = 0, mine = 0, v;
+	uint64_t w = now / FAIR_WINDOW_NS, total = 0, mine = 0, v;
 	unsigned int i, n = 0;
 
 	for (i = 0; i < FAIR_SLOTS; i++) {
@@ -184,7 +192,8 @@ static bool fair_over(const struct fair_slot *me, uint64_t w)
 		fair_roll(s, w);
 		v = __atomic_load_n(&s->prev, __ATOMIC_RELAXED) +
 		    __atomic_load_n(&s->cur, __ATOMIC_RELAXED);
-		if (s != me && v <= FAIR_FLOOR_NS)
+		if (s != me && v <= FAIR_FLOOR_NS &&
+		    now >= __atomic_load_n(&s->born, __ATOMIC_RELAXED) + FAIR_WINDOW_NS)
 			continue;	/* little served lately: not a rival */
 		v += __atomic_load_n(&s->past, __ATOMIC_RELAXED);
 		total += v;
@@ -263,8 +272,8 @@ bool serve_fair_begin(unsigned int tenant, struct serve_fair *f, bool lower, uns
 		return false;
 	f->t0 = uf_now_ns();
 	f->copied0 = uf_uffd_guest_copied;
-	f->slot = fair_slot(tenant, f->t0 / FAIR_WINDOW_NS);
-	if (!f->slot || !fair_over(f->slot, f->t0 / FAIR_WINDOW_NS) || !fair_may_renice()) {
+	f->slot = fair_slot(tenant, f->t0);
+	if (!f->slot || !fair_over(f->slot, f->t0) || !fair_may_renice()) {
 		f->busy = true;
 		__atomic_add_fetch(&fair_busy, 1, __ATOMIC_RELAXED);
 		return false;

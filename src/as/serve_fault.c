@@ -436,18 +436,30 @@ static int __ahead_window(struct serve_ahead_work *w, uint64_t first, uint64_t n
 	return ret == -ESRCH ? ret : 0;
 }
 
-/* ->window of the sink (above), its time counted to the process's
- * tenant (serve_fair.c).  Locking: none held. */
-static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
+/*
+ * A window of @w's run-ahead, delivered by @deliver, its time counted to
+ * the process's tenant (serve_fair.c); or -EBUSY, nothing delivered, when
+ * that tenant is over its share: a tenant over its share is not run
+ * ahead of, and the worker, never lowered, would otherwise go on
+ * delivering the windows its stream had asked for.
+ * Locking: none held.
+ */
+int ahead_fair(struct serve_ahead_work *w, uint64_t first, uint64_t n,
+	       int (*deliver)(struct serve_ahead_work *w, uint64_t first, uint64_t n))
 {
-	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 	struct serve_fair fair;
-	int ret;
+	int ret = -EBUSY;
 
-	serve_fair_begin(w->r->tenant, &fair, false, 0);
-	ret = __ahead_window(w, first, n);
+	if (!serve_fair_begin(w->r->tenant, &fair, false, 0))
+		ret = deliver(w, first, n);
 	serve_fair_end(&fair);
 	return ret;
+}
+
+/* ->window of the sink (above).  Locking: none held. */
+static int ahead_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
+{
+	return ahead_fair((struct serve_ahead_work *)rs, first, n, __ahead_window);
 }
 
 /* ->release of the sink.  No lock held. */
@@ -699,8 +711,11 @@ struct uf_page *serve_fault(struct uf_vma *vma, struct uf_fault_data *fdata)
 	 * is a fault of its own, in the order touched */
 	c.rec = uf_ws_serve_recording(vma->obj, r->rec);
 	/* a marker of a stream run ahead of: the page alone (the rest of
-	 * its window is there, or on its way) */
-	if (!c.rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
+	 * its window is there, or on its way).  A tenant over its share
+	 * does not look: its marker would move the bound on, and the
+	 * worker, never lowered, would run ahead of it on and on; so its
+	 * run-ahead ends with the windows already wanted */
+	if (!c.low && !c.rec && !r->set && vma->mm->worker && !vma->nl_pgoff)
 		c.ahead = uf_runahead_check(&r->ahead, vma->as, pg,
 					    vma->mm->ra_max ? vma->mm->ra_max : 1, &c.hi);
 	/* in a window being copied over: the worker's (the fault copies the

@@ -415,9 +415,8 @@ static int huge_window_page(struct serve_ahead_work *w, struct huge_fill *hf, ui
  * is gone.
  * Locking: none held.
  */
-static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
+static int __huge_window(struct serve_ahead_work *w, uint64_t first, uint64_t n)
 {
-	struct serve_ahead_work *w = (struct serve_ahead_work *)rs;
 	struct uf_mm *mm = w->obj->mm;
 	struct huge_fill hf = { .sink = { .obj = w->obj, .fn = huge_fill_fn, .early = true,
 				  .defer = true },
@@ -431,6 +430,12 @@ static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
 		ret = huge_window_page(w, &hf, h, &filled);
 	uf_add(&mm->stats.readahead_pages, filled);
 	return ret == -ESRCH ? -ESRCH : 0;
+}
+
+/* ->window of the sink, as a tenant's share allows (ahead_fair()). */
+static int huge_window(struct uf_ra_sink *rs, uint64_t first, uint64_t n)
+{
+	return ahead_fair((struct serve_ahead_work *)rs, first, n, __huge_window);
 }
 
 const struct uf_ra_sink_ops huge_sink_ops = {

@@ -243,8 +243,10 @@ struct uf_ra_sink;
 /*
  * ->window - deliver pages [first, first + n) but the marker (the
  *	window's first page, left to the owner's fault).  Called from the
- *	mm's worker with no lock held.  Return 0, or -ESRCH when the owner
- *	is gone (the run-ahead stops for it).
+ *	mm's worker with no lock held.  Return 0, -ESRCH when the owner
+ *	is gone (the run-ahead stops for it), or -EBUSY when the window is
+ *	not to be delivered now (nothing of it was: the run-ahead gives it
+ *	back and stops, and the owner's faults serve it).
  * ->release - the run-ahead is done with the sink: drop what it holds
  *	and free it.  Called with no lock held.
  */

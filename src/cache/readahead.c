@@ -670,6 +670,21 @@ bool uf_runahead_kick(struct uf_runahead *ra, const void *owner, uint64_t pg, ui
 	return go;
 }
 
+/* The window [@first, @first + @n) the worker took was not delivered
+ * (its sink said -EBUSY): the range ends before it again, unless a fault
+ * claimed past it meanwhile, and its marker is forgotten.  Locking:
+ * ra->lock held. */
+static void runahead_give_back(struct uf_runahead *ra, uint64_t first, uint64_t n)
+{
+	unsigned int i;
+
+	if (ra->hi == first + n)
+		ra->hi = first;
+	for (i = 0; i < UF_RA_MARKS; i++)
+		if (ra->mark[i] == first)
+			ra->mark[i] = RA_NONE;
+}
+
 /* The sink's work item: a window, then itself queued again while the
  * bound is ahead.  Runs in the worker, no lock held. */
 static void runahead_work_fn(struct uf_work *work, bool run)
@@ -705,6 +720,8 @@ static void runahead_work_fn(struct uf_work *work, bool run)
 		ra->busy = false;
 		if (ret == -ESRCH)
 			ra->gone = true;
+		if (ret == -EBUSY)
+			runahead_give_back(ra, first, n);
 		pthread_mutex_unlock(&ra->lock);
 	}
 	sink->ops->release(sink);
