@@ -156,9 +156,14 @@ static void spawn_fork_child(void)
 	uf_lockdep_forget(spawn_lock);
 }
 
+int __uf_uffd_cpus;
+
 static void spawn_init(void)
 {
 	pthread_rwlock_t *l = uf_nocow_alloc(sizeof(*l));
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	__uf_uffd_cpus = ncpu > 1 ? (int)ncpu : 1;
 
 	uf_lockdep_class(&engines_lock, UF_LK_ENGINES);
 	if (!l) {

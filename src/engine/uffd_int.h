@@ -21,6 +21,7 @@ void __uf_uffd_guest_put(struct uf_uffd *u, struct uf_uffd *g);
 void *__uf_uffd_handler_thread(void *arg);
 
 /* monitor.c */
+extern int __uf_uffd_cpus;	/* CPUs online at the first engine's start */
 void __uf_uffd_busy_begin(struct uf_uffd_handler *h);
 void __uf_uffd_busy_end(struct uf_uffd_handler *h);
 

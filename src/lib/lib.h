@@ -54,6 +54,16 @@ static inline uint64_t uf_now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
+/* A spinning thread's pause: the CPU's hint that it spins (no yield) */
+static inline void uf_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /* @ns (of uf_now_ns()'s clock) as a timespec: a timed wait's deadline */
 static inline struct timespec uf_ns_timespec(uint64_t ns)
 {
