@@ -119,9 +119,8 @@ void __uf_uffd_reserve_room(struct uf_uffd *u)
  * machine costs as much as the copy again; a process touching the pages a
  * push copies in for it meets this at each of its faults.  So where the
  * copy can run on another CPU, the reader spins for it, COPY_SPIN_NS at
- * most, before it sleeps.  (Spinning only while the copies under way
- * were 32 pages or less gained about half as much: ufault-bench --only
- * serve-ws.)
+ * most, before it sleeps.
+ * Locking: takes copy_lock exclusive.
  */
 #define COPY_SPIN_NS	25000
 
