@@ -654,7 +654,8 @@ static int serve_try(struct serve_fault_ctx *c, bool *again)
  * A fault of a stream that overtook the worker in the window it copies
  * over: claim the window after it and deliver that whole (its fill that
  * window alone, as for a fault inside a run-ahead's range), while the
- * worker finishes its own.
+ * worker finishes its own.  (A tenant over its share never gets here:
+ * its faults do not look at the run-ahead.)
  * Locking: none held.
  */
 static void serve_beside(const struct serve_fault_ctx *c)
@@ -667,8 +668,6 @@ static void serve_beside(const struct serve_fault_ctx *c)
 	bool again = true;
 	int tries;
 
-	if (c->low)
-		return;
 	n = uf_runahead_claim(&r->ahead, vma->as, c->pg, win, limit, &first);
 	if (!n)
 		return;
