@@ -140,6 +140,14 @@ static bool huge_done(struct serve_region *r, uint64_t pg, bool set)
 	return __atomic_load_n(w, __ATOMIC_RELAXED) & bit;
 }
 
+/* Huge page @pg is to be served again: its next fault copies it. */
+static void huge_undone(struct serve_region *r, uint64_t pg)
+{
+	unsigned long bit, *w = huge_bit(r, r->hdone, pg, &bit);
+
+	__atomic_fetch_and(w, ~bit, __ATOMIC_RELAXED);
+}
+
 /* Pages in a run-ahead window of huge pages: ra_max rounded up to whole
  * huge pages, a marker and SERVE_HUGE_WIN_MIN - 1 more at least. */
 size_t huge_win(const struct uf_mm *mm)
@@ -506,6 +514,18 @@ static void fault_huge(struct uf_vma *vma, struct uf_fault_data *fdata, bool low
 			 * waited for (then woken: see HUGE_WAIT_US) */
 			if (!i)
 				huge_wait(r, p);
+			continue;
+		}
+		if (!i && huge_done(r, p, false)) {
+			/*
+			 * Delivered since the access faulted (the copy woke
+			 * it): the wake this fault gets is all it needs, and
+			 * its insert into the cache, maybe far down the
+			 * queue, is not waited for.  Removed since?  The bit
+			 * goes: the fault that then comes back is served.
+			 */
+			huge_undone(r, p);
+			huge_unclaim(r, p);
 			continue;
 		}
 		ret = huge_serve(vma, r, addr + ((unsigned long)i << UF_HUGE_SHIFT), p, !i,

@@ -20,6 +20,7 @@ extern __thread struct uf_bounce *uf_bounce_spare;	/* this thread's spare buffer
 extern __thread bool uf_bounce_keyed;		/* its exit frees them */
 struct uf_bounce *uf_bounce_get_new(size_t len, void **bufp);
 void uf_bounce_keep(void);
+void uf_bounce_free(struct uf_bounce *b);
 
 /* A buffer of @len bytes or more at *bufp, or NULL (no memory). */
 static inline struct uf_bounce *uf_bounce_get(size_t len, void **bufp)

@@ -423,7 +423,11 @@ static void huge_queue(struct uf_huge *h, struct uf_object *obj, uint64_t ext)
 		if (!h->started)
 			goto out;	/* no thread: no huge extents */
 	}
-	if (queue_tail(h, &(struct huge_ext){ obj, ext, 0 }))
+	/* only an empty queue's thread sleeps untimed: one with extents
+	 * queued sleeps until the fills pause, and more fills only put that
+	 * off (a wakeup per extent of a restore preempted the inserting
+	 * thread to find it not yet quiet) */
+	if (queue_tail(h, &(struct huge_ext){ obj, ext, 0 }) && h->n - h->head == 1)
 		pthread_cond_signal(&h->cond);
 out:
 	pthread_mutex_unlock(&h->lock);

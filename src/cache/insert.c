@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define INSERT_QUEUED	8	/* inserts waiting for the thread, at most */
+#define INSERT_QUEUED	32	/* inserts waiting for the thread, at most */
 #define INSERT_SPARES	4	/* buffers kept for the fills, at most */
 #define INSERT_WAIT_MS	200	/* a fill waits this long for a pending span */
 
@@ -99,8 +99,7 @@ void uf_inserts_stop(struct uf_mm *mm)
 	uf_worker_free(&in->w);
 	for (b = in->spare; b; b = next) {
 		next = b->next;
-		free(b->p);
-		free(b);
+		uf_bounce_free(b);
 	}
 	pthread_mutex_destroy(&in->lock);
 	pthread_cond_destroy(&in->done);
@@ -162,10 +161,7 @@ void uf_insert_end(struct uf_insert *it)
 	}
 	pthread_cond_broadcast(&in->done);
 	pthread_mutex_unlock(&in->lock);
-	if (b) {
-		free(b->p);
-		free(b);
-	}
+	uf_bounce_free(b);
 	free(it);
 }
 
