@@ -22,7 +22,13 @@
  * pages in the cache rather than reading them again (a span the fill
  * inserts itself is pending as well, until it is in).  At most
  * INSERT_QUEUED inserts wait for the thread; beyond, a fill inserts its
- * own.  The charge stays taken until the pages are in, so the budget
+ * own.  The thread inserts in the restore's pauses: while spans are
+ * still being handed over (the last less than INSERT_QUIET_NS ago), it
+ * waits, unless a fill or a flush waits for a pending span, or the queue
+ * is three quarters full.  The inserts' copies, run beside a restore,
+ * compete with its store reads for the memory's bandwidth (they made
+ * them up to 3x slower here): a burst of up to 48 MiB of huge pages now
+ * has it to itself, and a longer one shares it once the queue is full.  The charge stays taken until the pages are in, so the budget
  * counts them throughout; a fill that finds no room waits for the
  * pending inserts (uf_inserts_flush()) before it fails.  At the mm's
  * destruction what is queued is dropped (the cache goes too).
@@ -44,6 +50,7 @@
 #define INSERT_QUEUED	32	/* inserts waiting for the thread, at most */
 #define INSERT_SPARES	4	/* buffers kept for the fills, at most */
 #define INSERT_WAIT_MS	200	/* a fill waits this long for a pending span */
+#define INSERT_QUIET_NS	2000000	/* no span handed over for this long: insert */
 
 struct uf_insert {
 	struct uf_work work;
@@ -59,8 +66,12 @@ struct uf_inserts {
 	struct uf_worker *w;
 	pthread_mutex_t lock;
 	pthread_cond_t done;
+	pthread_cond_t go;		/* a waiter came, or the mm goes */
 	struct uf_insert *pending;
 	size_t nqueued;			/* on the worker, not yet run */
+	size_t nwaiters;		/* in insert_wait() */
+	uint64_t handed_ns;		/* the last span handed over */
+	bool stopping;
 	size_t nspare;
 	struct uf_bounce *spare;
 };
@@ -83,6 +94,7 @@ int uf_inserts_start(struct uf_mm *mm)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&in->done, &ca);
+	pthread_cond_init(&in->go, &ca);
 	pthread_condattr_destroy(&ca);
 	mm->inserts = in;
 	return 0;
@@ -96,6 +108,10 @@ void uf_inserts_stop(struct uf_mm *mm)
 
 	if (!in)
 		return;
+	pthread_mutex_lock(&in->lock);
+	in->stopping = true;		/* an insert waiting for a pause goes on */
+	pthread_cond_broadcast(&in->go);
+	pthread_mutex_unlock(&in->lock);
 	uf_worker_free(&in->w);
 	for (b = in->spare; b; b = next) {
 		next = b->next;
@@ -103,6 +119,7 @@ void uf_inserts_stop(struct uf_mm *mm)
 	}
 	pthread_mutex_destroy(&in->lock);
 	pthread_cond_destroy(&in->done);
+	pthread_cond_destroy(&in->go);
 	free(in);
 	mm->inserts = NULL;
 }
@@ -165,6 +182,26 @@ void uf_insert_end(struct uf_insert *it)
 	free(it);
 }
 
+/* Wait while spans are being handed over (see the top), unless a fill
+ * waits for one, the queue is 3/4 full, or the mm goes.
+ * Locking: takes inserts->lock. */
+static void insert_pause(struct uf_inserts *in)
+{
+	uint64_t quiet;
+	struct timespec ts;
+
+	pthread_mutex_lock(&in->lock);
+	for (;;) {
+		quiet = in->handed_ns + INSERT_QUIET_NS;
+		if (in->stopping || in->nwaiters || 4 * in->nqueued >= 3 * INSERT_QUEUED ||
+		    uf_now_ns() >= quiet)
+			break;
+		ts = uf_ns_timespec(quiet);
+		pthread_cond_timedwait(&in->go, &in->lock, &ts);
+	}
+	pthread_mutex_unlock(&in->lock);
+}
+
 /* The insert thread's work: @it's pages into the cache (unless the mm is
  * going: then dropped), its charge given back, its waiters woken. */
 static void insert_run(struct uf_work *work, bool run)
@@ -173,6 +210,8 @@ static void insert_run(struct uf_work *work, bool run)
 	struct uf_object *obj = it->obj;
 	uint64_t end;
 
+	if (run)
+		insert_pause(obj->mm->inserts);
 	if (run && !uf_object_orphaned(obj)) {
 		pthread_rwlock_rdlock(&obj->invalidate_lock);
 		end = DIV_ROUND_UP(__atomic_load_n(&obj->size, __ATOMIC_ACQUIRE), PAGE_SIZE);
@@ -212,6 +251,7 @@ bool uf_insert_queue(struct uf_insert *it, struct uf_bounce **bounce, long *char
 		return false;
 	}
 	in->nqueued++;
+	in->handed_ns = uf_now_ns();
 	it->queued = true;
 	b = in->spare;
 	if (b) {
@@ -271,9 +311,16 @@ static void insert_wait(struct uf_mm *mm, struct uf_object *obj, uint64_t first,
 		return;
 	ts = uf_ns_timespec(uf_now_ns() + INSERT_WAIT_MS * 1000000ULL);
 	pthread_mutex_lock(&in->lock);
+	if (!__insert_pending(in, obj, first, last)) {
+		pthread_mutex_unlock(&in->lock);
+		return;
+	}
+	in->nwaiters++;
+	pthread_cond_signal(&in->go);	/* no pause while a fill waits */
 	while (__insert_pending(in, obj, first, last))
 		if (pthread_cond_timedwait(&in->done, &in->lock, &ts))
 			break;
+	in->nwaiters--;
 	pthread_mutex_unlock(&in->lock);
 }
 
