@@ -50,8 +50,8 @@
  * A large buffer is a mapping of its own, marked MADV_WIPEONFORK: after a
  * fork() each of its pages the parent's next read writes would otherwise
  * be copied on write, 4 KiB at a time (the kernel splits a shared huge
- * page to copy it), some 4x the cost of a whole restore of hugetlbfs
- * memory here; the child finds it zeroed, still its own.
+ * page to copy it), as long as the child lives; the child finds it
+ * zeroed, still its own.
  */
 #define BOUNCE_HUGE	(1u << 20)
 #define HUGE_BYTES	((size_t)2 << 20)
