@@ -28,7 +28,9 @@
  * is three quarters full.  The inserts' copies, run beside a restore,
  * compete with its store reads for the memory's bandwidth (they made
  * them up to 3x slower here): a burst of up to 48 MiB of huge pages now
- * has it to itself, and a longer one shares it once the queue is full.  The charge stays taken until the pages are in, so the budget
+ * has it to itself, and a longer one shares it once the queue is full.
+ * Not a shorter quiet: on a busy machine a restore's own gaps (its
+ * client waiting for a CPU) last milliseconds.  The charge stays taken until the pages are in, so the budget
  * counts them throughout; a fill that finds no room waits for the
  * pending inserts (uf_inserts_flush()) before it fails.  At the mm's
  * destruction what is queued is dropped (the cache goes too).
@@ -50,7 +52,7 @@
 #define INSERT_QUEUED	32	/* inserts waiting for the thread, at most */
 #define INSERT_SPARES	4	/* buffers kept for the fills, at most */
 #define INSERT_WAIT_MS	200	/* a fill waits this long for a pending span */
-#define INSERT_QUIET_NS	2000000	/* no span handed over for this long: insert */
+#define INSERT_QUIET_NS	10000000	/* no span handed over for this long: insert */
 
 struct uf_insert {
 	struct uf_work work;
