@@ -26,12 +26,12 @@
  * still being handed over (the last less than INSERT_QUIET_NS ago), it
  * waits, unless a fill or a flush waits for a pending span, or the queue
  * is three quarters full.  The inserts' copies, run beside a restore,
- * compete with its store reads for the memory's bandwidth (they made
- * them up to 3x slower here): a burst of up to 48 MiB of huge pages now
- * has it to itself, and a longer one shares it once the queue is full.
- * Not a shorter quiet: on a busy machine a restore's own gaps (its
- * client waiting for a CPU) last milliseconds.  The charge stays taken until the pages are in, so the budget
- * counts them throughout; a fill that finds no room waits for the
+ * compete with its store reads for the memory's bandwidth: a burst of
+ * up to 48 MiB of huge pages has it to itself, and a longer one shares
+ * it once the queue is that full.  Not a shorter quiet: on a busy
+ * machine a restore's own gaps (its client waiting for a CPU) last
+ * milliseconds.  The charge stays taken until the pages are in, so the
+ * budget counts them throughout; a fill that finds no room waits for the
  * pending inserts (uf_inserts_flush()) before it fails.  At the mm's
  * destruction what is queued is dropped (the cache goes too).
  *
