@@ -120,13 +120,16 @@ void uf_bounce_free(struct uf_bounce *b)
 	if (!b)
 		return;
 	b->next = NULL;
-	if (b->len >= BOUNCE_HUGE)	/* the kernel may take it back */
+	if (b->len >= BOUNCE_HUGE) {
+		/* the kernel may take it back (before another thread can
+		 * take it and write it) */
 		(void)madvise(b->p, b->len, MADV_FREE);
-	for (i = 0; b->len >= BOUNCE_HUGE && i < POOL_SLOTS; i++) {
-		none = NULL;
-		if (__atomic_compare_exchange_n(&pool[i], &none, b, false, __ATOMIC_RELEASE,
-						__ATOMIC_RELAXED))
-			return;
+		for (i = 0; i < POOL_SLOTS; i++) {
+			none = NULL;
+			if (__atomic_compare_exchange_n(&pool[i], &none, b, false,
+							__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+				return;
+		}
 	}
 	buf_free(b->p, b->len);
 	free(b);
@@ -167,16 +170,9 @@ struct uf_bounce *uf_bounce_get_new(size_t len, void **bufp)
 		void *p;
 
 		if (size >= BOUNCE_HUGE && (pb = pool_take(size))) {
-			/* the pool's buffer, for this thread's too small one */
-			p = pb->p;
-			pb->p = b->p;
-			size = pb->len;
-			pb->len = b->len;
-			b->p = p;
-			b->len = size;
-			uf_bounce_free(pb);
-			*bufp = b->p;
-			return b;
+			uf_bounce_free(b);	/* (too small: pooled or freed) */
+			*bufp = pb->p;
+			return pb;
 		}
 		if (size >= BOUNCE_HUGE)
 			size = (size + HUGE_BYTES - 1) & ~(HUGE_BYTES - 1);
